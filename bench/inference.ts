@@ -1,0 +1,200 @@
+/**
+ * Inference overhead bench (issue 7): non-streamed chat completions with a small body against a
+ * zero-latency local OpenAI-compatible upstream, sent
+ *   1. directly to the upstream,
+ *   2. through a bare Node reverse proxy (http.request piping, keep-alive; the floor of any proxy),
+ *   3. through the gateway (API-key auth, model resolution, hold, upstream call, settle with a signed
+ *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
+ * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
+ * in their own process; this process only generates load. Everything is on loopback.
+ *   npx tsx bench/inference.ts [--requests 2000] [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const arg = (name: string, def: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1]! : def;
+};
+const TOTAL = Number(arg('requests', '2000'));
+const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
+const MODEL = 'bench-chat';
+const BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 16 });
+
+/** Child roles: each prints one JSON line with what the parent needs, then serves until killed. */
+async function role(name: string): Promise<void> {
+  const ready = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
+  if (name === 'upstream') {
+    const answer = JSON.stringify({
+      id: 'chatcmpl-bench',
+      object: 'chat.completion',
+      created: 1,
+      model: MODEL,
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi!' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 },
+    });
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
+        res.end(answer);
+      });
+    });
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, '127.0.0.1', () => ready({ port: (server.address() as { port: number }).port }));
+    return;
+  }
+  if (name === 'proxy') {
+    const target = Number(arg('upstream-port', '0'));
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+    const server = http.createServer((req, res) => {
+      const out = http.request({ host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
+      out.on('error', () => res.writeHead(502).end());
+      req.pipe(out);
+    });
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, '127.0.0.1', () => ready({ port: (server.address() as { port: number }).port }));
+    return;
+  }
+  if (name === 'gateway') {
+    const { loadConfig } = await import('../control-plane/src/config.ts');
+    const { createGateway } = await import('../control-plane/src/gateway.ts');
+    const { SvcClient } = await import('@svc/shared/client');
+    const { generatePrivateKey, privateKeyToAccount } = await import('viem/accounts');
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const upstream = arg('upstream-url', '');
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const config = loadConfig({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SVC_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-bench-')),
+      DATABASE_URL: arg('database-url', ''),
+      SVC_LOG_LEVEL: 'silent',
+      SVC_LOCAL_AGENT: 'off',
+      SVC_BILLING_ENFORCED: 'true',
+      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
+      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      SVC_BREAKER_LIMIT_MICRO_USD: '0',
+      SVC_PROVIDERS: JSON.stringify([{ name: 'bench', base_url: upstream, models: [{ id: MODEL, input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 2_000_000 }] }]),
+    });
+    const gw = await createGateway(config, { logger: false });
+    const url = await gw.listen();
+    const { client, session } = await new SvcClient({ baseUrl: url }).signIn(privateKeyToAccount(generatePrivateKey()));
+    await gw.services.metering.credit(session.account_id, 1_000_000_000_000, 'grant', 'bench');
+    const key = (await client.createKey()).key;
+    ready({ url, key });
+    return;
+  }
+  throw new Error(`unknown role ${name}`);
+}
+
+function startRole(name: string, extra: string[]): Promise<{ child: ChildProcess; info: Record<string, any> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--role', name, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve({ child, info: JSON.parse(buf.slice(0, nl)) });
+    });
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
+  });
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** `total` requests from `conc` concurrent callers over keep-alive connections; latency of each. */
+async function load(url: string, key: string | null, conc: number, total: number) {
+  const u = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: conc });
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(BODY)) };
+  if (key) headers.authorization = `Bearer ${key}`;
+  const one = () =>
+    new Promise<number>((resolve, reject) => {
+      const t0 = performance.now();
+      const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path: `${u.pathname.replace(/\/$/, '')}/chat/completions`, headers, agent }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`HTTP ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(BODY);
+    });
+  for (let i = 0; i < Math.min(200, total); i++) await one(); // warm-up: connections, JIT, caches
+  const lat: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (next++ < total) lat.push(await one());
+    }),
+  );
+  const secs = (performance.now() - t0) / 1000;
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: total / secs };
+}
+
+async function main() {
+  const name = `svc_bench_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = new pg.Client({ connectionString: ADMIN });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  const dbUrl = new URL(ADMIN);
+  dbUrl.pathname = `/${name}`;
+  const children: ChildProcess[] = [];
+  try {
+    const upstream = await startRole('upstream', []);
+    children.push(upstream.child);
+    const upstreamUrl = `http://127.0.0.1:${upstream.info.port}/v1`;
+    const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port)]);
+    children.push(proxy.child);
+    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString()]);
+    children.push(gateway.child);
+
+    console.log(`inference bench: ${TOTAL} non-streamed chat completions per row (after 200 warm-up), small body, zero-latency upstream, keep-alive, loopback`);
+    console.log(`gateway: auth + hold + upstream call + settle (ledger, usage event, signed receipt) + receipt headers; billing enforced; real Postgres (${name})`);
+    console.log('');
+    console.log('conc | path                | p50 ms | p99 ms |  req/s | added p50 / p99 vs direct');
+    for (const conc of [1, 64]) {
+      const direct = await load(upstreamUrl, null, conc, TOTAL);
+      const viaProxy = await load(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc, TOTAL);
+      const viaGateway = await load(`${gateway.info.url}/v1`, gateway.info.key, conc, TOTAL);
+      for (const [label, r] of [
+        ['direct', direct],
+        ['bare reverse proxy', viaProxy],
+        ['gateway', viaGateway],
+      ] as const) {
+        const added = label === 'direct' ? '-' : `+${(r.p50 - direct.p50).toFixed(3)} / +${(r.p99 - direct.p99).toFixed(3)}`;
+        console.log(`${String(conc).padStart(4)} | ${label.padEnd(19)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
+      }
+    }
+  } finally {
+    for (const c of children) {
+      if (c.exitCode === null && c.signalCode === null) {
+        const gone = new Promise((r) => c.once('exit', r));
+        c.kill('SIGTERM');
+        await gone;
+      }
+    }
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+const r = process.argv.indexOf('--role');
+if (r > 0) await role(process.argv[r + 1]!);
+else await main();

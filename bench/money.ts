@@ -1,0 +1,126 @@
+/**
+ * Money path bench (issue 3): hold + settle throughput and latency on the real Postgres server, against a
+ * baseline of bare `UPDATE ... RETURNING` round trips measured in the same run, plus receipt signing rate.
+ *   npx tsx bench/money.ts [--requests 4000] [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ */
+import pg from 'pg';
+import { sql } from 'kysely';
+import { generatePrivateKey, nativeSigning, newId, randomId, systemClock } from '@svc/shared';
+import { openDatabase } from '../control-plane/src/db/database.ts';
+import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
+import { Metering } from '../control-plane/src/modules/money/metering.ts';
+import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
+import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
+
+const arg = (name: string, def: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1]! : def;
+};
+const TOTAL = Number(arg('requests', '4000'));
+const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const ms = (x: number) => `${x.toFixed(3)} ms`;
+
+async function runConcurrent(n: number, total: number, op: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < total) await op(next++);
+    }),
+  );
+  return (performance.now() - t0) / 1000;
+}
+
+async function main() {
+  const name = `svc_bench_${randomId(8)}`;
+  const admin = new pg.Client({ connectionString: ADMIN });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  const url = new URL(ADMIN);
+  url.pathname = `/${name}`;
+  const database = await openDatabase({ databaseUrl: url.toString() });
+  try {
+    const { db } = database;
+    await migrateToLatest(db);
+    const signer = new ReceiptSigner(generatePrivateKey());
+    const metering = new Metering(db, systemClock, signer, {
+      enforced: true, holdTtlSeconds: 900, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: 1000,
+      treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
+    });
+
+    // Receipt signing rate (one core).
+    const payload = { v: 1 as const, id: 'req_x', kind: 'bench', account_id: 'acct_x', key_id: 'key_x', usage_event_id: 'ue_x', route: 'POST /bench', model: null, units: { n: 1 }, cost_micro_usd: 1000, created_at: new Date().toISOString(), run: null, policy: null };
+    let signs = 0;
+    const s0 = performance.now();
+    while (performance.now() - s0 < 1000) {
+      signer.signReceipt({ ...payload, id: `req_${signs}` });
+      signs++;
+    }
+    const signRate = signs / ((performance.now() - s0) / 1000);
+
+    // Baseline: bare UPDATE ... RETURNING round trips on a counter row per caller.
+    await sql`create table bench_counter (id int primary key, n bigint not null)`.execute(db);
+    await sql`insert into bench_counter select g, 0 from generate_series(0, 63) g`.execute(db);
+
+    console.log(`money path bench: ${TOTAL} operations per row, real Postgres (${name}), pool of 20 connections`);
+    console.log(`receipt signing incl. canonical JSON and hashing (${nativeSigning ? 'libsecp256k1 native binding' : '@noble/curves'}, one core): ${signRate.toFixed(0)} receipts/s`);
+    console.log('');
+    console.log('callers | baseline UPDATE/s | settled req/s | ratio | hold p50 / p99 | settle p50 / p99');
+    for (const callers of [1, 16, 64]) {
+      const baseSecs = await runConcurrent(callers, TOTAL, async (i) => {
+        await sql`update bench_counter set n = n + 1 where id = ${i % callers} returning n`.execute(db);
+      });
+      // One account and key per caller: realistic tenants, no shared hot row.
+      const principals: KeyPrincipal[] = [];
+      for (let c = 0; c < callers; c++) {
+        const acct = newId('acct_');
+        const key = newId('key_');
+        await db.insertInto('accounts').values({ id: acct, created_at: new Date(), suspended_at: null, suspended_reason: null }).execute();
+        await db
+          .insertInto('api_keys')
+          .values({ id: key, account_id: acct, parent_id: null, name: null, prefix: 'x', secret_hash: randomId(40), scopes: '[]', spend_cap_micro_usd: null, created_at: new Date(), expires_at: null, revoked_at: null, frozen_at: null, frozen_reason: null, rotated_to: null, last_used_at: null })
+          .execute();
+        await metering.credit(acct, 1_000_000_000, 'grant', `bench-${acct}`);
+        principals.push({ kind: 'key', accountId: acct, keyId: key, parentId: null, chain: [key], scopes: [], spendCapMicroUsd: null, expiresAt: null });
+      }
+      const holdLat: number[] = [];
+      const settleLat: number[] = [];
+      let c = 0;
+      const secs = await runConcurrent(callers, TOTAL, async () => {
+        const p = principals[c++ % callers]!;
+        const h0 = performance.now();
+        const hold = await metering.hold({ principal: p, requestId: newId('req_', 20), runId: null, maxCostMicroUsd: 5000, route: 'POST /bench', resource: 'bench' });
+        const h1 = performance.now();
+        await metering.settle(hold, { costMicroUsd: 1000, kind: 'bench', units: { n: 1 } });
+        const h2 = performance.now();
+        holdLat.push(h1 - h0);
+        settleLat.push(h2 - h1);
+      });
+      const base = TOTAL / baseSecs;
+      const rate = TOTAL / secs;
+      console.log(
+        `${String(callers).padStart(7)} | ${base.toFixed(0).padStart(17)} | ${rate.toFixed(0).padStart(13)} | ${(rate / base).toFixed(2).padStart(5)} | ${ms(pct(holdLat, 50))} / ${ms(pct(holdLat, 99))} | ${ms(pct(settleLat, 50))} / ${ms(pct(settleLat, 99))}`,
+      );
+    }
+    const check = await sql<{ bad: number }>`
+      select count(*)::int as bad from credit_accounts c
+      where c.balance_micro_usd <> (select coalesce(sum(amount_micro_usd), 0) from ledger_entries l where l.account_id = c.account_id) or c.held_micro_usd <> 0`.execute(db);
+    console.log('');
+    console.log(`round trips on the request path: 1 for the hold, 1 for the settle, each shared with the requests batched beside it (key auth is cached).`);
+    console.log(`ledger invariant violations after the run (balance != sum of ledger, or held != 0): ${check.rows[0]?.bad}`);
+  } finally {
+    await database.close();
+    await admin.query(`drop database ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

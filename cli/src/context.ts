@@ -1,0 +1,81 @@
+import type { Command } from 'commander';
+import { SvcClient } from '@svc/shared/client';
+import { configDir, readSession, type Session } from './config.ts';
+import { notSignedIn, usageError } from './errors.ts';
+import { createOutput, type Output } from './output.ts';
+
+export const DEFAULT_URL = 'http://localhost:8080';
+
+export interface GlobalOptions {
+  url?: string;
+  json?: boolean;
+}
+
+/** What every command works with: the resolved gateway, the state directory, the saved session and the output. */
+export interface Context {
+  url: string;
+  dir: string;
+  session: Session | undefined;
+  /** Why a session file that exists could not be used. */
+  sessionProblem: string | undefined;
+  out: Output;
+  /** An anonymous client for the resolved gateway. */
+  client: SvcClient;
+}
+
+/** The bare origin of a gateway URL; the API client adds the /v1 paths itself. */
+export function normalizeUrl(raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw usageError(`--url ${JSON.stringify(raw)} is not a URL`, 'give an origin such as http://localhost:8080');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw usageError(`--url must be http or https, got ${u.protocol}`);
+  return u.origin;
+}
+
+/**
+ * The gateway is --url, else SVC_URL, else the one the saved session belongs to, else localhost:8080.
+ * A saved session is only used for the gateway it was issued by.
+ */
+let lastUrl: string | undefined;
+/** The gateway the running command resolved, for error messages. */
+export function resolvedUrl(): string | undefined {
+  return lastUrl;
+}
+
+export function context(cmd: Command, env: NodeJS.ProcessEnv = process.env): Context {
+  const g = cmd.optsWithGlobals<GlobalOptions>();
+  const dir = configDir(env);
+  const stored = readSession(dir);
+  const explicit = g.url || env.SVC_URL || undefined;
+  const url = normalizeUrl(explicit ?? stored.session?.url ?? DEFAULT_URL);
+  lastUrl = url;
+  return {
+    url,
+    dir,
+    session: stored.session,
+    sessionProblem: stored.problem,
+    out: createOutput(g.json === true),
+    client: new SvcClient({ baseUrl: url }),
+  };
+}
+
+/** The saved session for this gateway, if usable; otherwise why not. */
+export function usableSession(ctx: Context, now = Date.now()): { session: Session } | { why: string } {
+  if (ctx.sessionProblem) return { why: `the saved session is unusable: ${ctx.sessionProblem}` };
+  const s = ctx.session;
+  if (!s) return { why: `not signed in to ${ctx.url}` };
+  if (s.url !== ctx.url) return { why: `not signed in to ${ctx.url} (the saved session is for ${s.url})` };
+  const exp = Date.parse(s.expires_at);
+  if (Number.isFinite(exp) && exp <= now) return { why: `your session for ${ctx.url} expired at ${s.expires_at}` };
+  return { session: s };
+}
+
+/** A client carrying the saved session; a command that needs one fails with a pointer to `svc login`. */
+export function sessionClient(ctx: Context): { client: SvcClient; session: Session } {
+  const r = usableSession(ctx);
+  if ('why' in r) throw notSignedIn(ctx.url, r.why);
+  return { client: ctx.client.withCredential({ kind: 'session', token: r.session.token }), session: r.session };
+}

@@ -1,0 +1,137 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { PREFIX, randomId, type Clock } from '@svc/shared';
+import type { Config } from './config.ts';
+import type { Metrics } from './metrics.ts';
+import { registerAuth } from './http/auth.ts';
+import { registerBodyParsers } from './http/body.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import type { DenylistService } from './modules/admin/denylist.ts';
+import { adminRoutes, type AdminMetricsSource } from './modules/admin/routes.ts';
+import type { IdentityService } from './modules/identity/service.ts';
+import { identityRoutes } from './modules/identity/routes.ts';
+import type { KeysService } from './modules/keys/service.ts';
+import { keysRoutes } from './modules/keys/routes.ts';
+import type { HealthService } from './modules/platform/health.ts';
+import { platformRoutes } from './modules/platform/routes.ts';
+import type { Database } from './db/database.ts';
+import type { Cursors } from './http/cursor.ts';
+import type { Metering } from './modules/money/metering.ts';
+import type { ReceiptSigner } from './modules/money/signer.ts';
+import type { NotaryService } from './modules/notary/service.ts';
+import { notaryRoutes } from './modules/notary/routes.ts';
+import { proofsRoutes } from './modules/proofs/routes.ts';
+import { moneyRoutes } from './modules/money/routes.ts';
+import { billingRoutes } from './modules/billing/routes.ts';
+import { payRoutes } from './modules/pay/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
+import type { WebhookService } from './modules/webhooks/service.ts';
+import { alertRoutes } from './modules/alerts/routes.ts';
+import type { AlertsService } from './modules/alerts/service.ts';
+import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
+import type { SubscriptionService } from './modules/subscriptions/service.ts';
+import { fleetRoutes } from './modules/fleet/routes.ts';
+import { sandboxRoutes } from './modules/sandboxes/routes.ts';
+import type { SandboxDeps } from './modules/sandboxes/deps.ts';
+import { inferenceRoutes } from './modules/inference/routes.ts'; // inference (issue 7)
+import type { InferenceService } from './modules/inference/service.ts'; // inference (issue 7)
+import type { NodeRegistry } from './fleet/registry.ts';
+
+export const VERSION = '0.1.0';
+
+export interface RouteEntry {
+  method: string;
+  url: string;
+  auth: string;
+  scope: string | undefined;
+  hidden: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route the router serves, as registered (HEAD twins excluded). */
+    routeTable: RouteEntry[];
+  }
+}
+
+export interface AppDeps {
+  config: Config;
+  clock: Clock;
+  metrics: Metrics;
+  identity: IdentityService;
+  keys: KeysService;
+  denylist: DenylistService;
+  health: HealthService;
+  adminMetrics: AdminMetricsSource;
+  signer: ReceiptSigner;
+  metering: Metering;
+  notary: NotaryService;
+  cursors: Cursors;
+  database: Database;
+  registry: NodeRegistry;
+  sandboxes: SandboxDeps;
+  inference: InferenceService; // inference (issue 7)
+  webhooks: WebhookService; // webhooks (issue 4 item 3)
+  alerts: AlertsService; // balance alerts (issue 4 item 4)
+  subscriptions: SubscriptionService; // plans and subscriptions (issue 4 item 5)
+  logger?: boolean | object;
+}
+
+/** Builds the Fastify app: cross-cutting plugins first, then each module's routes. */
+export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: d.logger ?? { level: d.config.logLevel },
+    bodyLimit: d.config.bodyLimitBytes,
+    genReqId: () => PREFIX.request + randomId(20),
+    trustProxy: false,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+  });
+  const routeTable: RouteEntry[] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) {
+      if (method === 'HEAD') continue;
+      routeTable.push({ method, url: r.url, auth: r.config?.auth ?? '', scope: r.config?.scope, hidden: Boolean((r.schema as { hide?: boolean } | undefined)?.hide) });
+    }
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  registerErrorHandling(app);
+  registerBodyParsers(app, d.denylist);
+  registerAuth(app, {
+    resolvers: { apiKey: (s) => d.keys.authenticate(s), session: (t) => d.identity.authenticate(t), nodeKey: (s) => d.registry.authenticate(s) },
+    adminToken: d.config.adminToken,
+    metricsToken: d.config.metricsToken,
+  });
+  await registerOpenApi(app, VERSION);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    d.metrics.httpRequests.inc({ method: req.method, route, status: `${Math.floor(reply.statusCode / 100)}xx` });
+    d.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+
+  platformRoutes(app, { health: d.health, metrics: d.metrics, clock: d.clock, info: { name: 'svc gateway', version: VERSION, publicUrl: d.config.publicUrl } });
+  adminRoutes(app, { identity: d.identity, denylist: d.denylist, metrics: d.adminMetrics });
+  identityRoutes(app, d.identity, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds });
+  keysRoutes(app, d.keys);
+  notaryRoutes(app, d.notary, d.config.publicUrl);
+  fleetRoutes(app, { registry: d.registry, version: VERSION });
+  sandboxRoutes(app, d.sandboxes);
+  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl }); // inference (issue 7)
+  moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });
+  billingRoutes(app, { config: d.config, db: d.database.db, clock: d.clock, metering: d.metering, identity: d.identity });
+  payRoutes(app, { config: d.config, db: d.database.db, clock: d.clock, signer: d.signer });
+  webhookRoutes(app, d.webhooks);
+  alertRoutes(app, d.alerts);
+  subscriptionRoutes(app, d.subscriptions);
+  proofsRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, health: d.health, publicUrl: d.config.publicUrl });
+
+  await app.ready();
+  return app;
+}

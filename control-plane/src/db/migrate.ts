@@ -1,0 +1,43 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import * as identity from './migrations/20261122_0001_identity.ts';
+import * as platform from './migrations/20261122_0002_platform.ts';
+import * as money from './migrations/20261122_0003_money.ts';
+import * as moneyBatches from './migrations/20261122_0004_money_batches.ts';
+import * as leanMoney from './migrations/20261122_0005_lean_money_path.ts';
+import * as runLock from './migrations/20261122_0006_run_chain_lock.ts';
+import * as billingDeposits from './migrations/20261122_0100_billing_deposits.ts';
+import * as payRequests from './migrations/20261122_0101_pay_requests.ts';
+import * as fleet from './migrations/20261122_0200_fleet.ts';
+import * as sandboxes from './migrations/20261122_0300_sandboxes.ts';
+import * as webhooks from './migrations/20261122_0400_webhooks.ts';
+import * as balanceAlerts from './migrations/20261122_0401_balance_alerts.ts';
+import * as subscriptions from './migrations/20261122_0402_subscriptions.ts';
+
+/** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
+const MIGRATIONS: Record<string, Migration> = {
+  '20261122_0001_identity': identity,
+  '20261122_0002_platform': platform,
+  '20261122_0003_money': money,
+  '20261122_0004_money_batches': moneyBatches,
+  '20261122_0005_lean_money_path': leanMoney,
+  '20261122_0006_run_chain_lock': runLock,
+  '20261122_0100_billing_deposits': billingDeposits,
+  '20261122_0101_pay_requests': payRequests,
+  '20261122_0200_fleet': fleet,
+  '20261122_0300_sandboxes': sandboxes,
+  '20261122_0400_webhooks': webhooks,
+  '20261122_0401_balance_alerts': balanceAlerts,
+  '20261122_0402_subscriptions': subscriptions,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+
+export async function migrateToLatest(db: Kysely<any>): Promise<void> {
+  // Modules add migrations independently, so a newer module's earlier timestamp must still apply.
+  const migrator = new Migrator({ db, provider, migrationTableName: 'svc_migrations', migrationLockTableName: 'svc_migrations_lock', allowUnorderedMigrations: true });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

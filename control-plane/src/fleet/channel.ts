@@ -1,0 +1,91 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { initTRPC, TRPCError } from '@trpc/server';
+import { applyWSSHandler } from '@trpc/server/adapters/ws';
+import { WebSocketServer } from 'ws';
+import { CHANNEL_PATH, ConnectionParams, Hello, JobFinish, JobOutput, PROTOCOL_VERSION, ServiceError } from '@svc/shared';
+import type { AgentHub } from './hub.ts';
+import type { NodeRegistry } from './registry.ts';
+
+interface ChannelContext {
+  nodeId: string | null;
+  /** Why this connection is refused; every call answers with it, so the agent reads the reason. */
+  refusal: TRPCError | null;
+}
+
+const t = initTRPC.context<ChannelContext>().create();
+const agentProcedure = t.procedure.use(({ ctx, next }) => {
+  if (ctx.refusal || !ctx.nodeId) throw ctx.refusal ?? new TRPCError({ code: 'UNAUTHORIZED', message: 'no node key' });
+  return next({ ctx: { nodeId: ctx.nodeId } });
+});
+
+function makeRouter(hub: AgentHub) {
+  return t.router({
+    hello: agentProcedure.input(Hello).mutation(({ ctx, input }) => ({ node_id: ctx.nodeId, protocol_version: PROTOCOL_VERSION, ...hub.hello(ctx.nodeId, input.running_jobs) })),
+    jobs: agentProcedure.subscription(async function* ({ ctx, signal }) {
+      const conn = hub.attach(ctx.nodeId);
+      try {
+        yield* conn.queue.iterate(signal);
+      } finally {
+        hub.detach(conn);
+      }
+    }),
+    output: agentProcedure.input(JobOutput).mutation(({ ctx, input }) => {
+      hub.onOutput(ctx.nodeId, input);
+      return { ok: true };
+    }),
+    finish: agentProcedure.input(JobFinish).mutation(async ({ ctx, input }) => {
+      await hub.onFinish(ctx.nodeId, input);
+      return { ok: true };
+    }),
+  });
+}
+
+export type AgentRouter = ReturnType<typeof makeRouter>;
+
+/**
+ * The agent channel: agents dial WebSocket `/v1/nodes/channel` and speak tRPC. The first message carries
+ * connection params (node key, protocol version, agent version); a wrong key or another protocol version
+ * is refused with a message the operator can act on. The credential never rides in the URL.
+ */
+export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry: NodeRegistry): () => Promise<void> {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 32 * 1024 * 1024 });
+  const handler = applyWSSHandler({
+    wss,
+    router: makeRouter(hub),
+    keepAlive: { enabled: true, pingMs: 20_000, pongWaitMs: 10_000 },
+    createContext: async ({ info }): Promise<ChannelContext> => {
+      const refuse = (code: 'UNAUTHORIZED' | 'PRECONDITION_FAILED', message: string) => ({ nodeId: null, refusal: new TRPCError({ code, message }) });
+      const parsed = ConnectionParams.safeParse(info.connectionParams ?? {});
+      if (!parsed.success) return refuse('UNAUTHORIZED', 'connection params must carry node_key, protocol_version and agent_version');
+      if (parsed.data.protocol_version !== PROTOCOL_VERSION) {
+        return refuse(
+          'PRECONDITION_FAILED',
+          `agent protocol version ${parsed.data.protocol_version} is not supported: this control plane speaks version ${PROTOCOL_VERSION}; install the matching agent release`,
+        );
+      }
+      try {
+        const node = await registry.authenticate(parsed.data.node_key);
+        return { nodeId: node.nodeId, refusal: null };
+      } catch (e) {
+        return refuse('UNAUTHORIZED', e instanceof ServiceError ? e.message : 'node key refused');
+      }
+    },
+  });
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== CHANNEL_PATH) {
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  };
+  app.server.on('upgrade', onUpgrade);
+  return async () => {
+    app.server.off('upgrade', onUpgrade);
+    handler.broadcastReconnectNotification();
+    for (const c of wss.clients) c.terminate();
+    await new Promise<void>((r) => wss.close(() => r()));
+  };
+}

@@ -1,0 +1,203 @@
+import type { Kysely, Selectable } from 'kysely';
+import { PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
+import type { DB, NodesTable } from '../db/schema.ts';
+import type { NodePrincipal } from '../http/auth-types.ts';
+import { isOnline, reliability, type NodeSnapshot } from './scheduler.ts';
+import { observeSpeed } from './speed.ts';
+
+export interface EnrollInput {
+  name?: string | undefined;
+  kinds: Array<'sandbox' | 'inference'>;
+  models?: string[] | undefined;
+  model_map?: Record<string, string> | undefined;
+  speed_factor?: number | undefined;
+}
+
+type NodeRow = Selectable<NodesTable>;
+export const HOUSE_ACCOUNT = 'acct_house_ops';
+const LATENCY_ALPHA = 0.2;
+
+/** Enrolled nodes: enrollment, node-key auth, heartbeats, gates, approval, observed reliability and speed. */
+export class NodeRegistry {
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+  ) {}
+
+  async enroll(accountId: string, input: EnrollInput, house = false) {
+    const now = this.clock.now();
+    if (input.kinds.includes('inference') && !(input.models && input.models.length)) {
+      throw new ServiceError('invalid_request', 'models: an inference node declares the models it serves', { param: 'models' });
+    }
+    for (const [pub] of Object.entries(input.model_map ?? {})) {
+      if (!(input.models ?? []).includes(pub)) throw new ServiceError('invalid_request', `model_map: "${pub}" is not among models`, { param: 'model_map' });
+    }
+    if (house) {
+      await this.db.insertInto('accounts').values({ id: HOUSE_ACCOUNT, created_at: now, suspended_at: null, suspended_reason: null }).onConflict((oc) => oc.column('id').doNothing()).execute();
+    }
+    const key = newSecret(PREFIX.nodeKey);
+    const speed = input.speed_factor ?? 1;
+    const row = await this.db
+      .insertInto('nodes')
+      .values({
+        id: newId(PREFIX.node),
+        account_id: house ? HOUSE_ACCOUNT : accountId,
+        name: input.name ?? null,
+        house,
+        kinds: JSON.stringify([...new Set(input.kinds)].sort()),
+        models: JSON.stringify(input.models ?? []),
+        model_map: JSON.stringify(input.model_map ?? {}),
+        declared_speed_factor: speed,
+        speed_factor: speed,
+        key_hash: sha256Hex(key),
+        key_prefix: key.slice(0, 14),
+        endpoint: null,
+        capabilities: null,
+        agent_version: null,
+        last_heartbeat_at: null,
+        latency_ms: null,
+        observed_speed: null,
+        created_at: now,
+        revoked_at: null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { node: this.ownerView(row), node_key: key };
+  }
+
+  async authenticate(secret: string): Promise<NodePrincipal> {
+    const row = await this.db.selectFrom('nodes').select(['id', 'account_id', 'revoked_at']).where('key_hash', '=', sha256Hex(secret)).executeTakeFirst();
+    if (!row) throw new ServiceError('invalid_credential', 'Unknown node key');
+    if (row.revoked_at) throw new ServiceError('invalid_credential', 'This node key has been revoked');
+    return { kind: 'node', nodeId: row.id, accountId: row.account_id };
+  }
+
+  async heartbeat(nodeId: string, hb: HeartbeatBody) {
+    const now = this.clock.now();
+    const row = await this.db
+      .updateTable('nodes')
+      .set({
+        capabilities: JSON.stringify(hb.capabilities),
+        endpoint: hb.endpoint ?? null,
+        running_jobs: hb.load.running_jobs,
+        agent_version: hb.agent_version,
+        last_heartbeat_at: now,
+      })
+      .where('id', '=', nodeId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { node_id: row.id, approved: row.approved, disabled: row.disabled, draining: row.draining, next_heartbeat_seconds: 60, received_at: now.toISOString() };
+  }
+
+  async get(nodeId: string): Promise<NodeRow> {
+    const row = await this.db.selectFrom('nodes').selectAll().where('id', '=', nodeId).executeTakeFirst();
+    if (!row) throw notFound('Node');
+    return row;
+  }
+
+  async setGate(accountId: string, nodeId: string, gate: 'disabled' | 'draining', set: boolean) {
+    const row = await this.get(nodeId);
+    if (row.account_id !== accountId) throw new ServiceError('forbidden', 'Only the node owner can gate this node');
+    const updated = await this.db.updateTable('nodes').set({ [gate]: set }).where('id', '=', nodeId).returningAll().executeTakeFirstOrThrow();
+    return this.ownerView(updated);
+  }
+
+  async approve(nodeId: string, approved: boolean) {
+    await this.get(nodeId);
+    const row = await this.db.updateTable('nodes').set({ approved }).where('id', '=', nodeId).returningAll().executeTakeFirstOrThrow();
+    return this.ownerView(row);
+  }
+
+  async snapshots(): Promise<Array<NodeSnapshot & { modelMap: Record<string, string> }>> {
+    const rows = await this.db.selectFrom('nodes').selectAll().where('revoked_at', 'is', null).execute();
+    return rows.map((r) => ({
+      id: r.id,
+      kinds: r.kinds,
+      models: r.models,
+      modelMap: r.model_map,
+      speedFactor: r.speed_factor,
+      approved: r.approved,
+      disabled: r.disabled,
+      draining: r.draining,
+      lastHeartbeatAt: r.last_heartbeat_at,
+      runningJobs: r.running_jobs,
+      dispatched: r.dispatched,
+      succeeded: r.succeeded,
+      latencyMs: r.latency_ms,
+    }));
+  }
+
+  /** Records how a dispatched job ended: counters, latency moving average, and the speed clamp rule. */
+  async recordOutcome(nodeId: string, o: { ok: boolean; latencyMs: number; kind: string; workUnits?: number | undefined; durationMs: number }) {
+    const row = await this.get(nodeId);
+    const latency = row.latency_ms === null ? o.latencyMs : row.latency_ms + LATENCY_ALPHA * (o.latencyMs - row.latency_ms);
+    const speed = o.ok ? observeSpeed(row, o) : null;
+    await this.db
+      .updateTable('nodes')
+      .set({
+        dispatched: row.dispatched + 1,
+        succeeded: row.succeeded + (o.ok ? 1 : 0),
+        failed: row.failed + (o.ok ? 0 : 1),
+        latency_ms: latency,
+        ...(speed ? { observed_speed: speed.observed, speed_factor: speed.speedFactor, clamp_count: row.clamp_count + (speed.clamped ? 1 : 0) } : {}),
+      })
+      .where('id', '=', nodeId)
+      .execute();
+  }
+
+  /** What the owner sees (never the key). */
+  ownerView(r: NodeRow) {
+    const now = this.clock.now();
+    return {
+      ...this.publicView(r, now),
+      approved: r.approved,
+      disabled: r.disabled,
+      draining: r.draining,
+      house: r.house,
+      key_prefix: r.key_prefix,
+      model_map: r.model_map,
+      declared_speed_factor: r.declared_speed_factor,
+      endpoint: r.endpoint,
+      capabilities: r.capabilities,
+      agent_version: r.agent_version,
+      created_at: r.created_at.toISOString(),
+    };
+  }
+
+  publicView(r: NodeRow, now = this.clock.now()) {
+    const online = isOnline({ lastHeartbeatAt: r.last_heartbeat_at }, now);
+    return {
+      id: r.id,
+      type: 'node' as const,
+      name: r.name,
+      kinds: r.kinds,
+      models: r.models,
+      speed_factor: r.speed_factor,
+      clamp_count: r.clamp_count,
+      status: !r.approved
+        ? ('pending_approval' as const)
+        : !online
+          ? ('offline' as const)
+          : r.disabled
+            ? ('disabled' as const)
+            : r.draining
+              ? ('draining' as const)
+              : ('online' as const),
+      reliability: r.dispatched === 0 ? null : Number(reliability(r).toFixed(4)),
+      jobs_dispatched: r.dispatched,
+      latency_ms: r.latency_ms === null ? null : Math.round(r.latency_ms),
+      last_heartbeat_at: r.last_heartbeat_at?.toISOString() ?? null,
+    };
+  }
+
+  async publicList() {
+    const now = this.clock.now();
+    const rows = await this.db.selectFrom('nodes').selectAll().where('revoked_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+    return rows.map((r) => this.publicView(r, now));
+  }
+
+  async listOwned(accountId: string) {
+    const rows = await this.db.selectFrom('nodes').selectAll().where('account_id', '=', accountId).orderBy('created_at').execute();
+    return rows.map((r) => this.ownerView(r));
+  }
+}

@@ -1,0 +1,75 @@
+import { HEARTBEAT_SECONDS, OFFLINE_AFTER_MISSED } from '@svc/shared';
+
+/**
+ * Picks a node for a job. Pure: the inputs are a snapshot of the registry, so it is unit-tested alone.
+ *
+ * Eligible: approved, not disabled, not draining, a heartbeat within 3 intervals (180 s), the job's node
+ * kind (when it needs one) among the node's kinds, and for a model job the model among its declared models, and not excluded.
+ * Score = speed_factor × reliability² × 1/(1 + running_jobs) × 1/(1 + latency_ms/1000), where
+ * reliability = (succeeded + 1) / (dispatched + 2) (a new node starts at 0.5, not at 0 or 1).
+ * The highest score wins; ties go to the lower id so the choice is deterministic.
+ */
+export interface NodeSnapshot {
+  id: string;
+  kinds: string[];
+  models: string[];
+  speedFactor: number;
+  approved: boolean;
+  disabled: boolean;
+  draining: boolean;
+  lastHeartbeatAt: Date | null;
+  runningJobs: number;
+  dispatched: number;
+  succeeded: number;
+  latencyMs: number | null;
+}
+
+export interface JobNeed {
+  /** The node kind the job needs; undefined: any node. */
+  kind?: string | undefined;
+  model?: string | undefined;
+  exclude?: readonly string[];
+  /** Work that belongs to a node already (a live session) may go to it while it drains. */
+  allowDraining?: boolean;
+}
+
+export const OFFLINE_AFTER_MS = HEARTBEAT_SECONDS * OFFLINE_AFTER_MISSED * 1000;
+
+export function isOnline(n: Pick<NodeSnapshot, 'lastHeartbeatAt'>, now: Date): boolean {
+  return n.lastHeartbeatAt !== null && now.getTime() - n.lastHeartbeatAt.getTime() <= OFFLINE_AFTER_MS;
+}
+
+export function reliability(n: Pick<NodeSnapshot, 'dispatched' | 'succeeded'>): number {
+  return (n.succeeded + 1) / (n.dispatched + 2);
+}
+
+export function isEligible(n: NodeSnapshot, need: JobNeed, now: Date): boolean {
+  return (
+    n.approved &&
+    !n.disabled &&
+    (!n.draining || need.allowDraining === true) &&
+    isOnline(n, now) &&
+    (need.kind === undefined || n.kinds.includes(need.kind)) &&
+    (need.model === undefined || n.models.includes(need.model)) &&
+    !(need.exclude ?? []).includes(n.id)
+  );
+}
+
+export function score(n: NodeSnapshot): number {
+  const r = reliability(n);
+  return (n.speedFactor * r * r) / (1 + n.runningJobs) / (1 + (n.latencyMs ?? 0) / 1000);
+}
+
+export function pickNode<N extends NodeSnapshot>(nodes: readonly N[], need: JobNeed, now: Date): N | null {
+  let best: N | null = null;
+  let bestScore = -Infinity;
+  for (const n of nodes) {
+    if (!isEligible(n, need, now)) continue;
+    const s = score(n);
+    if (s > bestScore || (s === bestScore && best !== null && n.id < best.id)) {
+      best = n;
+      bestScore = s;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,198 @@
+import type { FastifyInstance } from 'fastify';
+import { newId, systemClock, type Clock } from '@svc/shared';
+import type { Config } from './config.ts';
+import { buildApp } from './app.ts';
+import { openDatabase, type Database } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { Leader } from './jobs/leader.ts';
+import { sealKey, signerKey } from './key-files.ts';
+import { Metrics } from './metrics.ts';
+import { DenylistService } from './modules/admin/denylist.ts';
+import { IdentityService } from './modules/identity/service.ts';
+import { KeysService } from './modules/keys/service.ts';
+import { HealthService } from './modules/platform/health.ts';
+import { Metering } from './modules/money/metering.ts';
+import { ReceiptSigner } from './modules/money/signer.ts';
+import { NotaryService } from './modules/notary/service.ts';
+import { Cursors } from './http/cursor.ts';
+import { UsageService } from './modules/money/usage.ts';
+import { NodeRegistry } from './fleet/registry.ts';
+import { AgentHub } from './fleet/hub.ts';
+import { attachAgentChannel } from './fleet/channel.ts';
+import { Idempotency } from './http/idempotency.ts';
+import { SandboxExecutor } from './modules/sandboxes/executor.ts';
+import { RunRecords } from './modules/sandboxes/records.ts';
+import { SandboxSessions } from './modules/sandboxes/sessions.ts';
+import { ensureTerminalAccount } from './modules/sandboxes/terminal.ts';
+import type { SandboxDeps } from './modules/sandboxes/deps.ts';
+import { createInference } from './modules/inference/deps.ts'; // inference (issue 7)
+import { WebhookService } from './modules/webhooks/service.ts';
+import { WebhookSender } from './modules/webhooks/sender.ts';
+import { AlertsService } from './modules/alerts/service.ts';
+import { SubscriptionService } from './modules/subscriptions/service.ts';
+
+export interface GatewayOptions {
+  clock?: Clock;
+  /** Run the leader's loops on timers (production). Tests drive them with `leader.runAllOnce()`. */
+  loopTimers?: boolean;
+  logger?: boolean | object;
+  /** Use an in-memory embedded database instead of the data directory (tests). */
+  memoryDatabase?: boolean;
+  /** How long a job waits for its dropped agent to reconnect before it counts as lost. */
+  reconnectGraceMs?: number;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  config: Config;
+  database: Database;
+  leader: Leader;
+  services: {
+    identity: IdentityService;
+    keys: KeysService;
+    denylist: DenylistService;
+    health: HealthService;
+    metering: Metering;
+    signer: ReceiptSigner;
+    webhooks: WebhookService;
+    webhookSender: WebhookSender;
+    alerts: AlertsService;
+    subscriptions: SubscriptionService;
+  };
+  fleet: { registry: NodeRegistry; hub: AgentHub };
+  signerKey: `0x${string}`;
+  sealKey: Uint8Array;
+  /** Listens on config.host:config.port; returns the bound base URL. */
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Wires storage, services, jobs and the HTTP app of one control-plane process. */
+export async function createGateway(config: Config, opts: GatewayOptions = {}): Promise<Gateway> {
+  const clock = opts.clock ?? systemClock;
+  const processId = newId('proc_', 12);
+  const signer = signerKey(config.signerKey, config.dataDir);
+  const seal = sealKey(config.sealKey, config.dataDir);
+
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, memory: opts.memoryDatabase });
+  try {
+    await migrateToLatest(database.db);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+  const { db } = database;
+  const metrics = new Metrics();
+  const keys = new KeysService(db, clock, { rotationGraceSeconds: config.keyRotationGraceSeconds });
+  await keys.start(database);
+  const identity = new IdentityService(db, clock, {
+    siwe: { publicUrl: config.publicUrl, chainIds: config.siweChainIds },
+    sessionTtlSeconds: config.sessionTtlSeconds,
+    onAccountChanged: (id) => keys.accountChanged(id),
+  });
+  const denylist = new DenylistService(db, clock);
+  await denylist.start(database);
+  const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
+  const signerSvc = new ReceiptSigner(signer);
+  const metering = new Metering(db, clock, signerSvc, config.billing);
+  const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd);
+  const cursors = new Cursors(seal);
+  const usageReport = new UsageService(db, clock, cursors, signerSvc);
+  const registry = new NodeRegistry(db, clock);
+  const idempotency = new Idempotency(db, clock);
+  const records = new RunRecords(db);
+  const hub = new AgentHub(registry, db, clock, opts.reconnectGraceMs);
+  const sandboxes: SandboxDeps = {
+    db,
+    clock,
+    config: config.sandbox,
+    executor: new SandboxExecutor(hub, metering, records, clock, config.sandbox),
+    sessions: new SandboxSessions(db, clock, hub, registry, config.sandbox),
+    records,
+    idempotency,
+    publicUrl: config.publicUrl,
+  };
+  if (config.sandbox.terminal.enabled) await ensureTerminalAccount(db, clock.now());
+  const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference (issue 7)
+  // webhooks, balance alerts, plans and subscriptions (issue 4, items 3-5)
+  const self = { publicUrl: config.publicUrl, port: config.port, host: config.host };
+  const webhooks = new WebhookService(db, clock, seal, self);
+  const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
+  const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
+  metering.onBalance(alerts.observe);
+  const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
+
+  const app = await buildApp({
+    config,
+    clock,
+    metrics,
+    identity,
+    keys,
+    denylist,
+    health,
+    signer: signerSvc,
+    metering,
+    notary,
+    cursors,
+    database,
+    registry,
+    sandboxes,
+    inference, // inference (issue 7)
+    webhooks,
+    alerts,
+    subscriptions,
+    logger: opts.logger,
+    adminMetrics: {
+      snapshot: async () => {
+        const a = await identity.accountCount();
+        return {
+          generated_at: clock.now().toISOString(),
+          billing_enforced: config.billing.enforced,
+          accounts: a.accounts,
+          suspended_accounts: a.suspended,
+          ...(await usageReport.platformSnapshot()),
+        };
+      },
+    },
+  });
+
+  hub.log = app.log;
+  const detachChannel = attachAgentChannel(app, hub, registry);
+
+  const leader = new Leader(database.leaderLock, metrics, app.log, config.leaderRetrySeconds * 1000, opts.loopTimers ?? true);
+  leader.add({ name: 'health_sample', everyMs: config.healthSampleSeconds * 1000, run: () => health.recordSample() });
+  leader.add({ name: 'expire_holds', everyMs: 15_000, run: async () => void (await metering.expireHolds()) });
+  leader.add({ name: 'purge_idempotency_keys', everyMs: 3600_000, run: async () => void (await idempotency.purgeExpired()) });
+  leader.add({ name: 'stop_idle_sandbox_sessions', everyMs: 30_000, run: async () => void (await sandboxes.sessions.reapIdle()) });
+  leader.add({ name: 'subscription_renewals', everyMs: 60_000, run: async () => void (await subscriptions.renewDue()) });
+  leader.add({ name: 'webhook_deliveries', everyMs: 2_000, run: async () => void (await webhookSender.deliverDue()) });
+  leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
+  await leader.start();
+
+  let closed = false;
+  return {
+    app,
+    config,
+    database,
+    leader,
+    services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions },
+    fleet: { registry, hub },
+    signerKey: signer,
+    sealKey: seal,
+    async listen() {
+      return app.listen({ port: config.port, host: config.host });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await leader.stop();
+      await hub.close();
+      await detachChannel();
+      await app.close();
+      await denylist.stop();
+      await keys.stop();
+      await alerts.idle();
+      await database.close();
+    },
+  };
+}

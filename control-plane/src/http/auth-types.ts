@@ -1,0 +1,57 @@
+import type { Scope } from '@svc/shared';
+
+/**
+ * Every route declares exactly one of these schemes (spec document 3), in `config.auth`; a route
+ * without one fails registration. Key routes also declare the scope they need in `config.scope`.
+ */
+export const AUTH_SCHEMES = ['public', 'key', 'session', 'admin', 'metrics', 'node', 'path_token', 'payment'] as const;
+export type AuthScheme = (typeof AUTH_SCHEMES)[number];
+
+export interface KeyPrincipal {
+  kind: 'key';
+  accountId: string;
+  keyId: string;
+  parentId: string | null;
+  /** This key then its ancestors, nearest first; spend caps apply along the whole chain. */
+  chain: string[];
+  scopes: Scope[];
+  spendCapMicroUsd: number | null;
+  expiresAt: Date | null;
+}
+
+export interface SessionPrincipal {
+  kind: 'session';
+  accountId: string;
+  sessionId: string;
+  walletAddress: string | null;
+}
+
+export interface NodePrincipal {
+  kind: 'node';
+  nodeId: string;
+  accountId: string;
+}
+
+export type Principal = KeyPrincipal | SessionPrincipal | NodePrincipal | { kind: 'admin' } | { kind: 'metrics' } | { kind: 'none' };
+
+/** Looks credentials up; each resolver throws a ServiceError (401/402/403) or returns the principal. */
+export interface CredentialResolvers {
+  apiKey(secret: string): Promise<KeyPrincipal>;
+  session(token: string, meta: { userAgent: string | undefined }): Promise<SessionPrincipal>;
+  nodeKey?(secret: string): Promise<NodePrincipal>;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthScheme;
+    scope?: Scope;
+    /** Billable routes carry the receipt headers and may answer 402 (documented in OpenAPI). */
+    billable?: boolean;
+    /** The route takes a raw (non-JSON) body as a Buffer. */
+    rawBody?: boolean;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+    bodySha256?: string;
+  }
+}

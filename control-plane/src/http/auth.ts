@@ -1,0 +1,132 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { PREFIX, ServiceError, sha256Hex, digestEquals } from '@svc/shared';
+import { AUTH_SCHEMES, type CredentialResolvers, type KeyPrincipal, type SessionPrincipal } from './auth-types.ts';
+
+export const SESSION_COOKIE = 'svc_session';
+
+export interface AuthOptions {
+  resolvers: CredentialResolvers;
+  adminToken: string | undefined;
+  metricsToken: string | undefined;
+}
+
+function bearer(req: FastifyRequest): string | undefined {
+  const h = req.headers.authorization;
+  if (!h) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  if (!m) throw new ServiceError('invalid_credential', 'Authorization header must be "Bearer <credential>"');
+  return m[1];
+}
+
+export function readCookie(req: FastifyRequest, name: string): string | undefined {
+  const raw = req.headers.cookie;
+  if (!raw) return undefined;
+  for (const part of raw.split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return undefined;
+}
+
+function kindOf(credential: string): string {
+  if (credential.startsWith(PREFIX.apiKeySecret)) return 'an API key (sk-svc_...)';
+  if (credential.startsWith(PREFIX.session)) return 'a session token (sess_...)';
+  if (credential.startsWith(PREFIX.nodeKey)) return 'a node key (nk-svc_...)';
+  return 'an unrecognised credential';
+}
+
+/** Constant-time check of a configured bearer token; the hash equalises lengths. */
+function tokenMatches(given: string | undefined, expected: string): boolean {
+  return given !== undefined && digestEquals(sha256Hex(given), sha256Hex(expected));
+}
+
+export async function resolveKey(req: FastifyRequest, r: CredentialResolvers): Promise<KeyPrincipal> {
+  // The Anthropic SDK sends its key in x-api-key by default; it is the same API key.
+  const apiKeyHeader = req.headers['x-api-key'];
+  const cred = bearer(req) ?? (typeof apiKeyHeader === 'string' ? apiKeyHeader.trim() : undefined);
+  if (!cred) throw new ServiceError('authentication_required', 'This route needs an API key: Authorization: Bearer sk-svc_...');
+  if (!cred.startsWith(PREFIX.apiKeySecret)) {
+    throw new ServiceError('wrong_credential_kind', `This route takes an API key (sk-svc_...), not ${kindOf(cred)}`);
+  }
+  return r.apiKey(cred);
+}
+
+export async function resolveSession(req: FastifyRequest, r: CredentialResolvers): Promise<SessionPrincipal> {
+  const cred = bearer(req);
+  const meta = { userAgent: req.headers['user-agent'] };
+  if (cred) {
+    if (!cred.startsWith(PREFIX.session)) {
+      throw new ServiceError('wrong_credential_kind', `This route takes a session token (sess_...), not ${kindOf(cred)}`);
+    }
+    return r.session(cred, meta);
+  }
+  const cookie = readCookie(req, SESSION_COOKIE);
+  if (cookie) return r.session(cookie, meta);
+  throw new ServiceError('authentication_required', 'This route needs a session: sign in with SIWE, then send Authorization: Bearer sess_...');
+}
+
+/**
+ * Enforces each route's declared scheme before the body is read. Routes with no declaration are refused
+ * at registration, so an undeclared route can never be served.
+ */
+export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
+  app.decorateRequest('principal', null as never);
+
+  app.addHook('onRoute', (route) => {
+    const auth = route.config?.auth;
+    if (!auth || !AUTH_SCHEMES.includes(auth)) {
+      throw new Error(`route ${route.method} ${route.url} declares no auth scheme`);
+    }
+    if (auth === 'key' && !route.config?.scope) throw new Error(`key route ${route.method} ${route.url} declares no scope`);
+  });
+
+  app.addHook('onRequest', async (req) => {
+    const cfg = req.routeOptions.config;
+    req.principal = { kind: 'none' };
+    switch (cfg?.auth) {
+      case 'key': {
+        const p = await resolveKey(req, opts.resolvers);
+        if (cfg.scope && !p.scopes.includes(cfg.scope)) {
+          throw new ServiceError('insufficient_scope', `This API key lacks the "${cfg.scope}" scope`, { required_scope: cfg.scope });
+        }
+        req.principal = p;
+        return;
+      }
+      case 'session':
+        req.principal = await resolveSession(req, opts.resolvers);
+        return;
+      case 'admin':
+      case 'metrics': {
+        const expected = cfg.auth === 'admin' ? opts.adminToken : opts.metricsToken;
+        if (!expected) throw new ServiceError('not_found', `Route ${req.method}:${req.url.split('?')[0]} not found`);
+        if (!tokenMatches(bearer(req), expected)) {
+          throw new ServiceError('invalid_credential', `Missing or wrong ${cfg.auth} token`);
+        }
+        req.principal = { kind: cfg.auth };
+        return;
+      }
+      case 'node': {
+        const cred = bearer(req);
+        if (!cred) throw new ServiceError('authentication_required', 'This route needs a node key: Authorization: Bearer nk-svc_...');
+        if (!cred.startsWith(PREFIX.nodeKey)) {
+          throw new ServiceError('wrong_credential_kind', `This route takes a node key (nk-svc_...), not ${kindOf(cred)}`);
+        }
+        if (!opts.resolvers.nodeKey) throw new ServiceError('invalid_credential', 'Unknown node key');
+        req.principal = await opts.resolvers.nodeKey(cred);
+        return;
+      }
+      default:
+        return; // public, path_token and payment routes authenticate inside their handlers
+    }
+  });
+}
+
+export function requireKey(req: FastifyRequest): KeyPrincipal {
+  if (req.principal.kind !== 'key') throw new Error('route is not key-authenticated');
+  return req.principal;
+}
+
+export function requireSession(req: FastifyRequest): SessionPrincipal {
+  if (req.principal.kind !== 'session') throw new Error('route is not session-authenticated');
+  return req.principal;
+}

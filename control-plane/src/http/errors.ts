@@ -1,0 +1,61 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { ServiceError, type ErrorBody } from '@svc/shared';
+
+/** The uniform answer for unknown routes and unmounted groups: same status and body either way. */
+export function routeNotFound(req: FastifyRequest): ServiceError {
+  return new ServiceError('not_found', `Route ${req.method} ${req.url.split('?')[0]} not found`);
+}
+
+function send(reply: FastifyReply, err: ServiceError): FastifyReply {
+  const body: ErrorBody = { error: { type: err.type, message: err.message, ...err.extra, request_id: reply.request.id } };
+  if ((err.status === 429 || err.status === 503) && typeof err.extra.retry_after === 'number') reply.header('retry-after', String(err.extra.retry_after));
+  return reply.code(err.status).type('application/json; charset=utf-8').send(body);
+}
+
+type Issue = { path?: PropertyKey[]; message: string; instancePath?: string; params?: { issue?: { path?: PropertyKey[]; message?: string } } };
+
+function describeIssue(context: string | undefined, issue: Issue): { message: string; param: string } {
+  const fromPointer = (issue.instancePath ?? '').split('/').filter(Boolean).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  const path = issue.params?.issue?.path ?? issue.path ?? fromPointer;
+  const param = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
+  const where = context ?? 'request';
+  const msg = issue.params?.issue?.message ?? issue.message;
+  return { message: param ? `${where}.${param}: ${msg}` : `${where}: ${msg}`, param };
+}
+
+/** Maps every error to the envelope. 5xx never leaks internals: the message is generic, the log has the cause. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setNotFoundHandler((req, reply) => send(reply, routeNotFound(req)));
+
+  app.setErrorHandler((error: FastifyError | ServiceError | Error, req, reply) => {
+    if (error instanceof ServiceError) return send(reply, error);
+    const fe = error as FastifyError;
+    if (hasZodFastifySchemaValidationErrors(fe)) {
+      const first = fe.validation[0] as unknown as Issue;
+      const d = describeIssue(fe.validationContext, first);
+      return send(reply, new ServiceError('invalid_request', d.message, d.param ? { param: d.param } : {}));
+    }
+    if (fe.validation) {
+      const first = fe.validation[0] as unknown as Issue | undefined;
+      const d = first ? describeIssue(fe.validationContext, first) : { message: fe.message, param: '' };
+      return send(reply, new ServiceError('invalid_request', d.message, d.param ? { param: d.param } : {}));
+    }
+    switch (fe.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return send(reply, new ServiceError('payload_too_large', `Request body exceeds the limit of ${req.routeOptions.bodyLimit ?? 'the route'} bytes`));
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return send(reply, new ServiceError('unsupported_media_type', `Unsupported Content-Type: ${req.headers['content-type'] ?? '(none)'}`));
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return send(reply, new ServiceError('invalid_json', 'Content-Type is application/json but the body is empty'));
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        return send(reply, new ServiceError('invalid_request', 'Content-Length does not match the body'));
+    }
+    if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+      return send(reply, new ServiceError('invalid_request', fe.message, {}, fe.statusCode));
+    }
+    if (isResponseSerializationError(error)) req.log.error({ err: error, issues: error.cause.issues }, 'response failed its schema');
+    else req.log.error({ err: error }, 'unhandled error');
+    return send(reply, new ServiceError('internal_error', 'Internal error; quote the request_id when reporting it'));
+  });
+}

@@ -1,0 +1,52 @@
+import type { FastifyReply } from 'fastify';
+
+/** A server-sent-events stream on a reply: `event`/`id`/`data` frames and keep-alive comments. */
+export class SseStream {
+  private closed = false;
+  private readonly keepAlive: NodeJS.Timeout;
+  constructor(
+    private readonly reply: FastifyReply,
+    keepAliveMs = 15_000,
+  ) {
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-request-id': reply.request.id,
+    });
+    reply.raw.write(': connected\n\n');
+    this.keepAlive = setInterval(() => this.comment('keep-alive'), keepAliveMs);
+    this.keepAlive.unref();
+    reply.raw.on('close', () => this.close());
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  onClose(fn: () => void): void {
+    this.reply.raw.on('close', fn);
+  }
+
+  send(data: unknown, opts: { event?: string; id?: string | number } = {}): void {
+    if (this.closed) return;
+    let frame = '';
+    if (opts.event) frame += `event: ${opts.event}\n`;
+    if (opts.id !== undefined) frame += `id: ${opts.id}\n`;
+    frame += `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+    this.reply.raw.write(frame);
+  }
+
+  comment(text: string): void {
+    if (!this.closed) this.reply.raw.write(`: ${text}\n\n`);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.keepAlive);
+    this.reply.raw.end();
+  }
+}

@@ -1,0 +1,180 @@
+import type { FastifyRequest } from 'fastify';
+import type { ServiceError } from '@svc/shared';
+import type { z } from 'zod';
+import type { MessagesBody } from './schemas.ts';
+import type { ChatSink, Chunk, StreamEnd } from './service.ts';
+import { errorPayload, receiptData, type LazySse } from './stream.ts';
+
+/**
+ * Anthropic Messages over chat completions: the request is translated to a chat request (system, text,
+ * images, tool_use and tool_result blocks, tools and tool_choice, stop_sequences, metadata.user_id), the
+ * answer back to a Message, and a stream to the Messages event sequence (message_start, content_block_start,
+ * ping, content_block_delta, content_block_stop, message_delta, message_stop). Errors keep our envelope
+ * with Anthropic's top-level `"type": "error"` added, which is Anthropic's error shape.
+ */
+type Msgs = z.infer<typeof MessagesBody>;
+type Block = Record<string, any>;
+type ChatMsg = Record<string, unknown>;
+
+function imageUrl(b: Block): string | null {
+  const s = b.source as Block | undefined;
+  if (s?.type === 'base64') return `data:${String(s.media_type)};base64,${String(s.data)}`;
+  if (s?.type === 'url') return String(s.url);
+  return null;
+}
+
+function blocksText(c: unknown): string {
+  if (typeof c === 'string') return c;
+  if (!Array.isArray(c)) return '';
+  return (c as Block[]).filter((b) => b?.type === 'text').map((b) => String(b.text ?? '')).join('');
+}
+
+export function messagesToChat(b: Msgs): Record<string, unknown> {
+  const messages: ChatMsg[] = [];
+  const system = blocksText(b.system);
+  if (system) messages.push({ role: 'system', content: system });
+  for (const m of b.messages) {
+    if (typeof m.content === 'string') {
+      messages.push({ role: m.role, content: m.content });
+      continue;
+    }
+    const blocks = m.content as Block[];
+    if (m.role === 'assistant') {
+      const text = blocks.filter((x) => x.type === 'text').map((x) => String(x.text ?? '')).join('');
+      const toolCalls = blocks.filter((x) => x.type === 'tool_use').map((x) => ({ id: String(x.id), type: 'function', function: { name: String(x.name), arguments: JSON.stringify(x.input ?? {}) } }));
+      messages.push({ role: 'assistant', content: text || null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) });
+      continue;
+    }
+    // Tool results answer the previous assistant turn, so they come first, as tool messages.
+    for (const x of blocks.filter((y) => y.type === 'tool_result')) {
+      const text = blocksText(x.content);
+      messages.push({ role: 'tool', tool_call_id: String(x.tool_use_id), content: x.is_error ? `Error: ${text}` : text });
+    }
+    const parts: Block[] = [];
+    for (const x of blocks) {
+      if (x.type === 'text') parts.push({ type: 'text', text: String(x.text ?? '') });
+      else if (x.type === 'image') {
+        const url = imageUrl(x);
+        if (url) parts.push({ type: 'image_url', image_url: { url } });
+      }
+    }
+    if (parts.length) messages.push({ role: 'user', content: parts.every((p) => p.type === 'text') ? parts.map((p) => p.text).join('') : parts });
+  }
+  const chat: Record<string, unknown> = { model: b.model, messages, max_tokens: b.max_tokens };
+  if (b.temperature !== undefined) chat.temperature = b.temperature;
+  if (b.top_p !== undefined) chat.top_p = b.top_p;
+  if (b.top_k !== undefined) chat.top_k = b.top_k;
+  if (b.stop_sequences?.length) chat.stop = b.stop_sequences;
+  if (b.metadata?.user_id) chat.user = b.metadata.user_id;
+  if (b.tools?.length) {
+    chat.tools = b.tools.map((t) => ({ type: 'function', function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } } }));
+  }
+  if (b.tool_choice) {
+    const c = b.tool_choice;
+    chat.tool_choice = c.type === 'any' ? 'required' : c.type === 'tool' ? { type: 'function', function: { name: c.name } } : c.type;
+  }
+  return chat;
+}
+
+const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', function_call: 'tool_use', content_filter: 'refusal' };
+export const stopReason = (finish: string | null | undefined) => (finish ? (STOP[finish] ?? 'end_turn') : 'end_turn');
+export const messageId = (requestId: string) => `msg_${requestId.replace(/^req_/, '')}`;
+
+function parseArgs(s: unknown): unknown {
+  try {
+    return JSON.parse(String(s || '{}'));
+  } catch {
+    return {};
+  }
+}
+
+export function chatToMessage(c: Record<string, any>, model: string, requestId: string): Record<string, unknown> {
+  const choice = (c.choices?.[0] ?? {}) as Block;
+  const msg = (choice.message ?? {}) as Block;
+  const content: Block[] = [];
+  if (typeof msg.content === 'string' && msg.content) content.push({ type: 'text', text: msg.content });
+  for (const t of (msg.tool_calls ?? []) as Block[]) content.push({ type: 'tool_use', id: String(t.id), name: String(t.function?.name), input: parseArgs(t.function?.arguments) });
+  return {
+    id: messageId(requestId),
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: stopReason(choice.finish_reason),
+    stop_sequence: null,
+    usage: { input_tokens: c.usage?.prompt_tokens ?? 0, output_tokens: c.usage?.completion_tokens ?? 0 },
+  };
+}
+
+/** Chat chunks to the Messages event sequence. */
+export class MessagesSink implements ChatSink {
+  private index = -1;
+  private open: 'text' | 'tool' | null = null;
+  private readonly tools = new Map<number, number>();
+
+  constructor(
+    private readonly req: FastifyRequest,
+    private readonly out: LazySse,
+    private readonly model: string,
+    private readonly inputEstimate: number,
+  ) {}
+
+  get closed(): boolean {
+    return this.out.closed;
+  }
+
+  private ev(type: string, body: Record<string, unknown> = {}): void {
+    this.out.send({ type, ...body }, type);
+  }
+
+  begin(): void {
+    this.ev('message_start', {
+      message: { id: messageId(this.req.id), type: 'message', role: 'assistant', model: this.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.inputEstimate, output_tokens: 0 } },
+    });
+    this.ev('ping');
+  }
+
+  private closeBlock(): void {
+    if (this.open) this.ev('content_block_stop', { index: this.index });
+    this.open = null;
+  }
+
+  chunk(c: Chunk): void {
+    const choice = c.choices?.find((x) => (x.index ?? 0) === 0);
+    const d = (choice?.delta ?? {}) as Block;
+    if (typeof d.content === 'string' && d.content) {
+      if (this.open !== 'text') {
+        this.closeBlock();
+        this.index++;
+        this.open = 'text';
+        this.ev('content_block_start', { index: this.index, content_block: { type: 'text', text: '' } });
+      }
+      this.ev('content_block_delta', { index: this.index, delta: { type: 'text_delta', text: d.content } });
+    }
+    for (const t of (d.tool_calls ?? []) as Block[]) {
+      const k = Number(t.index ?? 0);
+      if (!this.tools.has(k)) {
+        this.closeBlock();
+        this.index++;
+        this.open = 'tool';
+        this.tools.set(k, this.index);
+        this.ev('content_block_start', { index: this.index, content_block: { type: 'tool_use', id: String(t.id ?? `toolu_${this.index}`), name: String(t.function?.name ?? ''), input: {} } });
+      }
+      const args = t.function?.arguments;
+      if (typeof args === 'string' && args) this.ev('content_block_delta', { index: this.tools.get(k), delta: { type: 'input_json_delta', partial_json: args } });
+    }
+  }
+
+  end(e: StreamEnd): void {
+    this.closeBlock();
+    this.ev('message_delta', { delta: { stop_reason: stopReason(e.finishReason), stop_sequence: null }, usage: { input_tokens: e.usage.prompt_tokens, output_tokens: e.usage.completion_tokens } });
+    this.ev('message_stop');
+    this.out.send(receiptData(e.receipt), 'receipt');
+  }
+
+  fail(err: ServiceError, partial: StreamEnd | null): void {
+    // The Anthropic SDK throws an APIError on `event: error`.
+    this.out.send({ type: 'error', error: errorPayload(this.req, err) }, 'error');
+    if (partial) this.out.send(receiptData(partial.receipt), 'receipt');
+  }
+}

@@ -1,0 +1,154 @@
+import { INFERENCE_JOBS, InferenceJobResult, ServiceError } from '@svc/shared';
+import type { ModelPrice } from '../../config.ts';
+import type { AgentHub, JobResult, JobSpec } from '../../fleet/hub.ts';
+import { AsyncQueue } from '../../fleet/queue.ts';
+import type { ResolvedModel } from './catalog.ts';
+import { upstreamHttpError, type ProviderClient } from './upstream.ts';
+
+export type Use = 'chat' | 'embeddings';
+const PATHS: Record<Use, string> = { chat: '/chat/completions', embeddings: '/embeddings' };
+
+export interface CallOptions {
+  signal: AbortSignal;
+  accountId: string;
+}
+
+interface Served {
+  /** `provider:<name>` or `node:<id>` (`node` when the stream ended before its node was known). */
+  backend: string;
+  price: ModelPrice;
+  /** Served by a node: the answer names the node's local model, which the caller must not see. */
+  node: boolean;
+}
+export interface JsonAnswer extends Served {
+  body: Record<string, unknown>;
+}
+export interface StreamAnswer extends Served {
+  /** SSE `data:` payloads (chunk JSON text or `[DONE]`). */
+  frames: AsyncIterable<string>;
+  /** Settles when the upstream side ended; rejects if it failed after streaming began. */
+  done: Promise<{ backend: string }>;
+}
+
+/** A node-side failure before any output (local server unreachable or 5xx) may be retried on another node. */
+const nodeFailed = (r: InferenceJobResult) => r.status === 0 || r.status >= 500;
+
+/**
+ * Routing: a model with an eligible inference node goes to the fleet (hub.dispatch picks the node; a
+ * channel lost before output is retried elsewhere by the hub, a local-server failure before output is
+ * retried here once on another node); a model also at a provider falls back to it when no node can take
+ * the job. Otherwise the configured provider serves it.
+ */
+export class InferenceBackends {
+  constructor(
+    private readonly hub: AgentHub,
+    private readonly providers: ProviderClient,
+    private readonly timeoutMs: number,
+  ) {}
+
+  private spec(use: Use, m: ResolvedModel, body: Record<string, unknown>, stream: boolean, o: CallOptions): JobSpec {
+    return {
+      kind: INFERENCE_JOBS[use],
+      nodeKind: 'inference',
+      model: m.id,
+      payload: { model: m.id, local_models: m.nodes!.localModels, body, stream },
+      timeoutMs: this.timeoutMs,
+      accountId: o.accountId,
+      retryable: true,
+      signal: o.signal,
+    };
+  }
+
+  private async viaNodes<T>(m: ResolvedModel, node: () => Promise<T>, provider: () => Promise<T>): Promise<T> {
+    if (!m.nodes) return provider();
+    try {
+      return await node();
+    } catch (e) {
+      if (m.provider && e instanceof ServiceError && e.type === 'no_capacity') return provider();
+      throw e;
+    }
+  }
+
+  async json(use: Use, m: ResolvedModel, body: Record<string, unknown>, o: CallOptions): Promise<JsonAnswer> {
+    return this.viaNodes<JsonAnswer>(
+      m,
+      async () => {
+        const spec = this.spec(use, m, body, false, o);
+        let job = await this.hub.dispatch(spec);
+        let r = InferenceJobResult.parse(job.result);
+        if (nodeFailed(r)) {
+          const again = await this.retry(spec, job);
+          if (again) [job, r] = [again, InferenceJobResult.parse(again.result)];
+        }
+        if (r.status !== 200) throw upstreamHttpError(r.status, r.body ?? r.error, `Node ${job.nodeId}`);
+        return { body: r.body as Record<string, unknown>, backend: `node:${job.nodeId}`, price: m.nodes!.price, node: true };
+      },
+      async () => {
+        const p = m.provider!;
+        const answer = (await this.providers.json(p.config, PATHS[use], body, o.signal)) as Record<string, unknown>;
+        return { body: answer, backend: `provider:${p.config.name}`, price: p.price, node: false };
+      },
+    );
+  }
+
+  /** Once more on another node; null when there is none. */
+  private async retry(spec: JobSpec, failed: JobResult): Promise<JobResult | null> {
+    try {
+      return await this.hub.dispatch(spec, [failed.nodeId]);
+    } catch (e) {
+      if (e instanceof ServiceError && e.type === 'no_capacity') return null;
+      throw e;
+    }
+  }
+
+  async stream(m: ResolvedModel, body: Record<string, unknown>, o: CallOptions): Promise<StreamAnswer> {
+    return this.viaNodes<StreamAnswer>(
+      m,
+      async () => {
+        const spec = this.spec('chat', m, body, true, o);
+        let a = await this.startNode(spec, []);
+        if ('finished' in a && nodeFailed(a.finished.r)) {
+          const failed = a.finished.job;
+          const again = await this.startNode(spec, [failed.nodeId]).catch((e: unknown) => {
+            if (e instanceof ServiceError && e.type === 'no_capacity') return null;
+            throw e;
+          });
+          if (again) a = again;
+        }
+        if ('finished' in a) {
+          const { job, r } = a.finished;
+          if (r.status !== 200) throw upstreamHttpError(r.status, r.body ?? r.error, `Node ${job.nodeId}`);
+          return { frames: emptyFrames(), done: Promise.resolve({ backend: `node:${job.nodeId}` }), backend: `node:${job.nodeId}`, price: m.nodes!.price, node: true };
+        }
+        return { frames: a.frames, done: a.done, backend: 'node', price: m.nodes!.price, node: true };
+      },
+      async () => {
+        const p = m.provider!;
+        const frames = await this.providers.stream(p.config, PATHS.chat, body, o.signal);
+        const backend = `provider:${p.config.name}`;
+        return { frames, done: Promise.resolve({ backend }), backend, price: p.price, node: false };
+      },
+    );
+  }
+
+  /** Dispatches a streamed job; resolves at its first output, or with its result when it ended without any. */
+  private startNode(spec: JobSpec, exclude: string[]): Promise<{ frames: AsyncIterable<string>; done: Promise<{ backend: string }> } | { finished: { job: JobResult; r: InferenceJobResult } }> {
+    const q = new AsyncQueue<string>();
+    let first: () => void = () => undefined;
+    const started = new Promise<'started'>((resolve) => (first = () => resolve('started')));
+    const end = this.hub
+      .dispatch({ ...spec, onOutput: (out) => out.stream === 'data' && (q.push(out.data), first()) }, exclude)
+      .then((job) => ({ job, r: InferenceJobResult.parse(job.result) }))
+      .finally(() => q.close());
+    const done = end.then(({ job, r }) => {
+      if (r.status !== 200) throw upstreamHttpError(r.status, r.body ?? r.error, `Node ${job.nodeId}`);
+      return { backend: `node:${job.nodeId}` };
+    });
+    done.catch(() => undefined); // awaited by the consumer once streaming began; never unhandled
+    return Promise.race([started, end]).then((x) => (x === 'started' ? { frames: q.iterate(), done } : { finished: x }));
+  }
+}
+
+async function* emptyFrames(): AsyncGenerator<string> {
+  /* a stream that produced nothing */
+}

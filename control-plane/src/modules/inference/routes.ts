@@ -1,0 +1,111 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { requireKey } from '../../http/auth.ts';
+import { setReceiptHeaders } from '../../http/receipt-headers.ts';
+import { runIdOf } from '../../http/run-id.ts';
+import { MessagesSink, chatToMessage, messagesToChat } from './anthropic.ts';
+import { ResponsesSink, chatToResponse, responsesToChat } from './responses.ts';
+import { AnthropicMessage, ChatBody, ChatCompletion, Embeddings, EmbeddingsBody, MessagesBody, ModelList, ResponseObject, ResponsesBody, RunHeader } from './schemas.ts';
+import type { CallContext, Endpoint, InferenceService } from './service.ts';
+import { ChatCompletionSink, LazySse, callerSignal, errorPayload, runStream } from './stream.ts';
+import { estimateChatInput } from './tokens.ts';
+
+const BODY_LIMIT = 16 * 1024 * 1024;
+const billable = { auth: 'key', scope: 'inference', billable: true } as const;
+
+function context(req: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, path: string, publicUrl: URL): CallContext {
+  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource: new URL(path, publicUrl).toString(), endpoint, signal: callerSignal(reply) };
+}
+
+/** JSON with the receipt headers; a string payload skips the response serializer (the upstream's fields pass through). */
+function sendJson(reply: FastifyReply, r: { body: unknown; receipt: Parameters<typeof setReceiptHeaders>[1] }) {
+  setReceiptHeaders(reply, r.receipt);
+  return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(r.body));
+}
+
+/** Anthropic's error shape is our envelope plus `"type": "error"` at the top. */
+async function anthropicErrors(_req: FastifyRequest, reply: FastifyReply, payload: unknown) {
+  if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.startsWith('{"error"')) return payload;
+  return `{"type":"error",${payload.slice(1)}`;
+}
+
+export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceService; publicUrl: URL }): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['inference'];
+  const svc = d.service;
+
+  r.get(
+    '/v1/models',
+    { config: { auth: 'public' }, schema: { tags, summary: 'Model catalog with per-million-token prices (micro-USD); only models a provider or an eligible node serves', response: { 200: ModelList } } },
+    async () => ({ object: 'list' as const, data: await svc.catalog.list() }),
+  );
+  for (const kind of ['images', 'videos'] as const) {
+    r.get(
+      `/v1/${kind}/models`,
+      { config: { auth: 'public' }, schema: { tags, summary: `${kind === 'images' ? 'Image' : 'Video'} model catalog; empty until a ${kind === 'images' ? 'image' : 'video'} provider is enabled`, response: { 200: ModelList } } },
+      async () => ({ object: 'list' as const, data: [] }),
+    );
+  }
+
+  r.post(
+    '/v1/chat/completions',
+    { config: billable, bodyLimit: BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape chat completion; stream: true answers with SSE ending in the receipt event', headers: RunHeader, body: ChatBody, response: { 200: ChatCompletion } } },
+    async (req, reply) => {
+      const p = requireKey(req);
+      const ctx = context(req, reply, 'chat.completions', '/v1/chat/completions', d.publicUrl);
+      if (!req.body.stream) return sendJson(reply, await svc.chat(p, req.body, ctx));
+      const wantUsage = req.body.stream_options?.include_usage === true;
+      const out = new LazySse(reply, ctx.signal);
+      const sink = new ChatCompletionSink(req, out, wantUsage);
+      await runStream(reply, out, (e) => out.send({ error: errorPayload(req, e) }), () => svc.chatStream(p, req.body, ctx, sink, { forwardUsage: wantUsage }));
+    },
+  );
+
+  r.post(
+    '/v1/embeddings',
+    { config: billable, bodyLimit: BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape embeddings', headers: RunHeader, body: EmbeddingsBody, response: { 200: Embeddings } } },
+    async (req, reply) => sendJson(reply, await svc.embeddings(requireKey(req), req.body, context(req, reply, 'embeddings', '/v1/embeddings', d.publicUrl))),
+  );
+
+  r.post(
+    '/v1/messages',
+    {
+      config: billable,
+      bodyLimit: BODY_LIMIT,
+      onSend: anthropicErrors,
+      schema: { tags, summary: 'Anthropic Messages shape over chat completions; stream: true answers with the Messages event sequence ending in the receipt event', headers: RunHeader, body: MessagesBody, response: { 200: AnthropicMessage } },
+    },
+    async (req, reply) => {
+      const p = requireKey(req);
+      const ctx = context(req, reply, 'messages', '/v1/messages', d.publicUrl);
+      const chat = messagesToChat(req.body);
+      if (!req.body.stream) {
+        const res = await svc.chat(p, chat, ctx);
+        return sendJson(reply, { body: chatToMessage(res.body, req.body.model, req.id), receipt: res.receipt });
+      }
+      const out = new LazySse(reply, ctx.signal);
+      const sink = new MessagesSink(req, out, req.body.model, estimateChatInput(chat));
+      await runStream(reply, out, (e) => out.send({ type: 'error', error: errorPayload(req, e) }, 'error'), () => svc.chatStream(p, chat, ctx, sink, { forwardUsage: false }));
+    },
+  );
+
+  r.post(
+    '/v1/responses',
+    { config: billable, bodyLimit: BODY_LIMIT, schema: { tags, summary: 'OpenAI Responses shape over chat completions; previous_response_id is refused (nothing is stored)', headers: RunHeader, body: ResponsesBody, response: { 200: ResponseObject } } },
+    async (req, reply) => {
+      const p = requireKey(req);
+      const chat = responsesToChat(req.body);
+      const ctx = context(req, reply, 'responses', '/v1/responses', d.publicUrl);
+      if (!req.body.stream) {
+        const res = await svc.chat(p, chat, ctx);
+        return sendJson(reply, { body: chatToResponse(req.body, res.body, req.body.model, req.id), receipt: res.receipt });
+      }
+      const out = new LazySse(reply, ctx.signal);
+      const sink = new ResponsesSink(req, out, req.body, req.body.model);
+      await runStream(reply, out, (e) => {
+        const p2 = errorPayload(req, e);
+        out.send({ type: 'error', code: p2.type, message: p2.message, param: null, error: p2 }, 'error');
+      }, () => svc.chatStream(p, chat, ctx, sink, { forwardUsage: false }));
+    },
+  );
+}

@@ -1,0 +1,264 @@
+import { ServiceError, deliveredText, estimateTokens, type SignedReceipt, type TokenUsage } from '@svc/shared';
+import type { InferenceConfig, ModelPrice } from '../../config.ts';
+import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { Hold, Metering, Usage } from '../money/metering.ts';
+import type { InferenceBackends, StreamAnswer } from './backends.ts';
+import { holdPrice, type ModelCatalog, type ResolvedModel } from './catalog.ts';
+import { costMicroUsd, estimateChatInput, estimateEmbeddingInput } from './tokens.ts';
+import { upstreamStreamError } from './upstream.ts';
+
+export type Endpoint = 'chat.completions' | 'messages' | 'responses' | 'embeddings';
+
+export interface CallContext {
+  requestId: string;
+  runId: string | null;
+  /** e.g. `POST /v1/chat/completions`, for the usage event and receipt. */
+  route: string;
+  resource: string;
+  endpoint: Endpoint;
+  /** Aborts when the caller goes away. */
+  signal: AbortSignal;
+}
+
+export type Chunk = Record<string, unknown> & { choices?: Array<Record<string, unknown> & { delta?: Record<string, unknown>; finish_reason?: string | null }>; usage?: TokenUsage | null };
+
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface StreamEnd {
+  usage: ChatUsage;
+  finishReason: string | null;
+  receipt: SignedReceipt;
+  /** A usage chunk already went to the caller. */
+  usageDelivered: boolean;
+  /** id, created and model of the stream's chunks, for a chunk the sink adds. */
+  meta: { id: string; created: number; model: string };
+}
+
+/** Where a stream goes: the OpenAI chat SSE, or a translator to the Messages or Responses event sequence. */
+export interface ChatSink {
+  readonly closed: boolean;
+  /** The first chunk is about to be delivered: start the response (status 200 from here on). */
+  begin(): void;
+  chunk(c: Chunk): void;
+  end(e: StreamEnd): void;
+  /** The stream failed after it began; `partial` is set when what was delivered was charged. */
+  fail(err: ServiceError, partial: StreamEnd | null): void;
+}
+
+interface Prepared {
+  model: ResolvedModel;
+  inputTokens: number;
+  holdMicroUsd: number;
+}
+
+type Body = Record<string, unknown>;
+
+const toUsage = (input: number, output: number): ChatUsage => ({ prompt_tokens: input, completion_tokens: output, total_tokens: input + output });
+const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined);
+
+/**
+ * The metered inference calls behind every inference route: resolve the model, hold the worst case (input
+ * estimate at the input price plus the output bound at the output price), call the node or provider,
+ * settle on the real usage (or the local estimate when the upstream reports none), never above the hold.
+ * A stream whose caller leaves, or whose upstream breaks after delivering, is charged for what was
+ * delivered; a failure before anything was delivered releases the hold and charges nothing.
+ */
+export class InferenceService {
+  constructor(
+    readonly catalog: ModelCatalog,
+    private readonly backends: InferenceBackends,
+    private readonly metering: Metering,
+    private readonly cfg: InferenceConfig,
+  ) {}
+
+  private outputBound(price: ModelPrice, body: Body): number {
+    const asked = int(body.max_completion_tokens) ?? int(body.max_tokens);
+    const param = body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
+    if (asked !== undefined && price.maxOutputTokens !== null && asked > price.maxOutputTokens) {
+      throw new ServiceError('invalid_request', `${param}: this model produces at most ${price.maxOutputTokens} tokens`, { param });
+    }
+    return asked ?? price.maxOutputTokens ?? this.cfg.defaultMaxOutputTokens;
+  }
+
+  private async prepareChat(body: Body): Promise<Prepared> {
+    const model = await this.catalog.resolve(String(body.model), 'chat');
+    const price = holdPrice(model);
+    const n = int(body.n) ?? 1;
+    const inputTokens = estimateChatInput(body);
+    return { model, inputTokens, holdMicroUsd: costMicroUsd(price, inputTokens, this.outputBound(price, body) * Math.max(1, n)) };
+  }
+
+  private hold(p: KeyPrincipal, prep: Prepared, ctx: CallContext): Promise<Hold> {
+    return this.metering.hold({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: prep.holdMicroUsd, route: ctx.route, resource: ctx.resource });
+  }
+
+  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>): Usage {
+    const cost = costMicroUsd(price, input, output);
+    return {
+      costMicroUsd: Math.min(cost, hold.amount),
+      kind: 'inference',
+      model: prep.model.id,
+      units: { input_tokens: input, output_tokens: output },
+      detail: { ...detail, ...(cost > hold.amount ? { capped_at_hold: true } : {}) },
+    };
+  }
+
+  /** A non-streamed chat completion (OpenAI shape), with the signed receipt. */
+  async chat(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; receipt: SignedReceipt }> {
+    const prep = await this.prepareChat(body);
+    const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: prep.holdMicroUsd, route: ctx.route, resource: ctx.resource }, async (hold) => {
+      const a = await this.backends.json('chat', prep.model, body, { signal: ctx.signal, accountId: p.accountId });
+      if (a.node) a.body.model = prep.model.id;
+      const u = (a.body.usage ?? null) as TokenUsage | null;
+      const choices = Array.isArray(a.body.choices) ? (a.body.choices as Array<{ message?: unknown }>) : [];
+      const input = int(u?.prompt_tokens) ?? prep.inputTokens;
+      const output = int(u?.completion_tokens) ?? estimateTokens(choices.map((c) => deliveredText(c.message)).join(''));
+      const source = int(u?.prompt_tokens) !== undefined && int(u?.completion_tokens) !== undefined ? 'upstream' : 'estimated';
+      if (!u) a.body.usage = toUsage(input, output);
+      return { result: a.body, usage: this.usage(prep, hold, a.price, input, output, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: source, outcome: 'completed' }) };
+    });
+    return { body: out.result, receipt: out.receipt };
+  }
+
+  /**
+   * A streamed chat completion into a sink. Errors before the first chunk throw (the route answers with
+   * the error status); later ones go to `sink.fail`. The upstream is always asked for usage
+   * (`stream_options.include_usage`); the usage chunk reaches the caller only with `forwardUsage`.
+   */
+  async chatStream(p: KeyPrincipal, body: Body, ctx: CallContext, sink: ChatSink, opts: { forwardUsage: boolean }): Promise<void> {
+    const prep = await this.prepareChat(body);
+    const hold = await this.hold(p, prep, ctx);
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(new Error('caller went away'));
+    if (ctx.signal.aborted) onAbort();
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    const so = body.stream_options && typeof body.stream_options === 'object' ? (body.stream_options as Body) : {};
+    const upstreamBody = { ...body, stream: true, stream_options: { ...so, include_usage: true } };
+    let up: StreamAnswer;
+    try {
+      up = await this.backends.stream(prep.model, upstreamBody, { signal: ac.signal, accountId: p.accountId });
+    } catch (e) {
+      ctx.signal.removeEventListener('abort', onAbort);
+      await this.metering.release(hold).catch(() => undefined);
+      throw e;
+    }
+    const who = up.node ? 'The node' : 'The provider';
+    let began = false;
+    let text = '';
+    let usage: TokenUsage | null = null;
+    let usageDelivered = false;
+    let finishReason: string | null = null;
+    let failure: ServiceError | null = null;
+    let ended = false;
+    let backend = up.backend;
+    const meta = { id: `chatcmpl-${ctx.requestId}`, created: Math.floor(Date.now() / 1000), model: prep.model.id };
+    const gone = () => sink.closed || ctx.signal.aborted;
+    const held: Chunk[] = [];
+    const start = () => {
+      if (began) return;
+      began = true;
+      sink.begin();
+      for (const c of held.splice(0)) sink.chunk(c);
+    };
+    try {
+      for await (const data of up.frames) {
+        if (gone()) break;
+        if (data === '[DONE]') continue;
+        let chunk: Chunk;
+        try {
+          chunk = JSON.parse(data) as Chunk;
+        } catch {
+          continue;
+        }
+        if (chunk.error) {
+          failure = upstreamStreamError(chunk.error, who);
+          break;
+        }
+        if (up.node && typeof chunk.model === 'string') chunk.model = prep.model.id;
+        if (typeof chunk.id === 'string') meta.id = chunk.id;
+        if (typeof chunk.created === 'number') meta.created = chunk.created;
+        if (typeof chunk.model === 'string') meta.model = chunk.model;
+        const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+        if (chunk.usage) usage = chunk.usage;
+        if (!opts.forwardUsage && 'usage' in chunk) {
+          if (choices.length === 0) continue;
+          delete chunk.usage;
+        }
+        if (chunk.usage) usageDelivered = true;
+        let piece = '';
+        for (const c of choices) {
+          piece += deliveredText(c.delta);
+          if (c.finish_reason) finishReason = c.finish_reason;
+        }
+        // Leading chunks without content (the role chunk) wait, so a failure before the first content
+        // still answers with its own status rather than a 200 stream.
+        if (!began && !piece && !finishReason && !chunk.usage) {
+          held.push(chunk);
+          continue;
+        }
+        start();
+        text += piece;
+        sink.chunk(chunk);
+      }
+      if (!failure && !gone()) {
+        backend = (await up.done).backend;
+        ended = true;
+      }
+    } catch (e) {
+      if (!gone()) failure = e instanceof ServiceError ? e : new ServiceError('upstream_error', `${who} broke off the stream`);
+    } finally {
+      ctx.signal.removeEventListener('abort', onAbort);
+      if (!ended) ac.abort(new Error('stream ended early'));
+    }
+    const delivered = began && text.length > 0;
+    if (!ended && !delivered) {
+      // Nothing reached the caller: no charge.
+      await this.metering.release(hold).catch(() => undefined);
+      if (failure && !began) throw failure;
+      if (failure) sink.fail(failure, null);
+      return;
+    }
+    // Upstream usage counts for a stream that ran to its end; otherwise what was delivered is estimated.
+    const input = int(usage?.prompt_tokens) ?? prep.inputTokens;
+    const complete = ended && int(usage?.completion_tokens) !== undefined;
+    const output = complete ? int(usage!.completion_tokens)! : estimateTokens(text);
+    const outcome = ended ? 'completed' : failure ? 'upstream_error' : 'client_disconnected';
+    let receipt: SignedReceipt;
+    try {
+      const settled = await this.metering.settle(
+        hold,
+        this.usage(prep, hold, up.price, input, output, { endpoint: ctx.endpoint, backend, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated', outcome }),
+      );
+      receipt = settled.receipt;
+    } catch (e) {
+      if (!began) throw e;
+      sink.fail(new ServiceError('internal_error', 'Settling this stream failed; it was not charged'), null);
+      return;
+    }
+    const end: StreamEnd = { usage: toUsage(input, output), finishReason, receipt, usageDelivered, meta };
+    if (failure) return sink.fail(failure, end);
+    if (gone()) return;
+    start();
+    sink.end(end);
+  }
+
+  /** Embeddings (OpenAI shape), with the signed receipt. */
+  async embeddings(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; receipt: SignedReceipt }> {
+    const model = await this.catalog.resolve(String(body.model), 'embeddings');
+    const inputTokens = estimateEmbeddingInput(body.input);
+    const prep: Prepared = { model, inputTokens, holdMicroUsd: costMicroUsd(holdPrice(model), inputTokens, 0) };
+    const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: prep.holdMicroUsd, route: ctx.route, resource: ctx.resource }, async (hold) => {
+      const a = await this.backends.json('embeddings', model, body, { signal: ctx.signal, accountId: p.accountId });
+      if (a.node) a.body.model = model.id;
+      const u = (a.body.usage ?? null) as TokenUsage | null;
+      const input = int(u?.prompt_tokens) ?? inputTokens;
+      if (!u) a.body.usage = { prompt_tokens: input, total_tokens: input };
+      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: u ? 'upstream' : 'estimated', outcome: 'completed' }) };
+    });
+    return { body: out.result, receipt: out.receipt };
+  }
+}

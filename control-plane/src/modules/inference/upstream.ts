@@ -1,0 +1,163 @@
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { ServiceError, SseParser } from '@svc/shared';
+import type { ProviderConfig } from '../../config.ts';
+
+/**
+ * HTTP to configured OpenAI-compatible providers, and the mapping of upstream failures to our errors:
+ * the upstream refusing the request (400, 413, 422) is our 400 with its message; 429 is our 429; a time
+ * limit is our 504 upstream_timeout; anything else (5xx, auth, unreachable, a broken stream) is our 502
+ * upstream_error, without the upstream's body (it may describe our credentials or internals).
+ */
+export function upstreamHttpError(status: number, body: unknown, who: string): ServiceError {
+  const msg = upstreamMessage(body);
+  if (status === 400 || status === 413 || status === 422) {
+    return new ServiceError('invalid_request', `The upstream refused the request${msg ? `: ${msg}` : ''}`, { upstream_status: status });
+  }
+  if (status === 429) return new ServiceError('rate_limited', `${who} is rate limiting; retry shortly`, { upstream_status: status, retry_after: 5 });
+  if (status === 408 || status === 504) return new ServiceError('upstream_timeout', `${who} timed out`, { upstream_status: status });
+  if (status === 0) return new ServiceError('upstream_error', `${who} could not be reached`);
+  return new ServiceError('upstream_error', `${who} failed (HTTP ${status})`, { upstream_status: status });
+}
+
+/** The error an upstream reported inside a stream (an `{"error": ...}` chunk). */
+export function upstreamStreamError(err: unknown, who: string): ServiceError {
+  const msg = upstreamMessage({ error: err });
+  return new ServiceError('upstream_error', `${who} failed mid-stream${msg ? `: ${msg}` : ''}`);
+}
+
+function upstreamMessage(body: unknown): string {
+  const e = (body as { error?: unknown } | null)?.error;
+  const m = typeof e === 'string' ? e : typeof (e as { message?: unknown } | undefined)?.message === 'string' ? (e as { message: string }).message : typeof body === 'string' ? body : '';
+  return m.slice(0, 500);
+}
+
+export const timeoutError = (who: string, ms: number) => new ServiceError('upstream_timeout', `${who} did not answer within ${Math.round(ms / 1000)} s`);
+
+async function readText(res: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of res) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readBody(res: IncomingMessage): Promise<unknown> {
+  const text = await readText(res).catch(() => '');
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Keep-alive connection pools to the providers (node:http is markedly cheaper per call than fetch). */
+const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 1024 }), https: new https.Agent({ keepAlive: true, maxSockets: 1024 }) };
+
+/** POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body. */
+function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const mod = u.protocol === 'https:' ? https : http;
+    const req = mod.request(u, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: u.protocol === 'https:' ? agents.https : agents.http, signal }, resolve);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export class ProviderClient {
+  constructor(private readonly timeoutMs: number) {}
+
+  private request(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal, stream: boolean): Promise<IncomingMessage> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
+    if (p.apiKey) headers.authorization = `Bearer ${p.apiKey}`;
+    return post(p.baseUrl + path, headers, JSON.stringify(body), signal);
+  }
+
+  /** A non-streamed call: the parsed JSON answer, or a mapped error. */
+  async json(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    const who = `Provider ${p.name}`;
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(new Error('upstream time limit')), this.timeoutMs);
+    const onAbort = () => ac.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const res = await this.request(p, path, body, ac.signal, false);
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) throw upstreamHttpError(status, await readBody(res), who);
+      const text = await readText(res);
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new ServiceError('upstream_error', `${who} answered something other than JSON`);
+      }
+    } catch (e) {
+      if (e instanceof ServiceError) throw e;
+      if (signal.aborted) throw e;
+      if (ac.signal.aborted) throw timeoutError(who, this.timeoutMs);
+      throw upstreamHttpError(0, null, who);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * A streamed call: resolves once the upstream answered 200 (else throws the mapped error), then yields
+   * each SSE `data:` payload. The time limit applies to the answer and again between two chunks.
+   */
+  async stream(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<AsyncIterable<string>> {
+    const who = `Provider ${p.name}`;
+    const ac = new AbortController();
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        ac.abort(new Error('upstream time limit'));
+      }, this.timeoutMs);
+    };
+    const onAbort = () => ac.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const cleanup = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    arm();
+    let res: IncomingMessage;
+    try {
+      res = await this.request(p, path, body, ac.signal, true);
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) throw upstreamHttpError(status, await readBody(res), who);
+    } catch (e) {
+      cleanup();
+      if (e instanceof ServiceError) throw e;
+      if (timedOut) throw timeoutError(who, this.timeoutMs);
+      if (signal.aborted) throw e;
+      throw upstreamHttpError(0, null, who);
+    }
+    const source = res as AsyncIterable<Buffer>;
+    const timeoutMs = this.timeoutMs;
+    return (async function* () {
+      const parser = new SseParser();
+      const decoder = new TextDecoder();
+      let complete = false;
+      try {
+        for await (const bytes of source) {
+          arm();
+          for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) yield f.data;
+        }
+        complete = true;
+        for (const f of parser.end()) if (f.data) yield f.data;
+      } catch (e) {
+        if (timedOut) throw timeoutError(who, timeoutMs);
+        if (signal.aborted) throw e;
+        throw new ServiceError('upstream_error', `${who} broke off the stream`);
+      } finally {
+        cleanup();
+        // A consumer that stopped early closes the upstream request (the connection is not reused).
+        if (!complete && !ac.signal.aborted) ac.abort(new Error('stream consumer done'));
+      }
+    })();
+  }
+}

@@ -1,0 +1,347 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import {
+  PREFIX,
+  ServiceError,
+  conflict,
+  effectiveScopes,
+  invalid,
+  newId,
+  newSecret,
+  notFound,
+  sha256Hex,
+  type Clock,
+  type Scope,
+} from '@svc/shared';
+import type { ApiKeysTable, DB } from '../../db/schema.ts';
+import { ThrottledTouch } from '../../db/throttled-touch.ts';
+import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { Database } from '../../db/database.ts';
+
+export interface KeyOptions {
+  rotationGraceSeconds: number;
+}
+
+export interface KeyInput {
+  name?: string | undefined;
+  scopes?: Scope[] | undefined;
+  spend_cap_micro_usd?: number | undefined;
+  expires_at?: string | undefined;
+}
+
+type KeyRow = Selectable<ApiKeysTable>;
+export type KeyStatus = 'active' | 'frozen' | 'expiring' | 'expired' | 'revoked';
+
+const MAX_DEPTH = 8;
+export const KEYS_CHANNEL = 'svc_keys';
+
+type AuthRow = Pick<KeyRow, 'id' | 'account_id' | 'parent_id' | 'scopes' | 'spend_cap_micro_usd' | 'expires_at' | 'revoked_at' | 'frozen_at' | 'rotated_to'> & {
+  suspended_at: Date | null;
+  chain: string[];
+};
+
+/** Authenticated keys, by secret hash; bounded and short-lived, invalidated by NOTIFY on any change. */
+class AuthCache {
+  private readonly map = new Map<string, { row: AuthRow; at: number }>();
+  constructor(private readonly ttlMs = 30_000, private readonly max = 50_000) {}
+  get(hash: string): AuthRow | undefined {
+    const e = this.map.get(hash);
+    if (!e) return undefined;
+    if (Date.now() - e.at > this.ttlMs) {
+      this.map.delete(hash);
+      return undefined;
+    }
+    return e.row;
+  }
+  set(hash: string, row: AuthRow): void {
+    if (this.map.size >= this.max) this.map.clear();
+    this.map.set(hash, { row, at: Date.now() });
+  }
+  delete(hash: string): void {
+    this.map.delete(hash);
+  }
+  *[Symbol.iterator](): IterableIterator<[string, AuthRow]> {
+    for (const [h, e] of this.map) yield [h, e.row];
+  }
+}
+
+/** API keys: minting, listing, revocation (cascading), rotation with grace, unfreeze, delegation. Owns api_keys. */
+export class KeysService {
+  private readonly touched: ThrottledTouch;
+  private readonly cache = new AuthCache();
+  private unlisten: (() => Promise<void>) | undefined;
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly opts: KeyOptions,
+  ) {
+    this.touched = new ThrottledTouch((id, now) => this.db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', id).execute());
+  }
+
+  private status(k: KeyRow, now: Date): KeyStatus {
+    if (k.revoked_at) return 'revoked';
+    if (k.expires_at && k.expires_at.getTime() <= now.getTime()) return 'expired';
+    if (k.frozen_at) return 'frozen';
+    if (k.rotated_to) return 'expiring';
+    return 'active';
+  }
+
+  private view(k: KeyRow, now: Date, ownSpend?: number) {
+    return {
+      id: k.id,
+      object: 'api_key' as const,
+      name: k.name,
+      prefix: k.prefix,
+      parent_id: k.parent_id,
+      scopes: k.scopes,
+      status: this.status(k, now),
+      spend_cap_micro_usd: k.spend_cap_micro_usd,
+      spent_micro_usd: ownSpend ?? k.spent_micro_usd,
+      subtree_spent_micro_usd: k.spent_micro_usd,
+      created_at: k.created_at.toISOString(),
+      expires_at: k.expires_at?.toISOString() ?? null,
+      revoked_at: k.revoked_at?.toISOString() ?? null,
+      frozen_at: k.frozen_at?.toISOString() ?? null,
+      frozen_reason: k.frozen_reason,
+      rotated_to: k.rotated_to,
+      last_used_at: k.last_used_at?.toISOString() ?? null,
+    };
+  }
+
+  private parseExpiry(expiresAt: string | undefined, now: Date): Date | null {
+    if (expiresAt === undefined) return null;
+    const d = new Date(expiresAt);
+    if (Number.isNaN(d.getTime())) throw invalid('expires_at: not an ISO 8601 date-time', 'expires_at');
+    if (d.getTime() <= now.getTime()) throw invalid('expires_at: must be in the future', 'expires_at');
+    return d;
+  }
+
+  private async insert(trx: Kysely<DB>, accountId: string, parentId: string | null, input: Required<Pick<KeyInput, 'scopes'>> & KeyInput, expires: Date | null, now: Date) {
+    const secret = newSecret(PREFIX.apiKeySecret);
+    const row = await trx
+      .insertInto('api_keys')
+      .values({
+        id: newId(PREFIX.apiKeyId),
+        account_id: accountId,
+        parent_id: parentId,
+        name: input.name ?? null,
+        prefix: secret.slice(0, 14),
+        secret_hash: sha256Hex(secret),
+        scopes: JSON.stringify(input.scopes),
+        spend_cap_micro_usd: input.spend_cap_micro_usd ?? null,
+        created_at: now,
+        expires_at: expires,
+        revoked_at: null,
+        frozen_at: null,
+        frozen_reason: null,
+        rotated_to: null,
+        last_used_at: null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { row, secret };
+  }
+
+  async create(accountId: string, input: KeyInput) {
+    const now = this.clock.now();
+    const expires = this.parseExpiry(input.expires_at, now);
+    const { row, secret } = await this.insert(this.db, accountId, null, { ...input, scopes: input.scopes ?? [] }, expires, now);
+    return { ...this.view(row, now), key: secret };
+  }
+
+  /** Every key of the account, newest first, each with the spend of its delegated subtree. */
+  async list(accountId: string) {
+    const now = this.clock.now();
+    const rows = await this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at', 'desc').orderBy('id').execute();
+    // spent_micro_usd is charged on a key and every ancestor, so it already is the subtree's spend;
+    // a key's own spend is that minus its direct children's.
+    const childSpend = new Map<string, number>();
+    for (const r of rows) if (r.parent_id) childSpend.set(r.parent_id, (childSpend.get(r.parent_id) ?? 0) + r.spent_micro_usd);
+    return rows.map((r) => this.view(r, now, r.spent_micro_usd - (childSpend.get(r.id) ?? 0)));
+  }
+
+  private async owned(trx: Kysely<DB>, accountId: string, id: string): Promise<KeyRow> {
+    const row = await trx.selectFrom('api_keys').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    if (!row) throw notFound('API key');
+    return row;
+  }
+
+  /** Revokes a key and its whole delegated subtree. Idempotent. */
+  async revoke(accountId: string, id: string) {
+    const now = this.clock.now();
+    const res = await this.db.transaction().execute(async (trx) => {
+      await this.owned(trx, accountId, id);
+      const r = await sql<{ id: string }>`
+        with recursive tree(id) as (
+          select id from api_keys where id = ${id} and account_id = ${accountId}
+          union all
+          select k.id from api_keys k join tree t on k.parent_id = t.id
+        )
+        update api_keys set revoked_at = ${now}
+        where id in (select id from tree) and revoked_at is null
+        returning id`.execute(trx);
+      return { id, revoked: true, revoked_ids: r.rows.map((x) => x.id) };
+    });
+    await this.accountChanged(accountId);
+    return res;
+  }
+
+  /**
+   * A scope-identical replacement. The old key keeps working for the grace window, then expires; its
+   * delegated children move to the replacement so cascades and subtree spend follow the live key.
+   */
+  async rotate(accountId: string, id: string, graceSeconds?: number) {
+    const now = this.clock.now();
+    const grace = graceSeconds ?? this.opts.rotationGraceSeconds;
+    const res = await this.db.transaction().execute(async (trx) => {
+      const old = await trx.selectFrom('api_keys').selectAll().where('id', '=', id).where('account_id', '=', accountId).forUpdate().executeTakeFirst();
+      if (!old) throw notFound('API key');
+      const st = this.status(old, now);
+      if (st === 'revoked' || st === 'expired') throw conflict(`API key ${id} is ${st} and cannot be rotated`);
+      if (old.rotated_to) throw conflict(`API key ${id} was already rotated to ${old.rotated_to}`);
+      const { row, secret } = await this.insert(
+        trx,
+        accountId,
+        old.parent_id,
+        { name: old.name ?? undefined, scopes: old.scopes as Scope[], spend_cap_micro_usd: old.spend_cap_micro_usd ?? undefined },
+        old.expires_at,
+        now,
+      );
+      const graceEnd = new Date(now.getTime() + grace * 1000);
+      const oldExpiry = old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd;
+      const updated = await trx
+        .updateTable('api_keys')
+        .set({ rotated_to: row.id, expires_at: oldExpiry })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await trx.updateTable('api_keys').set({ parent_id: row.id }).where('parent_id', '=', id).execute();
+      return { ...this.view(row, now), key: secret, replaces: { id, expires_at: oldExpiry.toISOString(), status: this.status(updated, now) } };
+    });
+    await this.accountChanged(accountId);
+    return res;
+  }
+
+  async freeze(keyId: string, reason: string): Promise<void> {
+    const r = await this.db.updateTable('api_keys').set({ frozen_at: this.clock.now(), frozen_reason: reason }).where('id', '=', keyId).returning('account_id').executeTakeFirst();
+    if (r) await this.accountChanged(r.account_id);
+  }
+
+  async unfreeze(accountId: string, id: string) {
+    const now = this.clock.now();
+    const res = await this.db.transaction().execute(async (trx) => {
+      const k = await this.owned(trx, accountId, id);
+      const st = this.status(k, now);
+      if (st === 'revoked' || st === 'expired') throw conflict(`API key ${id} is ${st}; unfreezing cannot revive it`);
+      const row = await trx.updateTable('api_keys').set({ frozen_at: null, frozen_reason: null }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      return { ...this.view(row, now), was_frozen: k.frozen_at !== null };
+    });
+    await this.accountChanged(accountId);
+    return res;
+  }
+
+  /** A bounded child of the calling key: scopes a subset, spend cap and expiry within the parent's. */
+  async delegate(parent: KeyPrincipal, input: KeyInput) {
+    const now = this.clock.now();
+    const scopes = input.scopes ?? parent.scopes;
+    const missing = scopes.filter((s) => !parent.scopes.includes(s));
+    if (missing.length) {
+      throw new ServiceError('insufficient_scope', `The parent key does not hold scope(s) ${missing.join(', ')}; a delegated key's scopes must be a subset`, { param: 'scopes' });
+    }
+    let expires = this.parseExpiry(input.expires_at, now);
+    if (parent.expiresAt) {
+      if (expires && expires > parent.expiresAt) throw invalid(`expires_at: must not be later than the parent key's expiry (${parent.expiresAt.toISOString()})`, 'expires_at');
+      expires ??= parent.expiresAt;
+    }
+    return this.db.transaction().execute(async (trx) => {
+      const p = await trx.selectFrom('api_keys').selectAll().where('id', '=', parent.keyId).forUpdate().executeTakeFirstOrThrow();
+      let cap = input.spend_cap_micro_usd ?? null;
+      if (p.spend_cap_micro_usd !== null) {
+        const remaining = Math.max(0, p.spend_cap_micro_usd - p.spent_micro_usd);
+        if (cap !== null && cap > remaining) throw invalid(`spend_cap_micro_usd: must not exceed the parent's remaining cap (${remaining})`, 'spend_cap_micro_usd');
+        cap ??= remaining;
+      }
+      const depth = await sql<{ d: number }>`
+        with recursive up(id, parent_id, d) as (
+          select id, parent_id, 1 from api_keys where id = ${parent.keyId}
+          union all select k.id, k.parent_id, up.d + 1 from api_keys k join up on k.id = up.parent_id
+        ) select max(d)::int as d from up`.execute(trx);
+      if ((depth.rows[0]?.d ?? 1) >= MAX_DEPTH) throw invalid(`delegation is limited to ${MAX_DEPTH} levels`);
+      const { row, secret } = await this.insert(trx, parent.accountId, parent.keyId, { ...input, scopes: effectiveScopesOf(scopes, parent.scopes), spend_cap_micro_usd: cap ?? undefined }, expires, now);
+      return { ...this.view(row, now), key: secret };
+    });
+  }
+
+  /** Resolves an API key secret for the auth layer; one round trip on a cache miss, none on a hit. */
+  async authenticate(secret: string): Promise<KeyPrincipal> {
+    const now = this.clock.now();
+    const hash = sha256Hex(secret);
+    let row = this.cache.get(hash);
+    if (!row) {
+      row = await this.loadAuthRow(hash);
+      if (!row) throw new ServiceError('invalid_credential', 'Unknown API key');
+      this.cache.set(hash, row);
+    }
+    if (row.revoked_at) throw new ServiceError('invalid_credential', 'This API key has been revoked');
+    if (row.expires_at && row.expires_at.getTime() <= now.getTime()) {
+      throw new ServiceError('invalid_credential', row.rotated_to ? `This API key was rotated to ${row.rotated_to} and its grace window has ended` : 'This API key has expired');
+    }
+    if (row.suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
+    if (row.frozen_at) {
+      throw new ServiceError('circuit_breaker_tripped', 'This API key was frozen by the spend circuit breaker; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze', { key_id: row.id });
+    }
+    this.touched.touch(row.id, now);
+    return {
+      kind: 'key',
+      accountId: row.account_id,
+      keyId: row.id,
+      parentId: row.parent_id,
+      chain: row.chain,
+      scopes: effectiveScopes(row.scopes),
+      spendCapMicroUsd: row.spend_cap_micro_usd,
+      expiresAt: row.expires_at,
+    };
+  }
+
+  private async loadAuthRow(hash: string): Promise<AuthRow | undefined> {
+    const row = await this.db
+      .selectFrom('api_keys as k')
+      .innerJoin('accounts as a', 'a.id', 'k.account_id')
+      .select(['k.id', 'k.account_id', 'k.parent_id', 'k.scopes', 'k.spend_cap_micro_usd', 'k.expires_at', 'k.revoked_at', 'k.frozen_at', 'k.rotated_to', 'a.suspended_at'])
+      .where('k.secret_hash', '=', hash)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const chain = await sql<{ id: string }>`
+      with recursive up(id, parent_id, d) as (
+        select id, parent_id, 0 from api_keys where id = ${row.id}
+        union all select k.id, k.parent_id, up.d + 1 from api_keys k join up on k.id = up.parent_id
+      ) select id from up order by d`.execute(this.db);
+    return { ...row, chain: chain.rows.map((r) => r.id) };
+  }
+
+  /** Drops cached credentials of a key (and keys below it), or of a whole account ("account:<id>"). */
+  invalidate(target: string): void {
+    const account = target.startsWith('account:') ? target.slice(8) : undefined;
+    for (const [h, r] of this.cache) {
+      if (account ? r.account_id === account : r.chain.includes(target)) this.cache.delete(h);
+    }
+  }
+
+  /** Tells every process (and this one, at once) that keys of an account changed. */
+  async accountChanged(accountId: string): Promise<void> {
+    this.invalidate(`account:${accountId}`);
+    await this.db.selectNoFrom((eb) => eb.fn('pg_notify', [eb.val(KEYS_CHANNEL), eb.val(`account:${accountId}`)]).as('n')).execute();
+  }
+
+  async start(database: Database): Promise<void> {
+    this.unlisten = await database.listen(KEYS_CHANNEL, (payload) => this.invalidate(payload));
+  }
+
+  async stop(): Promise<void> {
+    await this.unlisten?.();
+  }
+}
+
+/** A child that asks for every scope its parent holds is stored with the explicit list, never as "all". */
+function effectiveScopesOf(requested: Scope[], parentScopes: Scope[]): Scope[] {
+  return requested.length === 0 ? parentScopes : requested;
+}

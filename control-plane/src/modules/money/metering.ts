@@ -1,0 +1,333 @@
+import { sql, type Kysely } from 'kysely';
+import { ServiceError, newId, type Clock, type SignedReceipt } from '@svc/shared';
+import type { BillingConfig } from '../../config.ts';
+import type { DB } from '../../db/schema.ts';
+import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { ReceiptSigner } from './signer.ts';
+import { Batcher } from '../../db/batcher.ts';
+import { paymentTerms } from './x402.ts';
+
+export interface HoldRequest {
+  principal: KeyPrincipal;
+  requestId: string;
+  runId: string | null;
+  /** The most this request can cost; settlement charges the actual cost. */
+  maxCostMicroUsd: number;
+  /** e.g. "POST /v1/notary/receipts"; recorded in the usage event and receipt. */
+  route: string;
+  /** Absolute URL of the resource, for the x402 terms of a 402. */
+  resource: string;
+}
+
+export interface Hold {
+  id: string;
+  accountId: string;
+  keyId: string;
+  amount: number;
+  requestId: string;
+  runId: string | null;
+  route: string;
+  runHead: string | null;
+  runCount: number;
+  chain: string[];
+}
+
+export interface Usage {
+  costMicroUsd: number;
+  kind: string;
+  model?: string | null;
+  units: Record<string, number | string>;
+  /** Extra metadata for the receipt (never content). */
+  detail?: Record<string, unknown>;
+  policy?: string | null;
+}
+
+export interface Settled {
+  receipt: SignedReceipt;
+  usageEventId: string;
+  balanceMicroUsd: number;
+}
+
+const MAX_CHAIN_RETRIES = 16;
+
+/** A balance after a settle or credit, for observers (alerts). */
+export interface BalanceObservation {
+  accountId: string;
+  balanceMicroUsd: number;
+}
+
+interface HoldItem {
+  id: string;
+  account: string;
+  chain: string[];
+  amount: number;
+  request: string;
+  run: string | null;
+}
+interface HoldResult {
+  id: string;
+  outcome: string;
+  key_id: string | null;
+  balance: number;
+  held: number;
+  run_head: string | null;
+  run_count: number | null;
+  error?: string;
+}
+interface SettleItem {
+  hold: string;
+  account: string;
+  chain: string[];
+  cost: number;
+  event: string;
+  kind: string;
+  route: string;
+  model: string | null;
+  units: Record<string, number | string>;
+  receipt: string;
+  payload: string;
+  hash: string;
+  signature: string;
+  run: string | null;
+  prev: string | null;
+  seq: number | null;
+}
+interface SettleResult {
+  hold: string;
+  outcome: string;
+  balance: number | null;
+  run_head: string | null;
+  run_count: number | null;
+  error?: string;
+}
+
+/**
+ * Runs a batch; a deadlock victim (there should be none, given the lock order) is run again, and a batch
+ * that fails for any other reason is split so that only the faulty item fails.
+ */
+async function runBatch<I, O>(items: I[], run: (items: I[]) => Promise<O[]>): Promise<O[]> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await run(items);
+    } catch (e) {
+      if ((e as { code?: string }).code === '40P01' && attempt < 2) continue;
+      if (items.length === 1) throw e;
+      const out: O[] = [];
+      for (const item of items) out.push(await run([item]).then((o) => o[0]!, (err: unknown) => ({ outcome: 'error', error: String(err) }) as O));
+      return out;
+    }
+  }
+}
+
+/**
+ * The money path every billable route calls: hold the maximum cost (one conditional round trip that
+ * never overspends), do the work, then settle in one transaction (ledger entry, usage event, signed
+ * receipt, run chain, hold release) or release on failure. Holds expire, so a process that dies
+ * mid-request leaks nothing.
+ */
+export class Metering {
+  private readonly holds: Batcher<HoldItem, HoldResult>;
+  private readonly settles: Batcher<SettleItem, SettleResult>;
+  private readonly balanceListeners: Array<(o: BalanceObservation) => unknown> = [];
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly signer: ReceiptSigner,
+    private readonly cfg: BillingConfig,
+  ) {
+    this.holds = new Batcher((items) => runBatch(items, (i) => this.holdMany(i)));
+    this.settles = new Batcher((items) => runBatch(items, (i) => this.settleMany(i)));
+  }
+
+  private async holdMany(items: HoldItem[]): Promise<HoldResult[]> {
+    const now = this.clock.now();
+    const expires = new Date(now.getTime() + this.cfg.holdTtlSeconds * 1000);
+    const r = await sql<{ out: HoldResult[] }>`
+      select svc_hold_many(${JSON.stringify(items)}::jsonb, ${this.cfg.enforced}, ${now}, ${expires},
+        ${this.cfg.breakerWindowSeconds}, ${this.cfg.breakerLimitMicroUsd}::bigint) as out`.execute(this.db);
+    const byId = new Map(r.rows[0]!.out.map((o) => [o.id, o]));
+    return items.map((i) => byId.get(i.id)!);
+  }
+
+  private async settleMany(items: SettleItem[]): Promise<SettleResult[]> {
+    const r = await sql<{ out: SettleResult[] }>`
+      select svc_settle_many(${JSON.stringify(items)}::jsonb, ${this.clock.now()}, ${this.cfg.breakerWindowSeconds}) as out`.execute(this.db);
+    const byHold = new Map(r.rows[0]!.out.map((o) => [o.hold, o]));
+    return items.map((i) => byHold.get(i.hold)!);
+  }
+
+  /** Observes the balance after each settle and credit. Best-effort: a listener never delays or fails the money path. */
+  onBalance(listener: (o: BalanceObservation) => unknown): void {
+    this.balanceListeners.push(listener);
+  }
+
+  private observed(accountId: string, balanceMicroUsd: number): void {
+    for (const l of this.balanceListeners) {
+      try {
+        void Promise.resolve(l({ accountId, balanceMicroUsd })).catch(() => undefined);
+      } catch {
+        /* best-effort */
+      }
+    }
+  }
+
+  get billingEnforced(): boolean {
+    return this.cfg.enforced;
+  }
+
+  async hold(req: HoldRequest): Promise<Hold> {
+    if (!Number.isSafeInteger(req.maxCostMicroUsd) || req.maxCostMicroUsd < 0) throw new Error('hold amount must be a non-negative integer');
+    const id = newId('hold_', 20);
+    const row = await this.holds.submit({
+      id,
+      account: req.principal.accountId,
+      chain: req.principal.chain,
+      amount: req.maxCostMicroUsd,
+      request: req.requestId,
+      run: req.runId,
+    });
+    switch (row.outcome) {
+      case 'held':
+        return {
+          id,
+          accountId: req.principal.accountId,
+          keyId: req.principal.keyId,
+          amount: req.maxCostMicroUsd,
+          requestId: req.requestId,
+          runId: req.runId,
+          route: req.route,
+          runHead: row.run_head,
+          runCount: row.run_count ?? 0,
+          chain: req.principal.chain,
+        };
+      case 'insufficient_credit': {
+        const spendable = Number(row.balance) - Number(row.held);
+        const shortfall = req.maxCostMicroUsd - spendable;
+        throw new ServiceError('insufficient_credit', `Not enough credit: this request needs up to ${req.maxCostMicroUsd} micro-USD and ${Math.max(0, spendable)} is spendable`, {
+          ...paymentTerms(this.cfg, { shortfallMicroUsd: shortfall, resource: req.resource, description: `Prepaid credit for ${req.route}` }),
+          balance_micro_usd: Number(row.balance),
+          held_micro_usd: Number(row.held),
+          required_micro_usd: req.maxCostMicroUsd,
+        });
+      }
+      case 'spend_cap_reached':
+        throw new ServiceError('spend_cap_reached', `The spend cap of key ${row.key_id} would be exceeded by this request; raise it on a new key or wait for another key`, { key_id: row.key_id });
+      case 'circuit_breaker_tripped':
+        throw new ServiceError(
+          'circuit_breaker_tripped',
+          `Key ${row.key_id} spent faster than ${this.cfg.breakerLimitMicroUsd} micro-USD per ${this.cfg.breakerWindowSeconds} s and was frozen; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze`,
+          { key_id: row.key_id },
+        );
+      default:
+        throw new Error(`hold failed: ${row.outcome} ${row.error ?? ''}`);
+    }
+  }
+
+  /** Settles a hold at the actual cost and returns the signed receipt; if settling fails the hold is released. */
+  async settle(hold: Hold, usage: Usage): Promise<Settled> {
+    try {
+      return await this.settleOnce(hold, usage);
+    } catch (e) {
+      await this.release(hold).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async settleOnce(hold: Hold, usage: Usage): Promise<Settled> {
+    if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
+    const now = this.clock.now();
+    const usageEventId = newId('ue_', 20);
+    let prev = hold.runHead;
+    let count = hold.runCount;
+    for (let attempt = 0; attempt < MAX_CHAIN_RETRIES; attempt++) {
+      const receipt = this.signer.signReceipt({
+        v: 1,
+        id: hold.requestId,
+        kind: usage.kind,
+        account_id: hold.accountId,
+        key_id: hold.chain[0] ?? null,
+        usage_event_id: usageEventId,
+        route: hold.route,
+        model: usage.model ?? null,
+        units: usage.units,
+        cost_micro_usd: usage.costMicroUsd,
+        created_at: now.toISOString(),
+        run: hold.runId ? { id: hold.runId, seq: count + 1, prev } : null,
+        policy: usage.policy ?? null,
+        ...(usage.detail ? { detail: usage.detail } : {}),
+      });
+      const row = await this.settles.submit({
+        hold: hold.id,
+        account: hold.accountId,
+        chain: hold.chain,
+        cost: usage.costMicroUsd,
+        event: usageEventId,
+        kind: usage.kind,
+        route: hold.route,
+        model: usage.model ?? null,
+        units: usage.units,
+        receipt: hold.requestId,
+        payload: receipt.canonical,
+        hash: receipt.hash,
+        signature: receipt.signature,
+        run: hold.runId,
+        prev: hold.runId ? prev : null,
+        seq: hold.runId ? count + 1 : null,
+      });
+      if (row.outcome === 'settled') {
+        this.observed(hold.accountId, Number(row.balance));
+        return { receipt, usageEventId, balanceMicroUsd: Number(row.balance) };
+      }
+      if (row.outcome === 'run_moved') {
+        prev = row.run_head;
+        count = row.run_count ?? 0;
+        continue;
+      }
+      throw new Error(`settle of ${hold.id} failed: ${row.outcome} ${row.error ?? ''}`);
+    }
+    throw new ServiceError('conflict', `Run ${hold.runId} is being extended by too many concurrent requests; retry`);
+  }
+
+  /** Releases a hold whose request failed; nothing is charged. */
+  async release(hold: Hold): Promise<boolean> {
+    const r = await sql<{ ok: boolean }>`select svc_release_hold(${hold.id}, ${this.clock.now()}) as ok`.execute(this.db);
+    return r.rows[0]?.ok === true;
+  }
+
+  /** Expires holds past their TTL (leader loop). */
+  async expireHolds(): Promise<number> {
+    const r = await sql<{ n: number }>`select svc_expire_holds(${this.clock.now()}) as n`.execute(this.db);
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  /** Adds credit through the ledger; `ref` makes it idempotent per kind. */
+  async credit(accountId: string, amountMicroUsd: number, kind: string, ref: string | null): Promise<{ credited: boolean; balanceMicroUsd: number }> {
+    if (!Number.isSafeInteger(amountMicroUsd)) throw new Error('amount must be an integer');
+    const r = await sql<{ outcome: string; balance: number }>`
+      select * from svc_credit(${accountId}, ${amountMicroUsd}::bigint, ${kind}, ${ref}, ${this.clock.now()})`.execute(this.db);
+    const row = r.rows[0]!;
+    if (row.outcome === 'credited') this.observed(accountId, Number(row.balance));
+    return { credited: row.outcome === 'credited', balanceMicroUsd: Number(row.balance) };
+  }
+
+  async position(accountId: string) {
+    const row = await this.db.selectFrom('credit_accounts').select(['balance_micro_usd', 'held_micro_usd']).where('account_id', '=', accountId).executeTakeFirst();
+    const balance = row?.balance_micro_usd ?? 0;
+    const held = row?.held_micro_usd ?? 0;
+    return { balance_micro_usd: balance, held_micro_usd: held, spendable_micro_usd: balance - held, billing_enforced: this.cfg.enforced };
+  }
+
+  /** Runs a unit of billable work between hold and settle, releasing the hold if the work throws. */
+  async meter<T>(req: HoldRequest, work: (hold: Hold) => Promise<{ result: T; usage: Usage }>): Promise<{ result: T } & Settled> {
+    const hold = await this.hold(req);
+    let out: { result: T; usage: Usage };
+    try {
+      out = await work(hold);
+    } catch (e) {
+      await this.release(hold).catch(() => undefined);
+      throw e;
+    }
+    return { result: out.result, ...(await this.settle(hold, out.usage)) };
+  }
+}

@@ -1,0 +1,162 @@
+import { ExecResult, ServiceError, type Clock, type JobOutput, type Language, type SignedReceipt } from '@svc/shared';
+import type { SandboxConfig } from '../../config.ts';
+import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { AgentHub } from '../../fleet/hub.ts';
+import type { Metering } from '../money/metering.ts';
+import type { RunRecords } from './records.ts';
+import type { RunResult } from './schemas.ts';
+
+export interface ProgramInput {
+  language: Language;
+  code?: string | undefined;
+  command?: string[] | undefined;
+  stdin?: string | undefined;
+  env?: Record<string, string> | undefined;
+  timeout_seconds?: number | undefined;
+}
+
+export interface ExecContext {
+  requestId: string;
+  runId: string | null;
+  resource: string;
+  route: string;
+  /** Streamed output; when absent, output is collected into the result (never stored). */
+  onOutput?: (o: JobOutput) => void;
+  signal?: AbortSignal;
+}
+
+export interface ExecTarget {
+  kind: 'run' | 'exec';
+  jobKind: string;
+  payload: Record<string, unknown>;
+  nodeId?: string | undefined;
+  sessionId: string | null;
+  network: boolean;
+}
+
+const DEFAULT_TIMEOUT_S = 30;
+
+/**
+ * Runs one metered sandbox program: hold the cost of the whole time limit, dispatch to a sandbox node,
+ * collect or stream its output, settle on the actual duration at the configured price, and record the
+ * run's metadata. The receipt carries exit code, duration and image digest, never output.
+ */
+export class SandboxExecutor {
+  constructor(
+    private readonly hub: AgentHub,
+    private readonly metering: Metering,
+    private readonly records: RunRecords,
+    private readonly clock: Clock,
+    private readonly cfg: SandboxConfig,
+  ) {}
+
+  timeoutSeconds(p: ProgramInput): number {
+    const t = p.timeout_seconds ?? DEFAULT_TIMEOUT_S;
+    if (t > this.cfg.maxTimeoutSeconds) throw new ServiceError('invalid_request', `timeout_seconds: at most ${this.cfg.maxTimeoutSeconds} on this deployment`, { param: 'timeout_seconds' });
+    return t;
+  }
+
+  costOf(durationMs: number): number {
+    return Math.max(1, Math.ceil((durationMs * this.cfg.pricePerSecondMicroUsd) / 1000));
+  }
+
+  programPayload(p: ProgramInput, timeoutS: number) {
+    return {
+      language: p.language,
+      ...(p.code !== undefined ? { code: p.code } : {}),
+      ...(p.command ? { command: p.command } : {}),
+      ...(p.stdin !== undefined ? { stdin: p.stdin } : {}),
+      env: p.env ?? {},
+      timeout_ms: timeoutS * 1000,
+    };
+  }
+
+  async execute(principal: KeyPrincipal, program: ProgramInput, target: ExecTarget, ctx: ExecContext): Promise<{ result: RunResult; receipt: SignedReceipt }> {
+    const timeoutS = this.timeoutSeconds(program);
+    const out = { stdout: '', stderr: '' };
+    const collect = (o: JobOutput) => {
+      if (o.stream === 'stdout' || o.stream === 'stderr') out[o.stream] += o.data;
+    };
+    const settled = await this.metering.meter(
+      { principal, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: this.costOf(timeoutS * 1000 + 5000), route: ctx.route, resource: ctx.resource },
+      async () => {
+        const job = await this.hub.dispatch({
+          kind: target.jobKind,
+          nodeKind: 'sandbox',
+          payload: target.payload,
+          timeoutMs: timeoutS * 1000 + 10_000,
+          accountId: principal.accountId,
+          nodeId: target.nodeId,
+          retryable: target.kind === 'run',
+          onOutput: ctx.onOutput ?? collect,
+          signal: ctx.signal,
+        });
+        const r = ExecResult.parse(job.result);
+        return {
+          result: { r, nodeId: job.nodeId },
+          usage: {
+            costMicroUsd: this.costOf(Math.round(r.duration_ms)),
+            kind: 'sandbox',
+            units: { duration_ms: Math.round(r.duration_ms) },
+            detail: {
+              exit_code: r.exit_code,
+              duration_ms: Math.round(r.duration_ms),
+              image_digest: r.image_digest,
+              timed_out: r.timed_out,
+              oom_killed: r.oom_killed,
+              language: program.command ? 'command' : program.language,
+              network: target.network,
+              session_id: target.sessionId,
+            },
+          },
+        };
+      },
+    );
+    const { r, nodeId } = settled.result;
+    const cost = settled.receipt.payload.cost_micro_usd;
+    const status = r.timed_out ? 'timed_out' : r.exit_code === 0 ? 'succeeded' : 'failed';
+    await this.records.insert({
+      id: ctx.requestId,
+      account_id: principal.accountId,
+      key_id: principal.keyId,
+      session_id: target.sessionId,
+      node_id: nodeId,
+      language: program.command ? 'command' : program.language,
+      network: target.network,
+      status,
+      exit_code: r.exit_code,
+      timed_out: r.timed_out,
+      oom_killed: r.oom_killed,
+      duration_ms: Math.round(r.duration_ms),
+      stdout_bytes: r.stdout_bytes,
+      stderr_bytes: r.stderr_bytes,
+      cost_micro_usd: cost,
+      image_digest: r.image_digest,
+      receipt_id: settled.receipt.payload.id,
+      created_at: this.clock.now(),
+    });
+    const rc = settled.receipt;
+    return {
+      receipt: rc,
+      result: {
+        id: ctx.requestId,
+        object: target.kind === 'run' ? 'sandbox.run' : 'sandbox.exec',
+        status,
+        exit_code: r.exit_code,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        stdout_truncated: r.stdout_truncated,
+        stderr_truncated: r.stderr_truncated,
+        timed_out: r.timed_out,
+        oom_killed: r.oom_killed,
+        duration_ms: Math.round(r.duration_ms),
+        cost_micro_usd: cost,
+        node_id: nodeId,
+        session_id: target.sessionId,
+        image_digest: r.image_digest,
+        receipt: { id: rc.payload.id, hash: rc.hash, signature: rc.signature, signer: rc.payload.signer, payload: rc.payload },
+      },
+    };
+  }
+}
+

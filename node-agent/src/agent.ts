@@ -1,0 +1,162 @@
+import { createRequire } from 'node:module';
+import type { JobMessage, ServerMessage } from '@svc/shared';
+import { dockerReachable, readCapabilities } from './capabilities.ts';
+import { Channel } from './channel.ts';
+import type { AgentConfig } from './config.ts';
+import { HEARTBEAT_MS, postHeartbeat, type HeartbeatAnswer } from './heartbeat.ts';
+import { echo, wait } from './jobs/diag.ts';
+import type { JobHandler } from './jobs/types.ts';
+import { inferenceHandlers, inferenceOptionsFromEnv } from './inference/index.ts';
+import { sandboxOptionsFromEnv, startSandbox, type Sandbox, type SandboxOptions } from './sandbox/index.ts';
+
+export const AGENT_VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+
+export interface AgentOptions {
+  heartbeatMs?: number;
+  /** Called once the control plane names this node (a config enrolled with --key has no id yet). */
+  onNodeId?: (nodeId: string) => void;
+  log?: (msg: string) => void;
+  handlers?: Record<string, JobHandler>;
+  /** Sandbox jobs (Docker): options, or false for none. Default: from SVC_SANDBOX_IMAGE / SVC_SANDBOX_POOL. */
+  sandbox?: SandboxOptions | false;
+}
+
+/** One node agent: heartbeats, the channel, and the jobs it runs. */
+export class Agent {
+  private readonly running = new Map<string, AbortController>();
+  private readonly handlers: Record<string, JobHandler>;
+  private channel: Channel | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private fatal: ((message: string) => void) | undefined;
+  private sandbox: Sandbox | undefined;
+  private stopped = false;
+  readonly log: (msg: string) => void;
+  last: HeartbeatAnswer | undefined;
+
+  constructor(
+    private readonly cfg: AgentConfig,
+    private readonly opts: AgentOptions = {},
+  ) {
+    this.log = opts.log ?? ((m) => console.log(`[svc-node] ${new Date().toISOString()} ${m}`));
+    // Inference jobs (issue 7) where SVC_INFERENCE_URL names a local OpenAI-compatible server.
+    const inference = inferenceOptionsFromEnv(process.env);
+    this.handlers = { 'diag.echo': echo, 'diag.wait': wait, ...inferenceHandlers(inference && { ...inference, nodeId: () => this.last?.node_id ?? this.cfg.node_id }), ...opts.handlers };
+  }
+
+  /** Runs until stopped; resolves with a fatal refusal message if the control plane refuses this agent. */
+  run(): Promise<string> {
+    return new Promise<string>((resolve) => {
+      this.fatal = (message) => {
+        void this.stop();
+        resolve(message);
+      };
+      // Sandbox handlers are registered (or not, if Docker is unreachable) before any job can arrive.
+      void this.startSandbox().then(() => {
+        if (!this.stopped) this.connect();
+      });
+    });
+  }
+
+  private async startSandbox(): Promise<void> {
+    if (this.opts.sandbox === false) return;
+    const s = await startSandbox({ ...sandboxOptionsFromEnv(process.env), ...this.opts.sandbox, dataDir: this.cfg.data_dir, log: this.log }).catch(
+      (e: unknown) => ({ unavailable: (e as Error).message }),
+    );
+    if ('unavailable' in s) {
+      this.log(`sandbox jobs disabled: ${s.unavailable}`);
+      return;
+    }
+    if (this.stopped) {
+      await s.stop();
+      return;
+    }
+    this.sandbox = s;
+    for (const [kind, h] of Object.entries(s.handlers)) this.handlers[kind] ??= h;
+  }
+
+  private connect(): void {
+    this.channel = new Channel(this.cfg.url, this.cfg.node_key, AGENT_VERSION, {
+      onMessage: (m) => this.onMessage(m),
+      runningJobs: () => [...this.running.keys()],
+      onFatal: (m) => this.fatal?.(m),
+      log: this.log,
+    });
+    this.channel.start();
+    const beat = () => {
+      void this.heartbeat();
+      this.timer = setTimeout(beat, this.opts.heartbeatMs ?? HEARTBEAT_MS);
+    };
+    beat();
+  }
+
+  async heartbeat(): Promise<void> {
+    try {
+      this.last = await postHeartbeat(this.cfg.url, this.cfg.node_key, {
+        capabilities: await readCapabilities(() => dockerReachable()),
+        endpoint: this.cfg.endpoint,
+        load: { running_jobs: this.running.size },
+        agent_version: AGENT_VERSION,
+      });
+      if (!this.cfg.node_id && this.last.node_id) {
+        this.cfg.node_id = this.last.node_id;
+        this.opts.onNodeId?.(this.last.node_id);
+      }
+    } catch (e) {
+      const status = (e as { status?: number }).status;
+      if (status === 401) this.fatal?.(`the control plane refused the node key: ${(e as Error).message}`);
+      else this.log(`heartbeat failed: ${(e as Error).message}`);
+    }
+  }
+
+  private onMessage(m: ServerMessage): void {
+    if (m.type === 'cancel') {
+      this.running.get(m.job_id)?.abort(m.reason);
+      return;
+    }
+    void this.runJob(m);
+  }
+
+  private async runJob(m: JobMessage): Promise<void> {
+    const ch = this.channel!;
+    const ac = new AbortController();
+    this.running.set(m.job_id, ac);
+    const timeout = setTimeout(() => ac.abort('timed out'), m.timeout_ms);
+    const started = performance.now();
+    let seq = 0;
+    let flushed: Promise<unknown> = Promise.resolve();
+    try {
+      const handler = this.handlers[m.kind];
+      if (!handler) throw new Error(`this agent does not run jobs of kind ${m.kind}`);
+      const out = await handler(m.payload, {
+        jobId: m.job_id,
+        signal: ac.signal,
+        emit: (stream, data) => {
+          const o = { job_id: m.job_id, seq: seq++, stream, data };
+          flushed = flushed.then(() => ch.output(o)).catch((e: unknown) => this.log(`output of ${m.job_id} not delivered: ${String(e)}`));
+        },
+      });
+      await flushed;
+      await ch.finish({ job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) });
+    } catch (e) {
+      await flushed;
+      const timedOut = ac.signal.aborted && ac.signal.reason === 'timed out';
+      await ch
+        .finish({ job_id: m.job_id, ok: false, error: (timedOut ? 'timed out' : (e as Error).message).slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) })
+        .catch(() => undefined);
+    } finally {
+      clearTimeout(timeout);
+      this.running.delete(m.job_id);
+    }
+  }
+
+  /** Stops taking work; resolves when sandbox containers are removed (callers may ignore it). */
+  stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    for (const ac of this.running.values()) ac.abort('agent stopping');
+    this.channel?.close();
+    const s = this.sandbox;
+    this.sandbox = undefined;
+    return s ? s.stop().catch((e: unknown) => this.log(`sandbox stop: ${(e as Error).message}`)) : Promise.resolve();
+  }
+}

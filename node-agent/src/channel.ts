@@ -1,0 +1,80 @@
+import { createTRPCClient, createWSClient, wsLink, TRPCClientError } from '@trpc/client';
+import WebSocket from 'ws';
+import { CHANNEL_PATH, PROTOCOL_VERSION, ServerMessage, type JobFinish, type JobOutput } from '@svc/shared';
+import type { AgentRouter } from '../../control-plane/src/fleet/channel.ts';
+
+export interface ChannelHandlers {
+  onMessage(msg: ServerMessage): void;
+  runningJobs(): string[];
+  /** A refusal retrying cannot fix (bad key, wrong protocol version). */
+  onFatal(message: string): void;
+  log(msg: string): void;
+}
+
+/** Capped exponential backoff with jitter: 0.5 s, 1 s, 2 s ... up to 30 s. */
+export function backoffMs(attempt: number, random = Math.random): number {
+  const base = Math.min(30_000, 500 * 2 ** attempt);
+  return Math.round(base / 2 + random() * (base / 2));
+}
+
+/**
+ * The agent end of the channel: dials the control plane (so nodes behind NAT work), authenticates with the
+ * node key in the connection params, reconnects with capped backoff, and on every (re)connect tells the
+ * control plane which jobs it still runs. Jobs arrive over a subscription; output goes back as mutations.
+ */
+export class Channel {
+  private readonly ws: ReturnType<typeof createWSClient>;
+  private readonly client: ReturnType<typeof createTRPCClient<AgentRouter>>;
+  private sub: { unsubscribe(): void } | undefined;
+
+  constructor(url: string, nodeKey: string, agentVersion: string, private readonly h: ChannelHandlers) {
+    const wsUrl = new URL(CHANNEL_PATH, url);
+    wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
+    this.ws = createWSClient({
+      url: wsUrl.toString(),
+      WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
+      connectionParams: () => ({ node_key: nodeKey, protocol_version: String(PROTOCOL_VERSION), agent_version: agentVersion }),
+      retryDelayMs: backoffMs,
+      onOpen: () => {
+        h.log('channel open');
+        void this.client.hello
+          .mutate({ running_jobs: h.runningJobs() })
+          .then((r) => r.cancelled.length && h.log(`control plane cancelled orphaned jobs: ${r.cancelled.join(', ')}`))
+          .catch((e: unknown) => this.fail(e));
+      },
+      onClose: (cause) => h.log(`channel closed${cause?.code ? ` (${cause.code})` : ''}; reconnecting with backoff`),
+    });
+    this.client = createTRPCClient<AgentRouter>({ links: [wsLink({ client: this.ws })] });
+  }
+
+  private fail(e: unknown): void {
+    const code = e instanceof TRPCClientError ? (e.data as { code?: string } | undefined)?.code : undefined;
+    const message = e instanceof Error ? e.message : String(e);
+    if (code === 'UNAUTHORIZED' || code === 'PRECONDITION_FAILED') this.h.onFatal(message);
+    else this.h.log(`channel error: ${message}`);
+  }
+
+  start(): void {
+    this.sub = this.client.jobs.subscribe(undefined, {
+      onData: (data) => {
+        const msg = ServerMessage.safeParse(data);
+        if (msg.success) this.h.onMessage(msg.data);
+        else this.h.log(`ignored a malformed message from the control plane`);
+      },
+      onError: (e) => this.fail(e),
+    });
+  }
+
+  output(o: JobOutput): Promise<unknown> {
+    return this.client.output.mutate(o);
+  }
+
+  finish(f: JobFinish): Promise<unknown> {
+    return this.client.finish.mutate(f);
+  }
+
+  close(): void {
+    this.sub?.unsubscribe();
+    this.ws.close();
+  }
+}

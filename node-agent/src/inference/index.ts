@@ -1,0 +1,97 @@
+import { INFERENCE_JOBS, InferenceJobPayload, SseParser, deliveredText, estimateTokens, type InferenceJobResult, type TokenUsage } from '@svc/shared';
+import type { JobContext, JobHandler, JobOutcome } from '../jobs/types.ts';
+
+/**
+ * Inference jobs: the agent proxies `inference.chat` and `inference.embeddings` to a local
+ * OpenAI-compatible server (Ollama, vLLM, llama.cpp: `SVC_INFERENCE_URL`, e.g. http://127.0.0.1:11434/v1).
+ * Streams are relayed one SSE `data:` payload per output; the job's work units are the output tokens
+ * (the server's usage, else the local estimate), which feed the control plane's speed clamp.
+ *
+ * The public model id is translated to the local name by, in order: `SVC_INFERENCE_MODEL_MAP` (JSON, an
+ * operator override), this node's entry in the job's `local_models` (its enrolled `model_map`), the id itself.
+ */
+export interface InferenceOptions {
+  /** Base URL of the local server, ending in /v1. */
+  url: string;
+  apiKey?: string | undefined;
+  modelMap?: Record<string, string>;
+  /** This node's id once the control plane has told it (heartbeat answer). */
+  nodeId?: () => string | null | undefined;
+}
+
+export function inferenceOptionsFromEnv(env: NodeJS.ProcessEnv): InferenceOptions | null {
+  const url = env.SVC_INFERENCE_URL?.trim();
+  if (!url) return null;
+  let modelMap: Record<string, string> = {};
+  if (env.SVC_INFERENCE_MODEL_MAP?.trim()) {
+    const parsed = JSON.parse(env.SVC_INFERENCE_MODEL_MAP) as unknown;
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string')) {
+      throw new Error('SVC_INFERENCE_MODEL_MAP must be a JSON object of public model id -> local model name');
+    }
+    modelMap = parsed as Record<string, string>;
+  }
+  return { url: new URL(url).toString().replace(/\/+$/, ''), apiKey: env.SVC_INFERENCE_API_KEY || undefined, modelMap };
+}
+
+/** Handlers for the inference job kinds, or none when no local server is configured. */
+export function inferenceHandlers(opts: InferenceOptions | null): Record<string, JobHandler> {
+  if (!opts) return {};
+  return {
+    [INFERENCE_JOBS.chat]: (payload, ctx) => proxy(opts, '/chat/completions', payload, ctx),
+    [INFERENCE_JOBS.embeddings]: (payload, ctx) => proxy(opts, '/embeddings', payload, ctx),
+  };
+}
+
+const done = (result: InferenceJobResult, workUnits?: number): JobOutcome => (workUnits === undefined ? { result } : { result, workUnits });
+
+async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: JobContext): Promise<JobOutcome> {
+  const p = InferenceJobPayload.parse(raw);
+  const nodeId = opts.nodeId?.() ?? '';
+  const local = opts.modelMap?.[p.model] ?? p.local_models[nodeId] ?? p.model;
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: p.stream ? 'text/event-stream' : 'application/json' };
+  if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
+  let res: Response;
+  try {
+    res = await fetch(opts.url + path, { method: 'POST', headers, body: JSON.stringify({ ...p.body, model: local }), signal: ctx.signal });
+  } catch (e) {
+    if (ctx.signal.aborted) throw e;
+    // Unreachable local server: a result, not a job failure, so the control plane can try another node.
+    return done({ status: 0, error: `local inference server unreachable: ${(e as Error).message}`.slice(0, 2000) });
+  }
+  if (!res.ok) {
+    const text = await res.text();
+    let body: unknown = text.slice(0, 4000);
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* keep the text */
+    }
+    return done({ status: res.status, body });
+  }
+  if (!p.stream) {
+    const body = (await res.json()) as { usage?: TokenUsage; choices?: Array<{ message?: unknown }> };
+    const out = body.usage?.completion_tokens ?? estimateTokens((body.choices ?? []).map((c) => deliveredText(c.message)).join(''));
+    return done({ status: res.status, body, usage: body.usage ?? null }, out);
+  }
+  const parser = new SseParser();
+  const decoder = new TextDecoder();
+  let usage: TokenUsage | null = null;
+  let text = '';
+  const take = (data: string) => {
+    ctx.emit('data', data);
+    if (data === '[DONE]') return;
+    try {
+      const chunk = JSON.parse(data) as { usage?: TokenUsage | null; choices?: Array<{ delta?: unknown }> };
+      if (chunk.usage) usage = chunk.usage;
+      for (const c of chunk.choices ?? []) text += deliveredText(c.delta);
+    } catch {
+      /* relayed as is; the control plane decides */
+    }
+  };
+  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) take(f.data);
+  }
+  for (const f of parser.end()) if (f.data) take(f.data);
+  const u = usage as TokenUsage | null;
+  return done({ status: res.status, usage: u }, u?.completion_tokens ?? estimateTokens(text));
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import type { JobHandler } from './types.ts';
+
+/**
+ * Diagnostic jobs every node runs: the control plane uses them to measure dispatch latency and to check a
+ * node end to end; operators use them to see their agent work. `diag.echo` streams its input back;
+ * `diag.wait` holds a job open for a given time (cancellable), to exercise drains and timeouts.
+ */
+const Echo = z.object({ chunks: z.array(z.string().max(65536)).max(1000) });
+const Wait = z.object({ ms: z.number().int().min(0).max(600_000) });
+
+export const echo: JobHandler = async (payload, ctx) => {
+  const { chunks } = Echo.parse(payload);
+  for (const c of chunks) ctx.emit('data', c);
+  return { result: { chunks: chunks.length } };
+};
+
+export const wait: JobHandler = async (payload, ctx) => {
+  const { ms } = Wait.parse(payload);
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    ctx.signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(new Error(`canceled: ${String(ctx.signal.reason ?? '')}`));
+    });
+  });
+  return { result: { waited_ms: ms } };
+};

@@ -1,0 +1,67 @@
+/**
+ * The error envelope every route answers with: `{error: {type, message, ...}}`.
+ * `type` is stable and is what clients branch on; `message` is for people.
+ */
+export const ERROR_TYPES = {
+  invalid_request: 400,
+  invalid_json: 400,
+  invalid_cursor: 400,
+  authentication_required: 401,
+  invalid_credential: 401,
+  wrong_credential_kind: 401,
+  invalid_siwe: 401,
+  insufficient_credit: 402,
+  spend_cap_reached: 402,
+  circuit_breaker_tripped: 402,
+  insufficient_scope: 403,
+  account_suspended: 403,
+  payload_denied: 403,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  wallet_taken: 409,
+  last_wallet: 409,
+  idempotency_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  transfer_rejected: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  upstream_error: 502,
+  no_capacity: 503,
+  unavailable: 503,
+  upstream_timeout: 504,
+} as const;
+
+export type ErrorType = keyof typeof ERROR_TYPES;
+
+export interface ErrorBody {
+  error: {
+    type: ErrorType | (string & {});
+    message: string;
+    param?: string;
+    request_id?: string;
+    [extra: string]: unknown;
+  };
+}
+
+/** A domain error carrying its HTTP status; the gateway's error handler renders it as the envelope. */
+export class ServiceError extends Error {
+  readonly status: number;
+  constructor(
+    readonly type: ErrorType,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    status?: number,
+  ) {
+    super(message);
+    this.name = 'ServiceError';
+    this.status = status ?? ERROR_TYPES[type];
+  }
+}
+
+export const invalid = (message: string, param?: string) =>
+  new ServiceError('invalid_request', message, param ? { param } : {});
+export const notFound = (what: string) => new ServiceError('not_found', `${what} not found`);
+export const conflict = (message: string) => new ServiceError('conflict', message);

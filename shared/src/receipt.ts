@@ -1,0 +1,60 @@
+import { canonicalize } from './crypto/canonical-json.ts';
+import { recoverPersonalMessage, signPersonalMessage } from './crypto/eip191.ts';
+import type { Hex } from './crypto/hex.ts';
+import { sha256Hex } from './hash.ts';
+
+/**
+ * A receipt: metadata of one billable response, never its content. Its RFC 8785 canonical JSON is
+ * signed with EIP-191 (personal_sign) by the gateway's secp256k1 key; anyone verifies with any
+ * Ethereum library by recovering the signer from the canonical bytes.
+ */
+export interface ReceiptPayload {
+  v: 1;
+  id: string; // the request id; receipts are fetched by it
+  kind: string;
+  account_id: string;
+  key_id: string | null;
+  usage_event_id: string;
+  route: string;
+  model: string | null;
+  units: Record<string, number | string>;
+  cost_micro_usd: number;
+  created_at: string;
+  run: { id: string; seq: number; prev: string | null } | null;
+  policy: string | null;
+  signer: string;
+  [extra: string]: unknown;
+}
+
+export interface SignedReceipt {
+  payload: ReceiptPayload;
+  canonical: string;
+  hash: Hex; // 0x sha256 of the canonical bytes; run chains link these
+  signature: Hex;
+}
+
+export function receiptHash(canonical: string): Hex {
+  return `0x${sha256Hex(canonical)}`;
+}
+
+export function signReceipt(privateKey: Hex, payload: ReceiptPayload): SignedReceipt {
+  const canonical = canonicalize(payload);
+  return { payload, canonical, hash: receiptHash(canonical), signature: signPersonalMessage(privateKey, canonical) };
+}
+
+/** Never throws: anything malformed is simply not valid. */
+export function verifyReceipt(receipt: unknown, signature: unknown, signer: string): { valid: boolean; recovered_address: Hex | null; payload: unknown } {
+  let payload: unknown = receipt;
+  let canonical: string;
+  try {
+    if (typeof receipt === 'string') {
+      const text = receipt.trim().startsWith('{') ? receipt : Buffer.from(receipt, 'base64url').toString('utf8');
+      payload = JSON.parse(text);
+    }
+    canonical = canonicalize(payload);
+  } catch {
+    return { valid: false, recovered_address: null, payload: null };
+  }
+  const recovered = typeof signature === 'string' ? recoverPersonalMessage(canonical, signature) : null;
+  return { valid: recovered !== null && recovered.toLowerCase() === signer.toLowerCase(), recovered_address: recovered, payload };
+}

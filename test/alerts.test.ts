@@ -1,0 +1,173 @@
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { SvcClient } from '@svc/shared/client';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { call } from './support/call.ts';
+
+const PRICE = 1_000; // notary receipt
+const DEFAULT_THRESHOLD = 2_500;
+
+/** A real receiver on loopback that verifies every delivery with `standardwebhooks` at the gateway's clock. */
+async function receiver(secret: () => string, now: () => Date) {
+  const events: any[] = [];
+  const rejected: unknown[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+      vi.useFakeTimers({ toFake: ['Date'], now: now() });
+      try {
+        events.push(new Webhook(secret()).verify(Buffer.concat(chunks).toString('utf8'), headers));
+        res.writeHead(204).end();
+      } catch (e) {
+        rejected.push(e);
+        res.writeHead(400).end();
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/in`;
+  return { url, events, rejected, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+let t: TestGateway;
+const closers: Array<() => Promise<void>> = [];
+beforeAll(async () => {
+  t = await startTestGateway({ env: { SVC_NOTARY_PRICE_MICRO_USD: String(PRICE), SVC_BALANCE_LOW_DEFAULT_MICRO_USD: String(DEFAULT_THRESHOLD) } });
+});
+afterAll(async () => {
+  await Promise.all(closers.map((c) => c()));
+  await t?.close();
+});
+
+
+let n = 0;
+const digest = (i: number) => i.toString(16).padStart(64, '0');
+/** Spends PRICE through the real money path (hold, settle) with an API key. */
+async function spend(key: string) {
+  n += 2;
+  const api = new SvcClient({ baseUrl: t.url, credential: { kind: 'key', token: key } });
+  const r = await api.raw('POST', '/v1/notary/receipts', { body: { input_sha256: digest(n), output_sha256: digest(n + 1) } });
+  expect(r.status).toBe(201);
+}
+
+/** An account with credit, an API key, and a verifying receiver subscribed to balance_low. */
+async function watched(credit: number) {
+  const s = await t.signIn();
+  if (credit) await t.gw.services.metering.credit(s.accountId, credit, 'grant', `alerts-${s.accountId}`);
+  const key = (await s.client.createKey()).key;
+  let secret = '';
+  const rec = await receiver(() => secret, () => t.clock.now());
+  closers.push(rec.close);
+  const hook = await call(s.client, 'POST', '/v1/webhooks', { url: rec.url, events: ['balance_low'] });
+  expect(hook.status).toBe(201);
+  secret = hook.body.secret;
+  /** Lets queued balance observations finish, then runs the leader's loops (delivery). */
+  const flush = async () => {
+    await t.gw.services.alerts.idle();
+    await t.gw.leader.runAllOnce();
+  };
+  return { ...s, key, rec, flush };
+}
+
+describe('GET/PUT /v1/billing/alerts', () => {
+  it('defaults to the deployment threshold; sets and clears its own; refuses bad values naming the field', async () => {
+    const s = await t.signIn();
+    expect((await call(s.client, 'GET', '/v1/billing/alerts')).body).toEqual({
+      object: 'billing_alerts',
+      balance_low_micro_usd: null,
+      default_micro_usd: DEFAULT_THRESHOLD,
+      effective_micro_usd: DEFAULT_THRESHOLD,
+      armed: false,
+      balance_micro_usd: 0,
+    });
+    const set = await call(s.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 7_000 });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({ balance_low_micro_usd: 7_000, effective_micro_usd: 7_000 });
+    expect((await call(s.client, 'GET', '/v1/billing/alerts')).body.balance_low_micro_usd).toBe(7_000);
+
+    for (const body of [{ balance_low_micro_usd: -1 }, { balance_low_micro_usd: 1.5 }, { balance_low_micro_usd: '5' }, {}, { balance_low_micro_usd: 5, extra: 1 }]) {
+      const r = await call(s.client, 'PUT', '/v1/billing/alerts', body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.error.type).toBe('invalid_request');
+      if ('balance_low_micro_usd' in body && !('extra' in body)) expect(r.body.error.param).toBe('balance_low_micro_usd');
+    }
+    expect((await call(s.client, 'GET', '/v1/billing/alerts')).body.balance_low_micro_usd).toBe(7_000); // unchanged
+
+    const cleared = await call(s.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: null });
+    expect(cleared.body).toMatchObject({ balance_low_micro_usd: null, effective_micro_usd: DEFAULT_THRESHOLD });
+    expect((await t.client.raw('GET', '/v1/billing/alerts')).status).toBe(401);
+  });
+});
+
+describe('balance_low', () => {
+  it('fires once when a real settle crosses below the threshold, and again only after re-arming', async () => {
+    const a = await watched(5 * PRICE); // 5000
+    await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 3_500 });
+    await spend(a.key); // 4000
+    await a.flush();
+    expect(a.rec.events).toHaveLength(0);
+
+    await spend(a.key); // 3000 < 3500: crossed
+    await a.flush();
+    expect(a.rec.rejected).toEqual([]);
+    expect(a.rec.events).toHaveLength(1);
+    expect(a.rec.events[0]).toMatchObject({ type: 'balance_low', account_id: a.accountId, data: { balance_micro_usd: 3_000, threshold_micro_usd: 3_500 } });
+    expect((await call(a.client, 'GET', '/v1/billing/alerts')).body).toMatchObject({ armed: false, balance_micro_usd: 3_000 });
+
+    await spend(a.key); // 2000: still below, no new event
+    await a.flush();
+    t.clock.advance(3_600_000);
+    await a.flush();
+    expect(a.rec.events).toHaveLength(1);
+
+    await t.gw.services.metering.credit(a.accountId, 2_000, 'grant', `rearm-${a.accountId}`); // 4000: re-armed
+    await a.flush();
+    expect(a.rec.events).toHaveLength(1);
+    expect((await call(a.client, 'GET', '/v1/billing/alerts')).body.armed).toBe(true);
+
+    await spend(a.key); // 3000: crossed again
+    await a.flush();
+    expect(a.rec.events).toHaveLength(2);
+    expect(a.rec.events[1].data).toEqual({ balance_micro_usd: 3_000, threshold_micro_usd: 3_500 });
+    expect(a.rec.events[1].id).not.toBe(a.rec.events[0].id);
+  });
+
+  it('uses the deployment default when the account set none', async () => {
+    const a = await watched(3 * PRICE); // 3000 >= 2500
+    await spend(a.key); // 2000 < 2500
+    await a.flush();
+    expect(a.rec.events.map((e) => e.data)).toEqual([{ balance_micro_usd: 2_000, threshold_micro_usd: DEFAULT_THRESHOLD }]);
+  });
+
+  it('fires nothing when the threshold is raised above the balance; the next crossing after re-arming does', async () => {
+    const a = await watched(10 * PRICE);
+    const r = await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 20_000 });
+    expect(r.body).toMatchObject({ armed: false, balance_micro_usd: 10_000 });
+    await spend(a.key); // 9000, below but never crossed
+    await a.flush();
+    expect(a.rec.events).toHaveLength(0);
+    await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 8_500 }); // 9000 >= 8500: armed
+    await spend(a.key); // 8000
+    await a.flush();
+    expect(a.rec.events.map((e) => e.data)).toEqual([{ balance_micro_usd: 8_000, threshold_micro_usd: 8_500 }]);
+  });
+
+  it('a failing alert never fails the money path', async () => {
+    const a = await watched(5 * PRICE);
+    const evaluate = vi.spyOn(t.gw.services.alerts, 'evaluate').mockRejectedValue(new Error('boom'));
+    try {
+      await spend(a.key);
+      await t.gw.services.alerts.idle();
+      expect(evaluate).toHaveBeenCalledWith(a.accountId, 4 * PRICE);
+    } finally {
+      evaluate.mockRestore();
+    }
+    const pos = await t.gw.services.metering.position(a.accountId);
+    expect(pos.balance_micro_usd).toBe(4 * PRICE);
+  });
+});

@@ -1,0 +1,289 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { verifyMessage } from 'ethers';
+import { RECEIPT_HEADERS, SseParser, estimateTokens } from '@svc/shared';
+import { estimateChatInput } from '../control-plane/src/modules/inference/tokens.ts';
+import { loadConfig } from '../control-plane/src/config.ts';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
+import { until } from './support/agent.ts';
+
+/**
+ * Inference through a configured provider: the official `openai` and `@anthropic-ai/sdk` clients against
+ * the gateway, whose upstream is a real OpenAI-compatible HTTP server on loopback. Billing is enforced.
+ * Prices: 2 micro-USD per input token, 5 per output token, so a charge is checkable by hand.
+ */
+const IN = 2_000_000;
+const OUT = 5_000_000;
+const FUND = 10_000_000;
+let up: TestUpstream;
+let t: TestGateway;
+let acct: { accountId: string; key: string };
+let oa: OpenAI;
+let an: Anthropic;
+
+beforeAll(async () => {
+  up = await startUpstream();
+  t = await startTestGateway({
+    env: {
+      SVC_BILLING_ENFORCED: 'true',
+      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
+      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      SVC_INFERENCE_TIMEOUT_SECONDS: '3',
+      SVC_PROVIDERS: JSON.stringify([
+        {
+          name: 'local',
+          base_url: up.url,
+          api_key: 'sk-upstream-test',
+          models: [
+            { id: 'test-chat', input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT, max_output_tokens: 1000 },
+            { id: 'test-embed', input_micro_usd_per_mtok: 1_000_000, embedding: true },
+          ],
+        },
+      ]),
+      SVC_NODE_MODEL_PRICES: JSON.stringify({ 'node-only': { input_micro_usd_per_mtok: 1, output_micro_usd_per_mtok: 1 } }),
+    },
+  });
+  acct = await funded(FUND);
+  oa = new OpenAI({ apiKey: acct.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  an = new Anthropic({ authToken: acct.key, apiKey: null, baseURL: t.url, maxRetries: 0 });
+});
+afterAll(async () => {
+  await t?.close();
+  await up?.close();
+});
+beforeEach(() => up.reset());
+
+async function funded(micro: number) {
+  const s = await t.signIn();
+  if (micro > 0) await t.gw.services.metering.credit(s.accountId, micro, 'grant', `test-${s.accountId}`);
+  return { accountId: s.accountId, key: (await s.client.createKey()).key };
+}
+const position = (id: string) => t.gw.services.metering.position(id);
+async function receipt(id: string) {
+  const row = await t.gw.database.db.selectFrom('receipts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  return JSON.parse(row.payload) as { cost_micro_usd: number; model: string; units: { input_tokens: number; output_tokens: number }; detail: Record<string, unknown>; route: string };
+}
+const usageEvents = async (accountId: string) => (await t.gw.database.db.selectFrom('usage_events').select('id').where('account_id', '=', accountId).execute()).length;
+const REPLY = () => up.switches.reply;
+const user = (content: string) => [{ role: 'user' as const, content }];
+
+describe('configuration', () => {
+  it('SVC_PROVIDERS and SVC_NODE_MODEL_PRICES are checked at boot with the failing path named', () => {
+    const base = { SVC_DATA_DIR: '/tmp/x' };
+    const providers = (v: unknown) => () => loadConfig({ ...base, SVC_PROVIDERS: JSON.stringify(v) });
+    expect(providers([{ name: 'a', base_url: 'ftp://x/v1', models: [{ id: 'm', input_micro_usd_per_mtok: 1 }] }])).toThrow(/SVC_PROVIDERS: \[0\]\.base_url/);
+    const m = { id: 'm', input_micro_usd_per_mtok: 1, output_micro_usd_per_mtok: 2 };
+    expect(providers([{ name: 'a', base_url: 'http://x/v1', models: [m] }, { name: 'b', base_url: 'http://y/v1', models: [m] }])).toThrow(/model m is already served by provider a/);
+    expect(() => loadConfig({ ...base, SVC_NODE_MODEL_PRICES: '{"m":{"input_micro_usd_per_mtok":1.5}}' })).toThrow(/SVC_NODE_MODEL_PRICES: \.m\.input_micro_usd_per_mtok/);
+    expect(loadConfig({ ...base, SVC_PROVIDERS: JSON.stringify([{ name: 'a', base_url: 'http://x/v1/', api_key: 'k', models: [m] }]) }).inference).toMatchObject({
+      providers: [{ name: 'a', baseUrl: 'http://x/v1', apiKey: 'k', models: [{ id: 'm', inputMicroUsdPerMtok: 1, outputMicroUsdPerMtok: 2, maxOutputTokens: null, embedding: false }] }],
+      timeoutMs: 300_000,
+      defaultMaxOutputTokens: 4096,
+    });
+  });
+});
+
+describe('catalog', () => {
+  it('lists provider models with prices; a priced node model without an eligible node is not listed; media catalogs are empty', async () => {
+    const page = await oa.models.list();
+    expect(page.data).toEqual([
+      { id: 'test-chat', object: 'model', created: expect.any(Number), owned_by: 'local', pricing: { input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT } },
+      { id: 'test-embed', object: 'model', created: expect.any(Number), owned_by: 'local', pricing: { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 0 } },
+    ]);
+    for (const kind of ['images', 'videos']) expect(await (await fetch(`${t.url}/v1/${kind}/models`)).json()).toEqual({ object: 'list', data: [] });
+    await expect(oa.chat.completions.create({ model: 'node-only', messages: user('hi') })).rejects.toMatchObject({ status: 404, param: 'model' });
+  });
+});
+
+describe('chat completions (openai SDK)', () => {
+  it('non-streamed: passes unknown fields through, charges the upstream usage at the model prices, signs a receipt', async () => {
+    const before = (await position(acct.accountId)).balance_micro_usd;
+    const { data, response } = await oa.chat.completions
+      .create({ model: 'test-chat', messages: user('Say hello to the fox'), max_tokens: 50, seed: 7, svc_passthrough: { a: 1 } } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+      .withResponse();
+    expect(data.choices[0]!.message.content).toBe(REPLY());
+    const usage = { prompt_tokens: 1 + 5, completion_tokens: words(REPLY()).length };
+    expect(data.usage).toMatchObject(usage);
+    const seen = up.requests.at(-1)!;
+    expect(seen.body).toMatchObject({ model: 'test-chat', seed: 7, svc_passthrough: { a: 1 }, max_tokens: 50 });
+    expect(seen.authorization).toBe('Bearer sk-upstream-test');
+    const cost = usage.prompt_tokens * 2 + usage.completion_tokens * 5;
+    expect(response.headers.get(RECEIPT_HEADERS.cost)).toBe(String(cost));
+    const canonical = Buffer.from(response.headers.get(RECEIPT_HEADERS.payload)!, 'base64url').toString('utf8');
+    expect(verifyMessage(canonical, response.headers.get(RECEIPT_HEADERS.signature)!)).toBe(t.gw.services.signer.address);
+    expect(JSON.parse(canonical)).toMatchObject({ kind: 'inference', model: 'test-chat', route: 'POST /v1/chat/completions', units: { input_tokens: 6, output_tokens: 11 }, cost_micro_usd: cost, detail: { backend: 'provider:local', usage_source: 'upstream', stream: false } });
+    expect(await position(acct.accountId)).toMatchObject({ balance_micro_usd: before - cost, held_micro_usd: 0 });
+  });
+
+  it('streamed: the usage chunk forced upstream is dropped for a caller who did not ask; the receipt is charged on it', async () => {
+    const { data: stream, response } = await oa.chat.completions.create({ model: 'test-chat', messages: user('Say hello to the fox'), stream: true }).withResponse();
+    let text = '';
+    let usageChunks = 0;
+    for await (const c of stream) {
+      text += c.choices[0]?.delta?.content ?? '';
+      if (c.usage) usageChunks++;
+    }
+    expect(text).toBe(REPLY());
+    expect(usageChunks).toBe(0);
+    expect(up.requests.at(-1)!.body.stream_options).toEqual({ include_usage: true });
+    const r = await receipt(response.headers.get(RECEIPT_HEADERS.id)!);
+    expect(r).toMatchObject({ units: { input_tokens: 6, output_tokens: 11 }, cost_micro_usd: 6 * 2 + 11 * 5, detail: { stream: true, usage_source: 'upstream', outcome: 'completed' } });
+  });
+
+  it('streamed on the wire: usage chunk when asked, then data: [DONE], then event: receipt with a verifiable signature', async () => {
+    const res = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'test-chat', messages: user('hi'), stream: true, stream_options: { include_usage: true } }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const frames = new SseParser().push(await res.text());
+    const [usageFrame, done, last] = frames.slice(-3);
+    expect(JSON.parse(usageFrame!.data)).toMatchObject({ choices: [], usage: { prompt_tokens: 2, completion_tokens: 11, total_tokens: 13 } });
+    expect(done).toEqual({ event: null, data: '[DONE]' });
+    expect(last!.event).toBe('receipt');
+    const ev = JSON.parse(last!.data) as { type: string; id: string; canonical: string; signature: string; signer: string; receipt: { cost_micro_usd: number } };
+    expect(ev.type).toBe('receipt');
+    expect(ev.id).toBe(res.headers.get(RECEIPT_HEADERS.id));
+    expect(verifyMessage(ev.canonical, ev.signature)).toBe(ev.signer);
+    expect(ev.receipt.cost_micro_usd).toBe(2 * 2 + 11 * 5);
+  });
+
+  it('a stream whose upstream sends no usage is counted locally (~4 characters per token), and the caller gets that usage', async () => {
+    up.switches.noUsage = true;
+    const messages = user('Count me locally please');
+    const stream = await oa.chat.completions.create({ model: 'test-chat', messages, stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const c of stream) {
+      text += c.choices[0]?.delta?.content ?? '';
+      usage = c.usage ?? usage;
+    }
+    const input = estimateChatInput({ messages });
+    const output = estimateTokens(REPLY());
+    expect(text).toBe(REPLY());
+    expect(usage).toEqual({ prompt_tokens: input, completion_tokens: output, total_tokens: input + output });
+    const ev = await t.gw.database.db.selectFrom('usage_events').selectAll().where('account_id', '=', acct.accountId).orderBy('n', 'desc').executeTakeFirstOrThrow();
+    const r = await receipt(ev.receipt_id);
+    expect(r.units).toEqual({ input_tokens: input, output_tokens: output });
+    expect(r.cost_micro_usd).toBe(input * 2 + output * 5);
+    expect(r.detail.usage_source).toBe('estimated');
+  });
+
+  it('a caller that disconnects mid-stream pays for what was delivered; the upstream is aborted', async () => {
+    const a = await funded(FUND);
+    const client = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    up.switches.reply = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+    up.switches.chunkDelayMs = 40;
+    const messages = user('Tell me a long story');
+    const { data: stream, response } = await client.chat.completions.create({ model: 'test-chat', messages, stream: true }).withResponse();
+    let seen = '';
+    let n = 0;
+    for await (const c of stream) {
+      seen += c.choices[0]?.delta?.content ?? '';
+      if (++n === 6) break; // leaves: the SDK aborts the request
+    }
+    await until('upstream aborted', async () => up.requests.at(-1)!.aborted);
+    const id = response.headers.get(RECEIPT_HEADERS.id)!;
+    const r = await until('settled', () => receipt(id));
+    expect(r.detail.outcome).toBe('client_disconnected');
+    expect(r.units.input_tokens).toBe(estimateChatInput({ messages }));
+    expect(r.units.output_tokens).toBeGreaterThanOrEqual(estimateTokens(seen));
+    expect(r.units.output_tokens).toBeLessThan(estimateTokens(REPLY()) / 2);
+    expect(r.cost_micro_usd).toBe(r.units.input_tokens * 2 + r.units.output_tokens * 5);
+    expect(up.requests.at(-1)!.chunksSent).toBeLessThan(30);
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND - r.cost_micro_usd, held_micro_usd: 0 });
+  });
+});
+
+describe('failures', () => {
+  it('402 before any upstream call when credit is short, for both SDKs (Anthropic error shape on /v1/messages)', async () => {
+    const poor = await funded(100);
+    const calls = up.requests.length;
+    const o = new OpenAI({ apiKey: poor.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi'), max_tokens: 500 })).rejects.toMatchObject({ status: 402, type: 'insufficient_credit' });
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream: true })).rejects.toMatchObject({ status: 402, type: 'insufficient_credit' });
+    const a = new Anthropic({ authToken: poor.key, apiKey: null, baseURL: t.url, maxRetries: 0 });
+    const err = (await a.messages.create({ model: 'test-chat', max_tokens: 500, messages: user('hi') }).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
+    expect(err).toBeInstanceOf(Anthropic.APIError);
+    expect(err.status).toBe(402);
+    expect(err.error).toMatchObject({ type: 'error', error: { type: 'insufficient_credit', accepts: [expect.objectContaining({ scheme: 'exact' })] } });
+    expect(up.requests.length).toBe(calls);
+    expect(await position(poor.accountId)).toMatchObject({ balance_micro_usd: 100, held_micro_usd: 0 });
+  });
+
+  it('upstream 500 is our 502 upstream_error with no charge (streamed too: never a 200); upstream 400 is our 400', async () => {
+    const a = await funded(FUND);
+    const o = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    up.switches.failWith = 500;
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 502, type: 'upstream_error' });
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream: true })).rejects.toMatchObject({ status: 502, type: 'upstream_error' });
+    const an2 = new Anthropic({ authToken: a.key, apiKey: null, baseURL: t.url, maxRetries: 0 });
+    await expect(an2.messages.stream({ model: 'test-chat', max_tokens: 50, messages: user('hi') }).finalMessage()).rejects.toMatchObject({ status: 502 });
+    up.switches.failWith = 400;
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 400, type: 'invalid_request', message: expect.stringContaining('something is wrong with this request') });
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
+    expect(await usageEvents(a.accountId)).toBe(0);
+  });
+
+  it('an upstream slower than the time limit is our 504 upstream_timeout with no charge', async () => {
+    const a = await funded(FUND);
+    up.switches.delayMs = 3_500;
+    const o = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 504, type: 'upstream_timeout' });
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
+  });
+
+  it('previous_response_id is refused with a 400 naming it, before any upstream call', async () => {
+    const calls = up.requests.length;
+    await expect(oa.responses.create({ model: 'test-chat', input: 'hi', previous_response_id: 'resp_123' })).rejects.toMatchObject({ status: 400, param: 'previous_response_id', message: expect.stringContaining('previous_response_id') });
+    expect(up.requests.length).toBe(calls);
+  });
+});
+
+describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', () => {
+  it('messages: translated request, Message answer with usage and stop_reason; the streamed event sequence ends in the receipt', async () => {
+    const msg = await an.messages.create({ model: 'test-chat', max_tokens: 3, system: 'Be brief.', messages: user('Say hello') });
+    expect(up.requests.at(-1)!.body).toMatchObject({ model: 'test-chat', max_tokens: 3, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }] });
+    expect(msg).toMatchObject({ type: 'message', role: 'assistant', model: 'test-chat', content: [{ type: 'text', text: 'Hello there! The' }], stop_reason: 'max_tokens', usage: { input_tokens: 6, output_tokens: 3 } });
+
+    const s = an.messages.stream({ model: 'test-chat', max_tokens: 100, system: 'Be brief.', messages: user('Say hello') });
+    const types: string[] = [];
+    s.on('streamEvent', (e) => types.at(-1) !== e.type && types.push(e.type));
+    let text = '';
+    s.on('text', (d) => (text += d));
+    const final = await s.finalMessage();
+    expect(text).toBe(REPLY());
+    expect(final).toMatchObject({ content: [{ type: 'text', text: REPLY() }], stop_reason: 'end_turn', usage: { input_tokens: 6, output_tokens: 11 } });
+    expect(types).toEqual(['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop', 'receipt']);
+    const r = await receipt((await s.withResponse()).response.headers.get(RECEIPT_HEADERS.id)!);
+    expect(r).toMatchObject({ route: 'POST /v1/messages', cost_micro_usd: 6 * 2 + 11 * 5, detail: { endpoint: 'messages', stream: true } });
+  });
+
+  it('responses: output_text and usage, streamed and not', async () => {
+    const r = await oa.responses.create({ model: 'test-chat', instructions: 'Be brief.', input: 'Say hello' });
+    expect(r.output_text).toBe(REPLY());
+    expect(r.usage).toMatchObject({ input_tokens: 6, output_tokens: 11, total_tokens: 17 });
+    const s = oa.responses.stream({ model: 'test-chat', input: [{ role: 'user', content: 'Say hello' }] });
+    let deltas = '';
+    s.on('response.output_text.delta', (e) => (deltas += e.delta));
+    const final = await s.finalResponse();
+    expect(deltas).toBe(REPLY());
+    expect(final.output_text).toBe(REPLY());
+    expect(final).toMatchObject({ status: 'completed', usage: { input_tokens: 3, output_tokens: 11 } });
+    const last = new SseParser().push(await (await fetch(`${t.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test-chat', input: 'hi', stream: true }) })).text()).slice(-2);
+    expect(last.map((f) => [f.event, JSON.parse(f.data).type])).toEqual([['response.completed', 'response.completed'], ['receipt', 'keepalive']]);
+    expect(JSON.parse(last[1]!.data)).toMatchObject({ receipt: { route: 'POST /v1/responses', cost_micro_usd: 2 * 2 + 11 * 5 } });
+  });
+
+  it('embeddings: vectors and a charge on the upstream usage', async () => {
+    const { data, response } = await oa.embeddings.create({ model: 'test-embed', input: ['one two three', 'four five'] }).withResponse();
+    expect(data.data.map((e) => e.embedding.length)).toEqual([8, 8]);
+    expect(data.usage).toEqual({ prompt_tokens: 5, total_tokens: 5 });
+    expect(response.headers.get(RECEIPT_HEADERS.cost)).toBe('5');
+    await expect(oa.embeddings.create({ model: 'test-chat', input: 'x' })).rejects.toMatchObject({ status: 400, param: 'model' });
+  });
+});

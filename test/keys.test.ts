@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SvcClient } from '@svc/shared/client';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { expectApiError } from './support/expect-error.ts';
+
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway({ env: { SVC_KEY_ROTATION_GRACE_SECONDS: '3600' } });
+});
+afterAll(async () => t?.close());
+
+const asKey = (secret: string) => new SvcClient({ baseUrl: t.url, credential: { kind: 'key', token: secret } });
+const keyCount = async () =>
+  Number((await t.gw.database.db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+describe('API key lifecycle', () => {
+  it('mints a key whose secret is shown once and stored only as sha256', async () => {
+    const s = await t.signIn();
+    const k = await s.client.createKey({ name: 'ci', scopes: ['inference', 'keys:delegate'] });
+    expect(k.key).toMatch(/^sk-svc_[A-Za-z0-9_-]{43}$/);
+    expect(k.id).toMatch(/^key_/);
+    expect(k.key.startsWith(k.prefix)).toBe(true);
+    expect(k.status).toBe('active');
+    const list = await s.client.listKeys();
+    expect(list).toHaveLength(1);
+    expect(JSON.stringify(list)).not.toContain(k.key);
+    const row = await t.gw.database.db.selectFrom('api_keys').selectAll().where('id', '=', k.id).executeTakeFirstOrThrow();
+    expect(JSON.stringify(row)).not.toContain(k.key);
+    expect(row.secret_hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('validates input with a 400 that names the field, writing nothing', async () => {
+    const s = await t.signIn();
+    const before = await keyCount();
+    const cases: Array<[unknown, string]> = [
+      [{ scopes: ['everything'] }, 'scopes[0]'],
+      [{ spend_cap_micro_usd: -5 }, 'spend_cap_micro_usd'],
+      [{ spend_cap_micro_usd: 1.5 }, 'spend_cap_micro_usd'],
+      [{ expires_at: 'tomorrow' }, 'expires_at'],
+      [{ expires_at: new Date(t.clock.now().getTime() - 1000).toISOString() }, 'expires_at'],
+      [{ name: 'x', surprise: true }, ''],
+    ];
+    for (const [body, param] of cases) {
+      const e = await expectApiError(s.client.request('POST', '/v1/keys', { body }), 400, 'invalid_request');
+      if (param) expect(e.param).toBe(param);
+    }
+    expect(await keyCount()).toBe(before);
+  });
+
+  it('revokes a key and its whole delegated subtree', async () => {
+    const s = await t.signIn();
+    const root = await s.client.createKey({ name: 'root' });
+    const child = await asKey(root.key).delegateKey({ name: 'child' });
+    const grandchild = await asKey(child.key).delegateKey({ name: 'grandchild' });
+    const sibling = await s.client.createKey({ name: 'sibling' });
+    expect(child.parent_id).toBe(root.id);
+    expect(grandchild.parent_id).toBe(child.id);
+
+    const r = await s.client.revokeKey(root.id);
+    expect(r.revoked_ids.sort()).toEqual([root.id, child.id, grandchild.id].sort());
+    for (const k of [root, child, grandchild]) {
+      const e = await expectApiError(asKey(k.key).delegateKey(), 401, 'invalid_credential');
+      expect(e.message).toMatch(/revoked/);
+    }
+    await asKey(sibling.key).delegateKey(); // untouched
+    const statuses = Object.fromEntries((await s.client.listKeys()).map((k) => [k.id, k.status]));
+    expect(statuses[root.id]).toBe('revoked');
+    expect(statuses[grandchild.id]).toBe('revoked');
+    expect(statuses[sibling.id]).toBe('active');
+    expect((await s.client.revokeKey(root.id)).revoked_ids).toEqual([]); // idempotent
+  });
+
+  it('rotates scope-identically; the old key works through the grace window, then fails', async () => {
+    const s = await t.signIn();
+    const old = await s.client.createKey({ name: 'svc', scopes: ['keys:delegate', 'files'], spend_cap_micro_usd: 5_000_000 });
+    const child = await asKey(old.key).delegateKey({ scopes: ['files'] });
+    const fresh = await s.client.rotateKey(old.id, 600);
+    expect(fresh.id).not.toBe(old.id);
+    expect(fresh.scopes).toEqual(old.scopes);
+    expect(fresh.spend_cap_micro_usd).toBe(5_000_000);
+    expect(fresh.replaces.id).toBe(old.id);
+    expect(new Date(fresh.replaces.expires_at).getTime()).toBe(t.clock.now().getTime() + 600_000);
+
+    await asKey(old.key).delegateKey(); // within grace
+    t.clock.advance(600_000);
+    const e = await expectApiError(asKey(old.key).delegateKey(), 401, 'invalid_credential');
+    expect(e.message).toContain(fresh.id);
+    await asKey(fresh.key).delegateKey();
+    // Children follow the live key, so revoking the replacement still cascades to them.
+    const rev = await s.client.revokeKey(fresh.id);
+    expect(rev.revoked_ids).toContain(child.id);
+    await expectApiError(s.client.rotateKey(old.id), 409, 'conflict');
+  });
+
+  it('uses the configured grace window by default', async () => {
+    const s = await t.signIn();
+    const old = await s.client.createKey();
+    const fresh = await s.client.rotateKey(old.id);
+    expect(new Date(fresh.replaces.expires_at).getTime()).toBe(t.clock.now().getTime() + 3600_000);
+    await expectApiError(s.client.rotateKey(old.id), 409, 'conflict');
+  });
+
+  it('expires keys at their expiry', async () => {
+    const s = await t.signIn();
+    const k = await s.client.createKey({ expires_at: new Date(t.clock.now().getTime() + 60_000).toISOString() });
+    await asKey(k.key).delegateKey();
+    t.clock.advance(60_000);
+    const e = await expectApiError(asKey(k.key).delegateKey(), 401, 'invalid_credential');
+    expect(e.message).toMatch(/expired/);
+  });
+
+  it('a frozen key answers 402 circuit_breaker_tripped until its owner unfreezes it', async () => {
+    const s = await t.signIn();
+    const k = await s.client.createKey();
+    await t.gw.services.keys.freeze(k.id, 'spend rate over limit');
+    const e = await expectApiError(asKey(k.key).delegateKey(), 402, 'circuit_breaker_tripped');
+    expect(e.body?.error).not.toHaveProperty('accepts');
+    expect((await s.client.listKeys()).find((x) => x.id === k.id)?.status).toBe('frozen');
+    const other = await t.signIn();
+    await expectApiError(other.client.unfreezeKey(k.id), 404, 'not_found');
+    const u = await s.client.unfreezeKey(k.id);
+    expect(u.was_frozen).toBe(true);
+    expect(u.status).toBe('active');
+    await asKey(k.key).delegateKey();
+  });
+
+  it("another account's key id is not found and nothing is written", async () => {
+    const a = await t.signIn();
+    const b = await t.signIn();
+    const k = await a.client.createKey();
+    const before = await keyCount();
+    await expectApiError(b.client.revokeKey(k.id), 404, 'not_found');
+    await expectApiError(b.client.rotateKey(k.id), 404, 'not_found');
+    await expectApiError(b.client.revokeKey('key_doesnotexist'), 404, 'not_found');
+    expect(await keyCount()).toBe(before);
+    expect((await a.client.listKeys())[0]?.status).toBe('active');
+    expect(await b.client.listKeys()).toEqual([]);
+  });
+});
+
+describe('delegated keys', () => {
+  it("bounds a child's scopes, spend cap and expiry by the parent's", async () => {
+    const s = await t.signIn();
+    const expiry = new Date(t.clock.now().getTime() + 3600_000).toISOString();
+    const parent = await s.client.createKey({ scopes: ['keys:delegate', 'inference'], spend_cap_micro_usd: 1_000_000, expires_at: expiry });
+    const p = asKey(parent.key);
+    const before = await keyCount();
+
+    const scope = await expectApiError(p.delegateKey({ scopes: ['sandboxes'] }), 403, 'insufficient_scope');
+    expect(scope.message).toContain('sandboxes');
+    const cap = await expectApiError(p.delegateKey({ spend_cap_micro_usd: 1_000_001 }), 400, 'invalid_request');
+    expect(cap.param).toBe('spend_cap_micro_usd');
+    const exp = await expectApiError(p.delegateKey({ expires_at: new Date(t.clock.now().getTime() + 7200_000).toISOString() }), 400, 'invalid_request');
+    expect(exp.param).toBe('expires_at');
+    expect(await keyCount()).toBe(before);
+
+    const child = await p.delegateKey({ scopes: ['inference'] });
+    expect(child.scopes).toEqual(['inference']);
+    expect(child.spend_cap_micro_usd).toBe(1_000_000); // inherits the parent's remaining cap
+    expect(child.expires_at).toBe(expiry);
+    // The child lacks keys:delegate, so it cannot mint further.
+    const e = await expectApiError(asKey(child.key).delegateKey(), 403, 'insufficient_scope');
+    expect(e.body?.error.required_scope).toBe('keys:delegate');
+  });
+
+  it('a key without the keys:delegate scope is refused with 403', async () => {
+    const s = await t.signIn();
+    const k = await s.client.createKey({ scopes: ['inference'] });
+    await expectApiError(asKey(k.key).delegateKey(), 403, 'insufficient_scope');
+  });
+
+  it('lists subtree spend', async () => {
+    const s = await t.signIn();
+    const root = await s.client.createKey();
+    const child = await asKey(root.key).delegateKey();
+    await t.gw.database.db.updateTable('api_keys').set({ spent_micro_usd: 700 }).where('id', '=', child.id).execute();
+    // Metering charges a key and each ancestor, so the root's column holds the subtree total.
+    await t.gw.database.db.updateTable('api_keys').set({ spent_micro_usd: 1000 }).where('id', '=', root.id).execute();
+    const list = await s.client.listKeys();
+    expect(list.find((k) => k.id === root.id)?.subtree_spent_micro_usd).toBe(1000);
+    expect(list.find((k) => k.id === root.id)?.spent_micro_usd).toBe(300);
+    expect(list.find((k) => k.id === child.id)?.subtree_spent_micro_usd).toBe(700);
+  });
+});
+
+describe('suspension', () => {
+  it("refuses a suspended account's keys and sessions until lifted", async () => {
+    const s = await t.signIn();
+    const k = await s.client.createKey();
+    const admin = new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: 'test-admin-token-0123456789' } });
+    await admin.request('POST', '/v1/admin/accounts/suspend', { body: { account_id: s.accountId, suspended: true, reason: 'abuse report' } });
+    await expectApiError(asKey(k.key).delegateKey(), 403, 'account_suspended');
+    await expectApiError(s.client.me(), 403, 'account_suspended');
+    await expectApiError(t.signIn(s.account), 403, 'account_suspended');
+    await admin.request('POST', '/v1/admin/accounts/suspend', { body: { account_id: s.accountId, suspended: false } });
+    await asKey(k.key).delegateKey();
+    expect((await s.client.me()).account_id).toBe(s.accountId);
+    await expectApiError(admin.request('POST', '/v1/admin/accounts/suspend', { body: { account_id: 'acct_nope', suspended: true } }), 404, 'not_found');
+  });
+});

@@ -1,0 +1,143 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '@svc/shared';
+import { SvcClient } from '@svc/shared/client';
+import { ADMIN_TOKEN, METRICS_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { TEST_DB_KIND } from './support/database.ts';
+import { expectApiError } from './support/expect-error.ts';
+
+let t: TestGateway;
+let admin: SvcClient;
+beforeAll(async () => {
+  t = await startTestGateway({ env: { SVC_BODY_LIMIT_BYTES: '4096', SVC_HEALTH_SAMPLE_SECONDS: '60' } });
+  admin = new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: ADMIN_TOKEN } });
+});
+afterAll(async () => t?.close());
+
+describe('platform routes', () => {
+  it('banner, healthz and attestation', async () => {
+    expect(await t.client.banner()).toMatchObject({ name: 'svc gateway', version: expect.any(String) });
+    const h = await fetch(`${t.url}/healthz`);
+    expect(await h.text()).toBe('ok');
+    expect(h.headers.get('x-request-id')).toMatch(/^req_/);
+    const a = await t.client.request<{ verified: boolean; error: string }>('GET', '/v1/attestation');
+    expect(a.verified).toBe(false);
+    expect(a.error).toMatch(/no TEE/);
+  });
+
+  it('status reports recorded uptime from samples the leader writes', async () => {
+    const health = t.gw.services.health;
+    const start = t.clock.now().getTime();
+    // 10 intervals: healthy samples in 8 of them, nothing recorded in 2 (the gateway was down).
+    for (let i = 0; i < 10; i++) {
+      t.clock.set(start + i * 60_000);
+      if (i !== 3 && i !== 4) expect(await t.gw.leader.runAllOnce()).toBe(true);
+    }
+    const s = (await t.client.status()) as { status: string; uptime: Record<string, { samples_expected: number; samples_healthy: number; uptime_ratio: number }> };
+    expect(s.status).toBe('ok');
+    expect(s.uptime['24h']).toMatchObject({ samples_expected: 10, samples_healthy: 8, uptime_ratio: 0.8 });
+    expect((await health.uptime(3600)).uptime_ratio).toBe(0.8);
+  });
+
+  it('serves Prometheus text that promtool accepts, with the sable_leader gauge', async () => {
+    const res = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const text = await res.text();
+    expect(text).toMatch(/^sable_leader 1$/m);
+    expect(text).toMatch(/svc_http_requests_total\{method="GET",route="\/healthz",status="2xx"\} \d+/);
+    expect(text).not.toMatch(/acct_|key_[a-z0-9]{10}|sk-svc_/);
+    const wrong = await fetch(`${t.url}/metrics`, { headers: { authorization: 'Bearer not-the-token-0000000' } });
+    expect(wrong.status).toBe(401);
+    const promtool = spawnSync('promtool', ['--version']);
+    if (promtool.error) {
+      // .ci/run installs promtool; a developer machine without it still checks everything else.
+      console.warn('promtool not installed: skipping the promtool check (apt-get install prometheus)');
+      return;
+    }
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-metrics-')), 'metrics.txt');
+    writeFileSync(file, text);
+    const out = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(out.stderr + out.stdout).toBe('');
+    expect(out.status).toBe(0);
+  });
+
+  it('admin metrics', async () => {
+    const m = await admin.request<Record<string, unknown>>('GET', '/v1/admin/metrics');
+    expect(m).toMatchObject({ accounts: expect.any(Number), suspended_accounts: expect.any(Number), billing_enforced: false, paying_accounts: 0 });
+    expect(m.spend_by_window).toMatchObject({ '24h': { events: 0, cost_micro_usd: 0 } });
+  });
+});
+
+describe('request bodies', () => {
+  it('answers 413 over the body limit and writes nothing', async () => {
+    const s = await t.signIn();
+    const res = await s.client.raw('POST', '/v1/keys', { body: { name: 'x'.repeat(5000) } });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe('payload_too_large');
+    expect(await s.client.listKeys()).toEqual([]);
+  });
+
+  it('refuses a non-JSON body on a JSON route with 415', async () => {
+    const s = await t.signIn();
+    const res = await s.client.raw('POST', '/v1/keys', { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(res.status).toBe(415);
+  });
+
+  it('refuses a denylisted payload by its sha256 on every route that takes a body, storing no content', async () => {
+    const s = await t.signIn();
+    const payload = JSON.stringify({ name: 'reported content' });
+    const digest = sha256Hex(payload);
+    const added = await admin.request<{ sha256: string; created: boolean }>('POST', '/v1/admin/denylist', { body: { sha256: digest, reason: 'report #12' } });
+    expect(added).toMatchObject({ sha256: digest, created: true });
+    expect((await admin.request<{ created: boolean }>('POST', '/v1/admin/denylist', { body: { sha256: digest } })).created).toBe(false);
+    const refused = await s.client.raw('POST', '/v1/keys', { body: payload, headers: { 'content-type': 'application/json' } });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { type: string } }).error.type).toBe('payload_denied');
+    const onPublic = await t.client.raw('POST', '/v1/auth/verify', { body: payload, headers: { 'content-type': 'application/json' } });
+    expect(onPublic.status).toBe(403);
+    expect(await s.client.listKeys()).toEqual([]);
+    // A different payload passes.
+    await s.client.createKey({ name: 'fine content' });
+    const rows = await t.gw.database.db.selectFrom('denylist').selectAll().execute();
+    expect(JSON.stringify(rows)).not.toContain('reported content');
+    await expectApiError(admin.request('POST', '/v1/admin/denylist', { body: { sha256: 'abc' } }), 400, 'invalid_request');
+  });
+});
+
+describe('leader election', () => {
+  it('one process leads; another takes over when it stops', async () => {
+    if (TEST_DB_KIND === 'pglite') {
+      // The embedded database serves one process, which always leads.
+      expect(t.gw.leader.isLeader).toBe(true);
+      return;
+    }
+    const a = await startTestGateway();
+    const b = await startTestGateway({ share: { databaseUrl: a.databaseUrl, dataDir: a.dataDir } });
+    try {
+      expect(a.gw.leader.isLeader).toBe(true);
+      expect(b.gw.leader.isLeader).toBe(false);
+      expect(await b.gw.leader.runAllOnce()).toBe(false);
+      await a.stop();
+      expect(await b.gw.leader.electOnce()).toBe(true);
+      const m = await (await fetch(`${b.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+      expect(m).toMatch(/^sable_leader 1$/m);
+    } finally {
+      await b.stop();
+      await a.close();
+    }
+  });
+});
+
+describe('boot', () => {
+  it('a bad configuration value stops boot with a message naming the variable', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'control-plane/src/main.ts'], {
+      env: { PATH: process.env.PATH, PORT: 'not-a-port', SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-boot-')) },
+      encoding: 'utf8',
+    });
+    expect(r.status).toBe(78);
+    expect(r.stderr).toMatch(/PORT/);
+    void execFileSync;
+  });
+});

@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { ManualClock } from '@svc/shared';
+import { SvcClient } from '@svc/shared/client';
+import { loadConfig } from '../../control-plane/src/config.ts';
+import { createGateway, type Gateway } from '../../control-plane/src/gateway.ts';
+import { freshDatabase } from './database.ts';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+export const METRICS_TOKEN = 'test-metrics-token-0123456789';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestGateway {
+  gw: Gateway;
+  url: string;
+  clock: ManualClock;
+  client: SvcClient;
+  /** A new wallet signs in; returns a client carrying its session. */
+  signIn(account?: PrivateKeyAccount): Promise<{ client: SvcClient; account: PrivateKeyAccount; accountId: string; token: string }>;
+  /** Stops this process but keeps its database (to start another process on it). */
+  stop(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  env?: Record<string, string>;
+  clock?: ManualClock;
+  /** Reuse a database (and data dir) of an earlier gateway: a restart or a second process. */
+  share?: { databaseUrl: string | undefined; dataDir: string };
+  /** Keep the embedded database on disk so a later gateway can reopen it (restarts). */
+  persistent?: boolean;
+  /** Listen on this port (a restart on the same address, for agents to find again). */
+  port?: number;
+  reconnectGraceMs?: number;
+}
+
+/** A real control plane on a free loopback port over a fresh database, with an injected clock. */
+export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<TestGateway & { databaseUrl: string | undefined; dataDir: string }> {
+  const db = opts.share ? { url: opts.share.databaseUrl, drop: async () => undefined } : await freshDatabase();
+  const dataDir = opts.share?.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-'));
+  const port = opts.port ?? (await freePort());
+  const config = loadConfig({
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SVC_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    SVC_DATA_DIR: dataDir,
+    DATABASE_URL: db.url,
+    SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+    SVC_METRICS_TOKEN: METRICS_TOKEN,
+    SVC_LOG_LEVEL: 'silent',
+    ...opts.env,
+  });
+  const clock = opts.clock ?? new ManualClock(Date.now());
+  // Without a database URL each process would open its own embedded database; a shared one needs the data dir.
+  const gw = await createGateway(config, {
+    clock,
+    loopTimers: false,
+    logger: false,
+    memoryDatabase: !db.url && !opts.share && !opts.persistent,
+    ...(opts.reconnectGraceMs !== undefined ? { reconnectGraceMs: opts.reconnectGraceMs } : {}),
+  });
+  const url = await gw.listen();
+  const client = new SvcClient({ baseUrl: url });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await gw.close();
+  };
+  return {
+    gw,
+    url,
+    clock,
+    client,
+    databaseUrl: db.url,
+    dataDir,
+    async signIn(account = privateKeyToAccount(generatePrivateKey())) {
+      const { client: c, session } = await client.signIn(account, { issuedAt: clock.now() });
+      return { client: c, account, accountId: session.account_id, token: session.token };
+    },
+    stop,
+    async close() {
+      await stop();
+      await db.drop();
+      if (!opts.share) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recoverMessageAddress } from 'viem';
+import { SvcClient } from '@svc/shared/client';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { TEST_DB_KIND } from './support/database.ts';
+import { expectApiError } from './support/expect-error.ts';
+
+const PRICE = 2_500;
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway({ env: { SVC_NOTARY_PRICE_MICRO_USD: String(PRICE) } });
+});
+afterAll(async () => t?.close());
+
+const digest = (n: number) => n.toString(16).padStart(64, '0');
+const asKey = (base: string, secret: string) => new SvcClient({ baseUrl: base, credential: { kind: 'key', token: secret } });
+async function notarize(api: SvcClient, n: number) {
+  const res = await api.raw('POST', '/v1/notary/receipts', { body: { input_sha256: digest(n), output_sha256: digest(n) } });
+  expect(res.status).toBe(201);
+  return res.headers.get('x-request-id')!;
+}
+
+async function account(grants: number[]) {
+  const s = await t.signIn();
+  for (const [i, g] of grants.entries()) await t.gw.services.metering.credit(s.accountId, g, 'grant', `g-${s.accountId}-${i}`);
+  const k = await s.client.createKey();
+  return { ...s, api: asKey(t.url, k.key) };
+}
+
+describe('credit position', () => {
+  it('key and session views agree', async () => {
+    const a = await account([100_000]);
+    await notarize(a.api, 1);
+    const viaKey = await a.api.request('GET', '/v1/credit');
+    const viaSession = await a.client.request('GET', '/v1/billing/balance');
+    expect(viaKey).toEqual({ balance_micro_usd: 100_000 - PRICE, held_micro_usd: 0, spendable_micro_usd: 100_000 - PRICE, billing_enforced: false });
+    expect(viaSession).toEqual(viaKey);
+  });
+});
+
+describe('ledger pagination', () => {
+  it('walks every entry exactly once, newest first, with has_more', async () => {
+    const a = await account(Array.from({ length: 7 }, (_, i) => (i + 1) * 1000));
+    for (let i = 0; i < 5; i++) await notarize(a.api, i);
+    const seen: number[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const page = await a.client.request<{ entries: Array<{ id: number; amount_micro_usd: number; balance_after_micro_usd: number }>; has_more: boolean; next_cursor: string | null }>(
+        'GET',
+        '/v1/billing/ledger',
+        { query: { limit: 5, cursor } },
+      );
+      pages++;
+      seen.push(...page.entries.map((e) => e.id));
+      expect(page.has_more).toBe(page.next_cursor !== null);
+      if (!page.has_more) break;
+      cursor = page.next_cursor!;
+    }
+    expect(pages).toBe(3);
+    expect(seen).toHaveLength(12);
+    expect(new Set(seen).size).toBe(12);
+    expect([...seen].sort((x, y) => y - x)).toEqual(seen);
+    const all = await a.client.request<{ entries: Array<{ amount_micro_usd: number; balance_after_micro_usd: number }> }>('GET', '/v1/billing/ledger');
+    expect(all.entries[0]!.balance_after_micro_usd).toBe(28_000 - 5 * PRICE);
+    expect(all.entries.reduce((s, e) => s + e.amount_micro_usd, 0)).toBe(28_000 - 5 * PRICE);
+  });
+
+  it('answers 400 for an unparseable cursor, a tampered one, or one from another account or route', async () => {
+    const a = await account([1000, 2000]);
+    const b = await account([1000, 2000]);
+    const page = await a.client.request<{ next_cursor: string }>('GET', '/v1/billing/ledger', { query: { limit: 1 } });
+    expect(page.next_cursor).toBeTruthy();
+    for (const cursor of ['garbage', `${page.next_cursor}x`, page.next_cursor.replace(/^./, 'A')]) {
+      const e = await expectApiError(a.client.request('GET', '/v1/billing/ledger', { query: { cursor } }), 400, 'invalid_cursor');
+      expect(e.param).toBe('cursor');
+    }
+    await expectApiError(b.client.request('GET', '/v1/billing/ledger', { query: { cursor: page.next_cursor } }), 400, 'invalid_cursor');
+    await expectApiError(a.client.request('GET', '/v1/usage/events', { query: { cursor: page.next_cursor } }), 400, 'invalid_cursor');
+    await expectApiError(a.client.request('GET', '/v1/billing/ledger', { query: { limit: 0 } }), 400, 'invalid_request');
+    await expectApiError(a.client.request('GET', '/v1/billing/ledger', { query: { limit: 1001 } }), 400, 'invalid_request');
+  });
+});
+
+describe('usage', () => {
+  it('summarises totals, latest events and 14 daily buckets', async () => {
+    const a = await account([]);
+    await notarize(a.api, 1);
+    t.clock.advance(86_400_000);
+    await notarize(a.api, 2);
+    await notarize(a.api, 3);
+    const u = await a.client.request<{ totals: { events: number; cost_micro_usd: number; by_kind: unknown[] }; events: unknown[]; daily: Array<{ date: string; events: number }> }>('GET', '/v1/usage');
+    expect(u.totals).toEqual({ events: 3, cost_micro_usd: 3 * PRICE, by_kind: [{ kind: 'notary', events: 3, cost_micro_usd: 3 * PRICE }] });
+    expect(u.events).toHaveLength(3);
+    expect(u.daily).toHaveLength(14);
+    expect(u.daily.at(-1)).toEqual({ date: t.clock.now().toISOString().slice(0, 10), events: 2, cost_micro_usd: 2 * PRICE });
+    expect(u.daily.at(-2)?.events).toBe(1);
+  });
+
+  it('pages events with filters and exports CSV', async () => {
+    const a = await account([]);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await notarize(a.api, i));
+    const p1 = await a.client.request<{ events: Array<{ request_id: string }>; next_cursor: string | null }>('GET', '/v1/usage/events', { query: { limit: 3 } });
+    const p2 = await a.client.request<{ events: Array<{ request_id: string }>; next_cursor: string | null }>('GET', '/v1/usage/events', { query: { limit: 3, cursor: p1.next_cursor! } });
+    expect([...p1.events, ...p2.events].map((e) => e.request_id)).toEqual([...ids].reverse());
+    expect(p2.next_cursor).toBeNull();
+    const none = await a.client.request<{ events: unknown[] }>('GET', '/v1/usage/events', { query: { kind: 'sandbox' } });
+    expect(none.events).toEqual([]);
+    const res = await a.client.raw('GET', '/v1/usage/events', { query: { format: 'csv', limit: 2 } });
+    expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(res.headers.get('x-next-cursor')).toBeTruthy();
+    const lines = (await res.text()).trim().split('\r\n');
+    expect(lines[0]).toBe('id,created_at,kind,route,model,key_id,run_id,request_id,receipt_id,cost_micro_usd,units');
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toContain(`"${ids[4]}"`);
+    expect(lines[1]).toContain(`"${PRICE}"`);
+    await expectApiError(a.client.request('GET', '/v1/usage/events', { query: { since: 'yesterday' } }), 400, 'invalid_request');
+  });
+
+  it('signs a spend statement for a period; a period that ends before it starts is refused', async () => {
+    const a = await account([50_000]);
+    t.clock.advance(1000);
+    const from = new Date(t.clock.now().getTime() - 500).toISOString();
+    await notarize(a.api, 1);
+    await notarize(a.api, 2);
+    const to = new Date(t.clock.now().getTime() + 1000).toISOString();
+    const s = await a.client.request<{ statement: any; signature: `0x${string}`; signer: string; canonical: string }>('POST', '/v1/usage/statement', { body: { from, to } });
+    expect(s.statement.usage).toMatchObject({ events: 2, cost_micro_usd: 2 * PRICE });
+    expect(s.statement.ledger).toMatchObject({ opening_balance_micro_usd: 50_000, closing_balance_micro_usd: 50_000 - 2 * PRICE, debits_micro_usd: 2 * PRICE });
+    expect(await recoverMessageAddress({ message: s.canonical, signature: s.signature })).toBe(s.signer);
+    expect(JSON.parse(s.canonical)).toEqual(s.statement);
+    const e = await expectApiError(a.client.request('POST', '/v1/usage/statement', { body: { from: to, to: from } }), 400, 'invalid_request');
+    expect(e.param).toBe('to');
+  });
+});
+
+async function readEvents(res: Response, count: number): Promise<Array<{ event: string; id: string; data: any }>> {
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  const out: Array<{ event: string; id: string; data: any }> = [];
+  while (out.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const frame = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const f: Record<string, string> = {};
+      for (const line of frame.split('\n')) {
+        const m = /^(\w+): (.*)$/.exec(line);
+        if (m) f[m[1]!] = m[2]!;
+      }
+      if (f.data) out.push({ event: f.event ?? 'message', id: f.id ?? '', data: JSON.parse(f.data) });
+    }
+  }
+  await reader.cancel();
+  return out;
+}
+
+describe('usage stream', () => {
+  it('delivers a new metering event over SSE, and resumes after Last-Event-ID', async () => {
+    const a = await account([]);
+    const res = await fetch(`${t.url}/v1/usage/stream`, { headers: { authorization: `Bearer ${a.token}` } });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const pending = readEvents(res, 2);
+    const r1 = await notarize(a.api, 1);
+    const r2 = await notarize(a.api, 2);
+    const events = await pending;
+    expect(events.map((e) => [e.event, e.data.request_id])).toEqual([
+      ['usage', r1],
+      ['usage', r2],
+    ]);
+    const resumed = await fetch(`${t.url}/v1/usage/stream`, { headers: { authorization: `Bearer ${a.token}`, 'last-event-id': events[0]!.id } });
+    const again = await readEvents(resumed, 1);
+    expect(again[0]!.data.request_id).toBe(r2);
+  });
+
+  it('delivers events settled by another control-plane process (LISTEN/NOTIFY)', async () => {
+    if (TEST_DB_KIND === 'pglite') return; // one process per embedded database
+    const other = await startTestGateway({ share: { databaseUrl: (t as any).databaseUrl, dataDir: (t as any).dataDir }, clock: t.clock });
+    try {
+      const a = await account([]);
+      const res = await fetch(`${t.url}/v1/usage/stream`, { headers: { authorization: `Bearer ${a.token}` } });
+      const pending = readEvents(res, 1);
+      const k = await a.client.createKey();
+      const rid = await notarize(asKey(other.url, k.key), 9);
+      expect((await pending)[0]!.data.request_id).toBe(rid);
+    } finally {
+      await other.stop();
+    }
+  });
+});
