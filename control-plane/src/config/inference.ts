@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { intWithDefault, jsonEnv } from './parse.ts';
+
+/**
+ * Upstream providers as JSON in SVC_PROVIDERS: OpenAI-compatible base URLs (ending in /v1) with the models
+ * each serves and their prices, e.g.
+ * `[{"name":"openai","base_url":"https://api.openai.com/v1","api_key":"sk-...","models":[{"id":"gpt-4o-mini",
+ * "input_micro_usd_per_mtok":150000,"output_micro_usd_per_mtok":600000,"max_output_tokens":16384}]}]`.
+ * A model id belongs to one provider. Models served by enrolled inference nodes are priced by
+ * SVC_NODE_MODEL_PRICES, `{"llama-3-8b":{"input_micro_usd_per_mtok":50000,"output_micro_usd_per_mtok":100000}}`;
+ * a node model without a price is neither listed nor served. Optional per model: `context_tokens`,
+ * `max_output_tokens`, `embedding: true` (served by /v1/embeddings only).
+ */
+export interface ModelPrice {
+  inputMicroUsdPerMtok: number;
+  outputMicroUsdPerMtok: number;
+  contextTokens: number | null;
+  maxOutputTokens: number | null;
+  /** An embeddings model (served by /v1/embeddings only). */
+  embedding: boolean;
+}
+export interface ProviderModel extends ModelPrice {
+  id: string;
+}
+export interface ProviderConfig {
+  name: string;
+  /** Without a trailing slash; paths such as /chat/completions are appended. */
+  baseUrl: string;
+  apiKey: string | undefined;
+  models: ProviderModel[];
+}
+export interface InferenceConfig {
+  providers: ProviderConfig[];
+  nodeModelPrices: Record<string, ModelPrice>;
+  /** Upstream time limit: until the answer (non-streamed) or between two chunks of a stream. */
+  timeoutMs: number;
+  /** The output bound a hold assumes when neither the request nor the model gives one. */
+  defaultMaxOutputTokens: number;
+}
+
+const microPerMtok = z.number().int().min(0).max(1e12);
+const PriceEntry = {
+  input_micro_usd_per_mtok: microPerMtok,
+  output_micro_usd_per_mtok: microPerMtok.default(0),
+  context_tokens: z.number().int().min(1).max(1e8).optional(),
+  max_output_tokens: z.number().int().min(1).max(1e8).optional(),
+  embedding: z.boolean().optional(),
+};
+const ProviderEntry = z
+  .object({
+    name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'must be a lowercase name (letters, digits, . _ -; at most 64)'),
+    base_url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL (OpenAI-compatible, ending in /v1)' }),
+    api_key: z.string().min(1).optional(),
+    models: z.array(z.object({ id: z.string().min(1).max(200), ...PriceEntry }).strict()).min(1).max(500),
+  })
+  .strict();
+const ProviderList = z
+  .array(ProviderEntry)
+  .max(64)
+  .superRefine((list, ctx) => {
+    const names = new Set<string>();
+    const models = new Map<string, string>();
+    for (const [i, p] of list.entries()) {
+      if (names.has(p.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate provider ${p.name}` });
+      names.add(p.name);
+      for (const [j, m] of p.models.entries()) {
+        const other = models.get(m.id);
+        if (other) ctx.addIssue({ code: 'custom', path: [i, 'models', j, 'id'], message: `model ${m.id} is already served by provider ${other}` });
+        models.set(m.id, p.name);
+      }
+    }
+  });
+const NodePrices = z.record(z.string().min(1).max(200), z.object(PriceEntry).strict());
+
+type PriceInput = { input_micro_usd_per_mtok: number; output_micro_usd_per_mtok: number; context_tokens?: number | undefined; max_output_tokens?: number | undefined; embedding?: boolean | undefined };
+const modelPrice = (m: PriceInput): ModelPrice => ({
+  inputMicroUsdPerMtok: m.input_micro_usd_per_mtok,
+  outputMicroUsdPerMtok: m.output_micro_usd_per_mtok,
+  contextTokens: m.context_tokens ?? null,
+  maxOutputTokens: m.max_output_tokens ?? null,
+  embedding: m.embedding === true,
+});
+
+
+export const inferenceEnv = {
+  SVC_PROVIDERS: jsonEnv(ProviderList, [] as ProviderConfig[], 'a JSON array of providers', (list) =>
+    list.map((p) => ({ name: p.name, baseUrl: p.base_url.replace(/\/+$/, ''), apiKey: p.api_key, models: p.models.map((m) => ({ id: m.id, ...modelPrice(m) })) })),
+  ),
+  SVC_NODE_MODEL_PRICES: jsonEnv(NodePrices, {} as Record<string, ModelPrice>, 'a JSON object of model id -> prices', (o) =>
+    Object.fromEntries(Object.entries(o).map(([id, m]) => [id, modelPrice(m)])),
+  ),
+  SVC_INFERENCE_TIMEOUT_SECONDS: intWithDefault(300, 1, 3600),
+  SVC_INFERENCE_DEFAULT_MAX_TOKENS: intWithDefault(4096, 1, 10_000_000),
+};
+
+export function inferenceConfig(e: { SVC_PROVIDERS: ProviderConfig[]; SVC_NODE_MODEL_PRICES: Record<string, ModelPrice>; SVC_INFERENCE_TIMEOUT_SECONDS: number; SVC_INFERENCE_DEFAULT_MAX_TOKENS: number }): InferenceConfig {
+  return { providers: e.SVC_PROVIDERS, nodeModelPrices: e.SVC_NODE_MODEL_PRICES, timeoutMs: e.SVC_INFERENCE_TIMEOUT_SECONDS * 1000, defaultMaxOutputTokens: e.SVC_INFERENCE_DEFAULT_MAX_TOKENS };
+}
