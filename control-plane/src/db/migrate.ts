@@ -5,6 +5,7 @@ import * as money from './migrations/20261122_0003_money.ts';
 import * as moneyBatches from './migrations/20261122_0004_money_batches.ts';
 import * as leanMoney from './migrations/20261122_0005_lean_money_path.ts';
 import * as runLock from './migrations/20261122_0006_run_chain_lock.ts';
+import * as setSettle from './migrations/20261122_0007_set_based_settle.ts';
 import * as billingDeposits from './migrations/20261122_0100_billing_deposits.ts';
 import * as payRequests from './migrations/20261122_0101_pay_requests.ts';
 import * as fleet from './migrations/20261122_0200_fleet.ts';
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122_0004_money_batches': moneyBatches,
   '20261122_0005_lean_money_path': leanMoney,
   '20261122_0006_run_chain_lock': runLock,
+  '20261122_0007_set_based_settle': setSettle,
   '20261122_0100_billing_deposits': billingDeposits,
   '20261122_0101_pay_requests': payRequests,
   '20261122_0200_fleet': fleet,

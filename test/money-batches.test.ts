@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { generatePrivateKey, newId, randomId, systemClock } from '@svc/shared';
+import { openDatabase, type Database } from '../control-plane/src/db/database.ts';
+import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
+import { Metering, type Hold } from '../control-plane/src/modules/money/metering.ts';
+import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
+import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
+import { freshDatabase, type TestDatabase } from './support/database.ts';
+
+/**
+ * The money path's batches: many holds and settles in flight at once go to the database together
+ * (svc_hold_many, svc_settle_many). These check the bookkeeping of a batch item by item: every ledger
+ * entry's balance_after follows from the one before it, keys of a delegated chain all pay, nothing stays
+ * held, and an expired hold is still charged without releasing twice.
+ */
+let tdb: TestDatabase;
+let database: Database;
+let metering: Metering;
+
+const billing = {
+  enforced: true, holdTtlSeconds: 900, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: 1000,
+  treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
+};
+
+async function tenant(credit: number, chainLength = 1, cap: number | null = null): Promise<KeyPrincipal> {
+  const { db } = database;
+  const acct = newId('acct_');
+  await db.insertInto('accounts').values({ id: acct, created_at: new Date(), suspended_at: null, suspended_reason: null }).execute();
+  const chain: string[] = [];
+  for (let i = 0; i < chainLength; i++) {
+    const id = newId('key_');
+    await db
+      .insertInto('api_keys')
+      .values({ id, account_id: acct, parent_id: chain[0] ?? null, name: null, prefix: 'x', secret_hash: randomId(40), scopes: '[]', spend_cap_micro_usd: cap, created_at: new Date(), expires_at: null, revoked_at: null, frozen_at: null, frozen_reason: null, rotated_to: null, last_used_at: null })
+      .execute();
+    chain.unshift(id);
+  }
+  await metering.credit(acct, credit, 'grant', `grant-${acct}`);
+  return { kind: 'key', accountId: acct, keyId: chain[0]!, parentId: chain[1] ?? null, chain, scopes: [], spendCapMicroUsd: cap, expiresAt: null };
+}
+
+const hold = (p: KeyPrincipal, amount: number) =>
+  metering.hold({ principal: p, requestId: newId('req_', 20), runId: null, maxCostMicroUsd: amount, route: 'POST /test', resource: 'test' });
+
+beforeAll(async () => {
+  tdb = await freshDatabase();
+  database = await openDatabase({ databaseUrl: tdb.url, memory: tdb.url === undefined });
+  await migrateToLatest(database.db);
+  metering = new Metering(database.db, systemClock, new ReceiptSigner(generatePrivateKey()), billing);
+});
+
+afterAll(async () => {
+  await database?.close();
+  await tdb?.drop();
+});
+
+describe('batched settlement', () => {
+  it('keeps every ledger entry, key total and hold exact across accounts settled together', async () => {
+    const tenants = await Promise.all([tenant(1_000_000), tenant(1_000_000, 3), tenant(1_000_000, 2, 500_000)]);
+    // 60 concurrent requests over three tenants, costs 1..60, some free; all hold 10,000.
+    const holds: Array<{ h: Hold; p: KeyPrincipal; cost: number }> = [];
+    await Promise.all(
+      Array.from({ length: 60 }, async (_, i) => {
+        const p = tenants[i % 3]!;
+        holds.push({ h: await hold(p, 10_000), p, cost: i % 7 === 0 ? 0 : (i + 1) * 100 });
+      }),
+    );
+    const settled = await Promise.all(holds.map(({ h, cost }) => metering.settle(h, { costMicroUsd: cost, kind: 'test', units: { n: 1 } })));
+    expect(settled).toHaveLength(60);
+
+    const { db } = database;
+    for (const p of tenants) {
+      const mine = holds.filter((x) => x.p === p);
+      const spent = mine.reduce((s, x) => s + x.cost, 0);
+      const pos = await metering.position(p.accountId);
+      expect(pos).toMatchObject({ balance_micro_usd: 1_000_000 - spent, held_micro_usd: 0 });
+      // Ledger: one entry per charged request; each balance_after is the previous one minus its amount.
+      const entries = await db.selectFrom('ledger_entries').selectAll().where('account_id', '=', p.accountId).orderBy('id').execute();
+      expect(entries).toHaveLength(1 + mine.filter((x) => x.cost > 0).length);
+      for (let i = 1; i < entries.length; i++) {
+        expect(Number(entries[i]!.balance_after_micro_usd)).toBe(Number(entries[i - 1]!.balance_after_micro_usd) + Number(entries[i]!.amount_micro_usd));
+      }
+      expect(Number(entries.at(-1)!.balance_after_micro_usd)).toBe(1_000_000 - spent);
+      // Every key of the chain paid the whole spend and holds nothing.
+      const keys = await db.selectFrom('api_keys').select(['id', 'spent_micro_usd', 'held_micro_usd', 'window_spent_micro_usd']).where('id', 'in', p.chain).execute();
+      for (const k of keys) expect(k).toMatchObject({ spent_micro_usd: spent, held_micro_usd: 0 });
+      // The settle reported each request's balance right after it: the lowest equals the final balance.
+      const balances = settled.filter((_, i) => holds[i]!.p === p).map((s) => s.balanceMicroUsd);
+      expect(Math.min(...balances)).toBe(1_000_000 - spent);
+      // One usage event and one receipt per request, linked to each other.
+      const events = await db.selectFrom('usage_events').select(['id', 'receipt_id', 'cost_micro_usd', 'key_id']).where('account_id', '=', p.accountId).execute();
+      expect(events).toHaveLength(mine.length);
+      expect(new Set(events.map((e) => e.key_id))).toEqual(new Set([p.chain[0]]));
+      const receipts = await db.selectFrom('receipts').select(['id', 'usage_event_id']).where('account_id', '=', p.accountId).execute();
+      expect(receipts.map((r) => `${r.id}/${r.usage_event_id}`).sort()).toEqual(events.map((e) => `${e.receipt_id}/${e.id}`).sort());
+    }
+    const open = await sql<{ n: number }>`select count(*)::int as n from holds`.execute(db);
+    expect(open.rows[0]!.n).toBe(0);
+  });
+
+  it('charges a settle whose hold already expired without releasing it twice', async () => {
+    const p = await tenant(100_000);
+    const h = await hold(p, 50_000);
+    const other = await hold(p, 20_000);
+    await sql`update holds set expires_at = now() - interval '1 second' where id = ${h.id}`.execute(database.db);
+    expect(await metering.expireHolds()).toBe(1);
+    await Promise.all([metering.settle(h, { costMicroUsd: 30_000, kind: 'test', units: {} }), metering.settle(other, { costMicroUsd: 5_000, kind: 'test', units: {} })]);
+    expect(await metering.position(p.accountId)).toMatchObject({ balance_micro_usd: 65_000, held_micro_usd: 0 });
+    const [k] = await database.db.selectFrom('api_keys').select(['spent_micro_usd', 'held_micro_usd']).where('id', '=', p.keyId).execute();
+    expect(k).toMatchObject({ spent_micro_usd: 35_000, held_micro_usd: 0 });
+  });
+
+  it('fails only the item whose hold belongs to another account', async () => {
+    const a = await tenant(100_000);
+    const b = await tenant(100_000);
+    const ha = await hold(a, 1_000);
+    const hb = await hold(b, 1_000);
+    const forged: Hold = { ...hb, accountId: a.accountId, chain: a.chain };
+    const [good, bad] = await Promise.allSettled([metering.settle(ha, { costMicroUsd: 700, kind: 'test', units: {} }), metering.settle(forged, { costMicroUsd: 700, kind: 'test', units: {} })]);
+    expect(good.status).toBe('fulfilled');
+    expect(bad.status).toBe('rejected');
+    expect(await metering.position(a.accountId)).toMatchObject({ balance_micro_usd: 99_300, held_micro_usd: 0 });
+    expect((await metering.position(b.accountId)).balance_micro_usd).toBe(100_000);
+  });
+});
