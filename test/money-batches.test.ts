@@ -111,6 +111,39 @@ describe('batched settlement', () => {
     expect(k).toMatchObject({ spent_micro_usd: 35_000, held_micro_usd: 0 });
   });
 
+  it('decides each hold of a batch after the holds before it (credit, caps along the chain)', async () => {
+    const poor = await tenant(35_000);
+    const capped = await tenant(1_000_000, 2, 12_000);
+    const outcomes = async (p: KeyPrincipal) => {
+      const r = await Promise.allSettled(Array.from({ length: 10 }, () => hold(p, 5_000)));
+      const held = r.flatMap((x) => (x.status === 'fulfilled' ? [x.value] : []));
+      const errors = r.flatMap((x) => (x.status === 'rejected' ? [(x.reason as { type?: string }).type] : []));
+      return { held, errors };
+    };
+    const [a, b] = await Promise.all([outcomes(poor), outcomes(capped)]);
+    expect(a.held).toHaveLength(7);
+    expect(a.errors).toEqual(Array(3).fill('insufficient_credit'));
+    expect(b.held).toHaveLength(2);
+    expect(b.errors).toEqual(Array(8).fill('spend_cap_reached'));
+    expect(await metering.position(poor.accountId)).toMatchObject({ held_micro_usd: 35_000 });
+    const keys = await database.db.selectFrom('api_keys').select(['held_micro_usd']).where('id', 'in', capped.chain).execute();
+    expect(keys.map((k) => Number(k.held_micro_usd))).toEqual([10_000, 10_000]);
+    await Promise.all([...a.held, ...b.held].map((h) => metering.release(h)));
+    expect(await metering.position(poor.accountId)).toMatchObject({ balance_micro_usd: 35_000, held_micro_usd: 0 });
+    expect(await metering.position(capped.accountId)).toMatchObject({ held_micro_usd: 0 });
+  });
+
+  it('refuses a frozen or revoked key under its row lock, whatever an auth cache believes', async () => {
+    const p = await tenant(100_000);
+    const q = await tenant(100_000);
+    await database.db.updateTable('api_keys').set({ frozen_at: new Date(), frozen_reason: 'test' }).where('id', '=', p.keyId).execute();
+    await database.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', q.keyId).execute();
+    const [a, b] = await Promise.allSettled([hold(p, 1_000), hold(q, 1_000)]);
+    expect(a.status === 'rejected' && (a.reason as { type: string }).type).toBe('circuit_breaker_tripped');
+    expect(b.status === 'rejected' && (b.reason as { type: string }).type).toBe('invalid_credential');
+    expect(await metering.position(p.accountId)).toMatchObject({ held_micro_usd: 0 });
+  });
+
   it('fails only the item whose hold belongs to another account', async () => {
     const a = await tenant(100_000);
     const b = await tenant(100_000);

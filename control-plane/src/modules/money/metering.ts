@@ -219,6 +219,8 @@ export class Metering {
           `Key ${row.key_id} spent faster than ${this.cfg.breakerLimitMicroUsd} micro-USD per ${this.cfg.breakerWindowSeconds} s and was frozen; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze`,
           { key_id: row.key_id },
         );
+      case 'key_invalid':
+        throw new ServiceError('invalid_credential', `API key ${row.key_id} was revoked or has expired`);
       default:
         throw new Error(`hold failed: ${row.outcome} ${row.error ?? ''}`);
     }

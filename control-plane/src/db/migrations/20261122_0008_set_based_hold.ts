@@ -1,0 +1,103 @@
+import { sql, type Kysely } from 'kysely';
+
+/**
+ * Holding a batch with a fixed number of statements. svc_hold_many called svc_hold per item, five or six
+ * statements each; now the batch locks and loads its accounts and keys once (accounts, then keys, each in
+ * id order, the order svc_settle_many takes them), decides every item in memory in the same order and with
+ * the same rules as before (circuit breaker on the leaf key, spend caps along the chain, credit when
+ * enforced), and writes the held amounts and the new holds in one statement per table. With credit for 10
+ * requests, 100 parallel requests still get exactly 10 through: each decision sees the amounts held by the
+ * items decided before it. The hold also refuses a key that is frozen, revoked or expired under its row lock,
+ * so a freeze or revocation counts at once even while a process's auth cache has not yet heard the NOTIFY.
+ */
+export async function up(db: Kysely<any>): Promise<void> {
+  await sql`
+    create or replace function svc_hold_many(p_items jsonb, p_enforce boolean, p_now timestamptz, p_expires timestamptz, p_window_s integer, p_limit bigint)
+    returns jsonb language plpgsql as $fn$
+    declare
+      it jsonb; v_out jsonb := '[]'::jsonb; v_rows jsonb := '[]'::jsonb;
+      acc jsonb; keys jsonb; v_acct_delta jsonb := '{}'::jsonb; v_key_delta jsonb := '{}'::jsonb;
+      v_account text; v_amount bigint; v_chain text[]; v_bal bigint; v_held bigint; v_key jsonb; v_id text;
+      v_outcome text; v_key_id text; v_keys boolean; v_head text; v_count integer; v_window bigint;
+    begin
+      perform set_config('synchronous_commit', 'off', true);
+      insert into credit_accounts(account_id, balance_micro_usd, held_micro_usd, updated_at)
+        select distinct value->>'account', 0, 0, p_now from jsonb_array_elements(p_items) on conflict (account_id) do nothing;
+      select coalesce(jsonb_object_agg(account_id, jsonb_build_array(balance_micro_usd, held_micro_usd)), '{}'::jsonb) into acc from (
+        select account_id, balance_micro_usd, held_micro_usd from credit_accounts
+        where account_id in (select value->>'account' from jsonb_array_elements(p_items)) order by account_id for update) a;
+      select coalesce(jsonb_object_agg(id, jsonb_build_array(spend_cap_micro_usd, spent_micro_usd, held_micro_usd,
+               case when window_start is null or window_start <= p_now - make_interval(secs => p_window_s) then 0 else window_spent_micro_usd end,
+               case when revoked_at is not null or (expires_at is not null and expires_at <= p_now) then 'invalid'
+                    when frozen_at is not null then 'frozen' end)), '{}'::jsonb)
+        into keys from (
+        select id, spend_cap_micro_usd, spent_micro_usd, held_micro_usd, window_start, window_spent_micro_usd, revoked_at, expires_at, frozen_at from api_keys
+        where id in (select jsonb_array_elements_text(value->'chain') from jsonb_array_elements(p_items)) order by id for update) k;
+
+      for it in select value from jsonb_array_elements(p_items) order by value->>'account', value->>'id' loop
+        v_account := it->>'account'; v_amount := (it->>'amount')::bigint;
+        v_chain := array(select jsonb_array_elements_text(it->'chain'));
+        v_bal := (acc->v_account->>0)::bigint; v_held := (acc->v_account->>1)::bigint;
+        v_outcome := 'held'; v_key_id := null; v_keys := p_limit > 0;
+        -- The key itself, under its row lock: a freeze or revocation counts at once, whatever an auth cache still holds.
+        case keys->v_chain[1]->>4
+          when 'frozen' then v_outcome := 'circuit_breaker_tripped'; v_key_id := v_chain[1];
+          when 'invalid' then v_outcome := 'key_invalid'; v_key_id := v_chain[1];
+          else null;
+        end case;
+        foreach v_id in array (select array_agg(x order by x) from unnest(v_chain) x) loop
+          exit when v_outcome <> 'held';
+          v_key := keys->v_id;
+          if v_key is null then continue; end if;
+          if v_id = v_chain[1] and p_limit > 0 and (v_key->>2)::bigint + v_amount + (v_key->>3)::bigint > p_limit then
+            update api_keys set frozen_at = p_now,
+              frozen_reason = format('circuit breaker: spend would exceed %s micro-USD within %s s', p_limit, p_window_s)
+              where id = v_id and frozen_at is null;
+            perform pg_notify('svc_keys', v_id);
+            v_outcome := 'circuit_breaker_tripped'; v_key_id := v_id; exit;
+          end if;
+          if v_key->>0 is not null then
+            v_keys := true;
+            if (v_key->>1)::bigint + (v_key->>2)::bigint + v_amount > (v_key->>0)::bigint then
+              v_outcome := 'spend_cap_reached'; v_key_id := v_id; exit;
+            end if;
+          end if;
+        end loop;
+        if v_outcome = 'held' and p_enforce and v_bal - v_held < v_amount then v_outcome := 'insufficient_credit'; end if;
+        if v_outcome <> 'held' then
+          v_out := v_out || jsonb_build_array(jsonb_build_object('id', it->>'id', 'outcome', v_outcome, 'key_id', v_key_id, 'balance', v_bal, 'held', v_held));
+          continue;
+        end if;
+        acc := jsonb_set(acc, array[v_account], jsonb_build_array(v_bal, v_held + v_amount));
+        v_acct_delta := jsonb_set(v_acct_delta, array[v_account], to_jsonb(coalesce((v_acct_delta->>v_account)::bigint, 0) + v_amount));
+        if v_keys then
+          foreach v_id in array v_chain loop
+            if keys ? v_id then
+              keys := jsonb_set(keys, array[v_id, '2'], to_jsonb((keys->v_id->>2)::bigint + v_amount));
+              v_key_delta := jsonb_set(v_key_delta, array[v_id], to_jsonb(coalesce((v_key_delta->>v_id)::bigint, 0) + v_amount));
+            end if;
+          end loop;
+        end if;
+        v_rows := v_rows || jsonb_build_array(jsonb_build_object('id', it->>'id', 'account', v_account, 'chain', it->'chain', 'amount', v_amount, 'request', it->>'request'));
+        v_head := null; v_count := null;
+        if it->>'run' is not null then
+          select head_hash, receipt_count into v_head, v_count from runs where account_id = v_account and id = it->>'run';
+        end if;
+        v_out := v_out || jsonb_build_array(jsonb_build_object('id', it->>'id', 'outcome', 'held', 'balance', v_bal, 'held', v_held + v_amount,
+          'run_head', v_head, 'run_count', coalesce(v_count, 0)));
+      end loop;
+
+      if jsonb_array_length(v_rows) > 0 then
+        update credit_accounts a set held_micro_usd = a.held_micro_usd + d.value::bigint, updated_at = p_now
+          from jsonb_each_text(v_acct_delta) d where a.account_id = d.key;
+        update api_keys k set held_micro_usd = k.held_micro_usd + d.value::bigint
+          from jsonb_each_text(v_key_delta) d where k.id = d.key;
+        insert into holds(id, account_id, key_chain, amount_micro_usd, request_id, created_at, expires_at)
+          select r.value->>'id', r.value->>'account', array(select jsonb_array_elements_text(r.value->'chain')), (r.value->>'amount')::bigint,
+                 r.value->>'request', p_now, p_expires
+          from jsonb_array_elements(v_rows) r;
+      end if;
+      return v_out;
+    end $fn$;
+  `.execute(db);
+}
