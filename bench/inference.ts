@@ -7,7 +7,8 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; this process only generates load. Everything is on loopback.
- *   npx tsx bench/inference.ts [--requests 2000] [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ *   npx tsx bench/inference.ts [--requests 2000] [--pg postgres://postgres@127.0.0.1:5432/postgres] [--profile DIR]
+ * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -97,13 +98,14 @@ async function role(name: string): Promise<void> {
     await gw.services.metering.credit(session.account_id, 1_000_000_000_000, 'grant', 'bench');
     const key = (await client.createKey()).key;
     ready({ url, key });
+    process.on('SIGTERM', () => process.exit(0)); // lets --cpu-prof write its profile
     return;
   }
   throw new Error(`unknown role ${name}`);
 }
 
-function startRole(name: string, extra: string[]): Promise<{ child: ChildProcess; info: Record<string, any> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--role', name, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+function startRole(name: string, extra: string[], node: string[] = []): Promise<{ child: ChildProcess; info: Record<string, any> }> {
+  const child = spawn(process.execPath, [...node, '--import', 'tsx', fileURLToPath(import.meta.url), '--role', name, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (d) => {
@@ -162,7 +164,8 @@ async function main() {
     const upstreamUrl = `http://127.0.0.1:${upstream.info.port}/v1`;
     const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port)]);
     children.push(proxy.child);
-    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString()]);
+    const profile = arg('profile', '');
+    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString()], profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
     children.push(gateway.child);
 
     console.log(`inference bench: ${TOTAL} non-streamed chat completions per row (after 200 warm-up), small body, zero-latency upstream, keep-alive, loopback`);
