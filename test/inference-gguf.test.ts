@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { RECEIPT_HEADERS } from '@svc/shared';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { renderPrompt, startLlamaServer, type LlamaServer } from './support/llama-server.ts';
+import { estimateChatInput } from '../control-plane/src/modules/inference/tokens.ts';
+
+/**
+ * A real model engine end to end: llama.cpp (node-llama-cpp's prebuilt binary) runs the tiny random GGUF
+ * model of support/gguf.ts behind an OpenAI-compatible server on loopback; a real svc-node agent process
+ * enrolled for `tiny-llama` (model_map -> the server's local name) proxies to it; the official `openai`
+ * client calls the gateway. Tokens, token counts and charges are the engine's own, not a stand-in's.
+ * Prices: 2 micro-USD per input token, 7 per output token.
+ *
+ * The gateway holds (estimated input: ~4 characters a token) + (max_tokens, else 4096) output before a
+ * call, and caps the charge at that hold. A byte-level tokenizer counts about one token a character, so
+ * a call whose max_tokens is all generated costs more than its hold: the streamed call sets no max_tokens
+ * (it generates until the engine's 256-token context is full, well inside the hold) and is charged
+ * exactly; the max_tokens call checks the charge against min(tokens x prices, hold).
+ */
+const MODEL = 'tiny-llama';
+const IN_PRICE = 2_000_000;
+const OUT_PRICE = 7_000_000;
+let llm: LlamaServer;
+let t: TestGateway;
+let owner: Awaited<ReturnType<TestGateway['signIn']>>;
+let oa: OpenAI;
+let agent: TestAgent;
+
+beforeAll(async () => {
+  llm = await startLlamaServer({ modelName: 'tiny-llama:q0' });
+  t = await startTestGateway({
+    env: {
+      SVC_BILLING_ENFORCED: 'true',
+      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
+      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: { input_micro_usd_per_mtok: IN_PRICE, output_micro_usd_per_mtok: OUT_PRICE } }),
+    },
+  });
+  owner = await t.signIn();
+  await t.gw.services.metering.credit(owner.accountId, 10_000_000, 'grant', `test-${owner.accountId}`);
+  oa = new OpenAI({ apiKey: (await owner.client.createKey()).key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  agent = await enrollAgent(t, owner.client, { kinds: ['inference'], models: [MODEL], model_map: { [MODEL]: llm.modelName } } as Parameters<typeof enrollAgent>[2]);
+  agent.start({ SVC_INFERENCE_URL: llm.url, SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
+  await until(`${agent.nodeId} online`, async () => t.gw.fleet.hub.isConnected(agent.nodeId) && (await t.gw.database.db.selectFrom('nodes').select('last_heartbeat_at').where('id', '=', agent.nodeId).executeTakeFirst())?.last_heartbeat_at);
+});
+afterAll(async () => {
+  await agent?.kill();
+  await t?.close();
+  await llm?.close();
+});
+
+const cost = (input: number, output: number) => Math.ceil((input * IN_PRICE + output * OUT_PRICE) / 1_000_000);
+const CONTEXT = 256;
+/** The receipt and the ledger entry of one billed response. */
+async function charged(receiptId: string) {
+  const db = t.gw.database.db;
+  const receipt = JSON.parse((await db.selectFrom('receipts').select('payload').where('id', '=', receiptId).executeTakeFirstOrThrow()).payload);
+  const event = await db.selectFrom('usage_events').select(['id', 'cost_micro_usd']).where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
+  const ledger = await db.selectFrom('ledger_entries').select(['amount_micro_usd', 'kind']).where('ref', '=', event.id).execute();
+  return { receipt, event, ledger };
+}
+const balance = async () => (await t.gw.database.db.selectFrom('credit_accounts').select('balance_micro_usd').where('account_id', '=', owner.accountId).executeTakeFirstOrThrow()).balance_micro_usd;
+
+describe('a node running a real model engine (llama.cpp, tiny random GGUF)', () => {
+  it('the local server lists its local name; the gateway lists the public id at node prices', async () => {
+    expect(await (await fetch(`${llm.url}/models`)).json()).toMatchObject({ object: 'list', data: [{ id: llm.modelName, object: 'model' }] });
+    expect((await oa.models.list()).data).toEqual([expect.objectContaining({ id: MODEL, owned_by: 'fleet', pricing: { input_micro_usd_per_mtok: IN_PRICE, output_micro_usd_per_mtok: OUT_PRICE } })]);
+  });
+
+  it('streams generated tokens; usage is the engine count and the charge is tokens x prices', async () => {
+    const messages = [
+      { role: 'system' as const, content: 'You are terse.' },
+      { role: 'user' as const, content: 'Say hello to the wörld ✓' },
+    ];
+    const before = await balance();
+    const { data: stream, response } = await oa.chat.completions.create({ model: MODEL, messages, stream: true, stream_options: { include_usage: true } }).withResponse();
+    const pieces: string[] = [];
+    const finish: Array<string | null> = [];
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const c of stream) {
+      expect(c.model).toBe(MODEL);
+      const d = c.choices[0]?.delta?.content;
+      if (d) pieces.push(d);
+      if (c.choices[0]?.finish_reason) finish.push(c.choices[0].finish_reason);
+      if (c.usage) usage = c.usage;
+    }
+    const engine = llm.completions.at(-1)!;
+    // The engine's prompt count is its tokenizer's: BOS + the rendered prompt's tokens (one a byte here).
+    const prompt = 1 + llm.engine.model.tokenize(renderPrompt(messages)).length;
+    expect(prompt).toBeGreaterThan(50);
+    // Without max_tokens the engine generates until its context is full.
+    const generated = CONTEXT - prompt;
+    expect(engine).toMatchObject({ model: llm.modelName, stream: true, promptTokens: prompt, completionTokens: generated, finishReason: 'length', aborted: false });
+    expect(pieces.length).toBeGreaterThan(10);
+    expect(pieces.join('')).toBe(engine.text);
+    expect(engine.text).toMatch(new RegExp(`^[\\x20-\\x7e]{${generated}}$`)); // the tiny model generates printable one-byte tokens only
+    expect(finish).toEqual(['length']);
+    expect(usage).toEqual({ prompt_tokens: prompt, completion_tokens: generated, total_tokens: CONTEXT });
+
+    const price = cost(prompt, generated);
+    const { receipt, event, ledger } = await charged(response.headers.get(RECEIPT_HEADERS.id)!);
+    expect(receipt).toMatchObject({ model: MODEL, cost_micro_usd: price, units: { input_tokens: prompt, output_tokens: generated }, detail: { backend: `node:${agent.nodeId}`, stream: true, usage_source: 'upstream', outcome: 'completed' } });
+    expect(receipt.detail.capped_at_hold).toBeUndefined();
+    expect(event.cost_micro_usd).toBe(price);
+    expect(ledger).toEqual([{ amount_micro_usd: -price, kind: 'usage' }]);
+    expect(await balance()).toBe(before - price);
+  });
+
+  it('answers unstreamed with max_tokens honoured (finish_reason "length") and the engine counts billed', async () => {
+    const messages = [{ role: 'user' as const, content: 'Count to ten' }];
+    const { data, response } = await oa.chat.completions.create({ model: MODEL, messages, max_tokens: 5, temperature: 0.7, seed: 3 }).withResponse();
+    const engine = llm.completions.at(-1)!;
+    expect(engine).toMatchObject({ model: llm.modelName, stream: false, completionTokens: 5, finishReason: 'length' });
+    expect(engine.promptTokens).toBe(1 + llm.engine.model.tokenize(renderPrompt(messages)).length);
+    expect(data).toMatchObject({
+      model: MODEL,
+      choices: [{ message: { role: 'assistant', content: engine.text }, finish_reason: 'length' }],
+      usage: { prompt_tokens: engine.promptTokens, completion_tokens: 5, total_tokens: engine.promptTokens + 5 },
+    });
+    expect(engine.text).toMatch(/^[\x20-\x7e]{5}$/);
+    // Billed on the engine's counts, at most the hold (see the top of this file).
+    const list = cost(engine.promptTokens, 5);
+    const hold = cost(estimateChatInput({ messages }), 5);
+    const price = Math.min(list, hold);
+    expect(response.headers.get(RECEIPT_HEADERS.cost)).toBe(String(price));
+    const { receipt, ledger } = await charged(response.headers.get(RECEIPT_HEADERS.id)!);
+    expect(receipt).toMatchObject({ cost_micro_usd: price, units: { input_tokens: engine.promptTokens, output_tokens: 5 }, detail: { usage_source: 'upstream' } });
+    expect(receipt.detail.capped_at_hold).toBe(list > hold ? true : undefined);
+    expect(ledger).toEqual([{ amount_micro_usd: -price, kind: 'usage' }]);
+
+    // The same seed gives the same tokens: the engine, not the gateway, decides the text.
+    const again = await oa.chat.completions.create({ model: MODEL, messages, max_tokens: 5, temperature: 0.7, seed: 3 });
+    expect(again.choices[0]!.message.content).toBe(engine.text);
+  });
+});
