@@ -37,6 +37,10 @@ import type { SandboxDeps } from './modules/sandboxes/deps.ts';
 import { inferenceRoutes } from './modules/inference/routes.ts'; // inference (issue 7)
 import type { InferenceService } from './modules/inference/service.ts'; // inference (issue 7)
 import type { NodeRegistry } from './fleet/registry.ts';
+import { batchRoutes } from './modules/batches/routes.ts'; // files and batches
+import type { BatchDeps } from './modules/batches/deps.ts'; // files and batches
+import { mediaRoutes } from './modules/media/routes.ts'; // media (images, videos, assistant)
+import type { Media } from './modules/media/deps.ts'; // media
 
 export const VERSION = '0.1.0';
 
@@ -75,6 +79,8 @@ export interface AppDeps {
   webhooks: WebhookService; // webhooks (issue 4 item 3)
   alerts: AlertsService; // balance alerts (issue 4 item 4)
   subscriptions: SubscriptionService; // plans and subscriptions (issue 4 item 5)
+  batches: BatchDeps; // files and batches
+  media: Media; // media (images, videos, assistant)
   logger?: boolean | object;
 }
 
@@ -124,6 +130,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
   inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl }); // inference (issue 7)
+  batchRoutes(app, d.batches); // files and batches
+  mediaRoutes(app, d.media); // media (images, videos, assistant)
   moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });
   billingRoutes(app, { config: d.config, db: d.database.db, clock: d.clock, metering: d.metering, identity: d.identity });
   payRoutes(app, { config: d.config, db: d.database.db, clock: d.clock, signer: d.signer });

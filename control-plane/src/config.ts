@@ -3,6 +3,8 @@ import { ConfigError, blankIsUnset, flag, hex32, intWithDefault, optionalSecret 
 import { billingChains, billingChainsEnv, type ChainConfig } from './config/chains.ts';
 import { inferenceConfig, inferenceEnv, type InferenceConfig } from './config/inference.ts';
 import { notificationsEnv, type PlanConfig, type WebhookConfig } from './config/notifications.ts';
+import { batchesConfig, batchesEnv, type BatchesConfig } from './config/batches.ts'; // files and batches
+import { mediaConfig, mediaEnv, type MediaConfig } from './config/media.ts'; // media (images, videos, assistant)
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -63,6 +65,8 @@ const EnvSchema = z.object({
   ...billingChainsEnv, // billing chains (issue 4)
   ...inferenceEnv, // inference (issue 7)
   ...notificationsEnv, // webhooks, plans and alerts (issue 4, items 3-5)
+  ...batchesEnv, // files and batches
+  ...mediaEnv, // media: image and video providers, the keyless assistant
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -100,6 +104,10 @@ export interface Config {
   balanceLowDefaultMicroUsd: number;
   /** SVC_WEBHOOK_TIMEOUT_SECONDS (webhooks, issue 4 item 3). */
   webhooks: WebhookConfig;
+  /** SVC_FILE_*, SVC_BATCH_* (files and batches). */
+  batches: BatchesConfig;
+  /** SVC_IMAGE_PROVIDERS, SVC_VIDEO_PROVIDERS, SVC_VIDEO_*, SVC_ASSISTANT_* (media). */
+  media: MediaConfig;
 }
 
 export interface SandboxConfig {
@@ -180,5 +188,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     plans: e.SVC_PLANS, // subscriptions (issue 4 item 5)
     balanceLowDefaultMicroUsd: e.SVC_BALANCE_LOW_DEFAULT_MICRO_USD, // alerts (issue 4 item 4)
     webhooks: { timeoutMs: e.SVC_WEBHOOK_TIMEOUT_SECONDS * 1000 }, // webhooks (issue 4 item 3)
+    batches: batchesConfig(e), // files and batches
+    media: mediaConfig(e), // media (images, videos, assistant)
   };
 }

@@ -30,6 +30,8 @@ import { WebhookService } from './modules/webhooks/service.ts';
 import { WebhookSender } from './modules/webhooks/sender.ts';
 import { AlertsService } from './modules/alerts/service.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
+import { createBatches } from './modules/batches/deps.ts'; // files and batches
+import { createMedia } from './modules/media/deps.ts'; // media (images, videos, assistant)
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -120,6 +122,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
+  const batches = createBatches(config.batches, { db, clock, sealKey: seal, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
+  const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
 
   const app = await buildApp({
@@ -141,6 +145,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     webhooks,
     alerts,
     subscriptions,
+    batches, // files and batches
+    media, // media (images, videos, assistant)
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {
@@ -166,6 +172,9 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'stop_idle_sandbox_sessions', everyMs: 30_000, run: async () => void (await sandboxes.sessions.reapIdle()) });
   leader.add({ name: 'subscription_renewals', everyMs: 60_000, run: async () => void (await subscriptions.renewDue()) });
   leader.add({ name: 'webhook_deliveries', everyMs: 2_000, run: async () => void (await webhookSender.deliverDue()) });
+  leader.add({ name: 'batches', everyMs: 1_000, run: () => batches.runner.tick() }); // files and batches
+  leader.add({ name: 'purge_expired_files', everyMs: 60_000, run: async () => void (await batches.files.purgeExpired()) }); // files and batches
+  leader.add({ name: 'video_jobs', everyMs: config.media.video.pollSeconds * 1000, run: () => media.loop((err, id) => app.log.warn({ err, job: id }, 'video job poll failed')) }); // media
   leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
   await leader.start();
 
@@ -185,6 +194,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     async close() {
       if (closed) return;
       closed = true;
+      await batches.runner.stop(); // files and batches: lines in flight end before the database closes
       await leader.stop();
       await hub.close();
       await detachChannel();

@@ -14,6 +14,8 @@ import * as sandboxes from './migrations/20261122_0300_sandboxes.ts';
 import * as webhooks from './migrations/20261122_0400_webhooks.ts';
 import * as balanceAlerts from './migrations/20261122_0401_balance_alerts.ts';
 import * as subscriptions from './migrations/20261122_0402_subscriptions.ts';
+import * as filesBatches from './migrations/20261122_0500_files_batches.ts'; // files and batches
+import * as media from './migrations/20261122_0600_media.ts'; // media (video jobs)
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -32,6 +34,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122_0400_webhooks': webhooks,
   '20261122_0401_balance_alerts': balanceAlerts,
   '20261122_0402_subscriptions': subscriptions,
+  '20261122_0500_files_batches': filesBatches, // files and batches
+  '20261122_0600_media': media,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

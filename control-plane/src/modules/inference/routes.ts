@@ -39,13 +39,6 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
     { config: { auth: 'public' }, schema: { tags, summary: 'Model catalog with per-million-token prices (micro-USD); only models a provider or an eligible node serves', response: { 200: ModelList } } },
     async () => ({ object: 'list' as const, data: await svc.catalog.list() }),
   );
-  for (const kind of ['images', 'videos'] as const) {
-    r.get(
-      `/v1/${kind}/models`,
-      { config: { auth: 'public' }, schema: { tags, summary: `${kind === 'images' ? 'Image' : 'Video'} model catalog; empty until a ${kind === 'images' ? 'image' : 'video'} provider is enabled`, response: { 200: ModelList } } },
-      async () => ({ object: 'list' as const, data: [] }),
-    );
-  }
 
   r.post(
     '/v1/chat/completions',

@@ -18,6 +18,10 @@ export interface CallContext {
   endpoint: Endpoint;
   /** Aborts when the caller goes away. */
   signal: AbortSignal;
+  /** Batches: the deployment discount (percent of the list price) on the hold and the charge. */
+  discountPercent?: number;
+  /** Batches: runs with the answer before the charge settles (a throw releases the hold, nothing is charged). */
+  beforeSettle?: (body: Record<string, unknown>) => Promise<void>;
 }
 
 export type Chunk = Record<string, unknown> & { choices?: Array<Record<string, unknown> & { delta?: Record<string, unknown>; finish_reason?: string | null }>; usage?: TokenUsage | null };
@@ -59,6 +63,7 @@ type Body = Record<string, unknown>;
 
 const toUsage = (input: number, output: number): ChatUsage => ({ prompt_tokens: input, completion_tokens: output, total_tokens: input + output });
 const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined);
+const discounted = (micro: number, percent = 0): number => micro - Math.floor((micro * percent) / 100);
 
 /**
  * The metered inference calls behind every inference route: resolve the model, hold the worst case (input
@@ -96,21 +101,22 @@ export class InferenceService {
     return this.metering.hold({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: prep.holdMicroUsd, route: ctx.route, resource: ctx.resource });
   }
 
-  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>): Usage {
-    const cost = costMicroUsd(price, input, output);
+  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, discountPercent = 0): Usage {
+    const list = costMicroUsd(price, input, output);
+    const cost = discounted(list, discountPercent);
     return {
       costMicroUsd: Math.min(cost, hold.amount),
       kind: 'inference',
       model: prep.model.id,
       units: { input_tokens: input, output_tokens: output },
-      detail: { ...detail, ...(cost > hold.amount ? { capped_at_hold: true } : {}) },
+      detail: { ...detail, ...(discountPercent ? { discount_percent: discountPercent, list_cost_micro_usd: list } : {}), ...(cost > hold.amount ? { capped_at_hold: true } : {}) },
     };
   }
 
   /** A non-streamed chat completion (OpenAI shape), with the signed receipt. */
   async chat(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; receipt: SignedReceipt }> {
     const prep = await this.prepareChat(body);
-    const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: prep.holdMicroUsd, route: ctx.route, resource: ctx.resource }, async (hold) => {
+    const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {
       const a = await this.backends.json('chat', prep.model, body, { signal: ctx.signal, accountId: p.accountId });
       if (a.node) a.body.model = prep.model.id;
       const u = (a.body.usage ?? null) as TokenUsage | null;
@@ -119,7 +125,8 @@ export class InferenceService {
       const output = int(u?.completion_tokens) ?? estimateTokens(choices.map((c) => deliveredText(c.message)).join(''));
       const source = int(u?.prompt_tokens) !== undefined && int(u?.completion_tokens) !== undefined ? 'upstream' : 'estimated';
       if (!u) a.body.usage = toUsage(input, output);
-      return { result: a.body, usage: this.usage(prep, hold, a.price, input, output, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: source, outcome: 'completed' }) };
+      await ctx.beforeSettle?.(a.body);
+      return { result: a.body, usage: this.usage(prep, hold, a.price, input, output, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: source, outcome: 'completed' }, ctx.discountPercent) };
     });
     return { body: out.result, receipt: out.receipt };
   }
@@ -251,14 +258,23 @@ export class InferenceService {
     const model = await this.catalog.resolve(String(body.model), 'embeddings');
     const inputTokens = estimateEmbeddingInput(body.input);
     const prep: Prepared = { model, inputTokens, holdMicroUsd: costMicroUsd(holdPrice(model), inputTokens, 0) };
-    const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: prep.holdMicroUsd, route: ctx.route, resource: ctx.resource }, async (hold) => {
+    const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {
       const a = await this.backends.json('embeddings', model, body, { signal: ctx.signal, accountId: p.accountId });
       if (a.node) a.body.model = model.id;
       const u = (a.body.usage ?? null) as TokenUsage | null;
       const input = int(u?.prompt_tokens) ?? inputTokens;
       if (!u) a.body.usage = { prompt_tokens: input, total_tokens: input };
-      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: u ? 'upstream' : 'estimated', outcome: 'completed' }) };
+      await ctx.beforeSettle?.(a.body);
+      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: u ? 'upstream' : 'estimated', outcome: 'completed' }, ctx.discountPercent) };
     });
     return { body: out.result, receipt: out.receipt };
+  }
+
+  /** A non-streamed chat completion with no hold, usage event or receipt: the gateway's own keyless assistant (media module). */
+  async completeUnmetered(body: Body, signal: AbortSignal): Promise<Body> {
+    const model = await this.catalog.resolve(String(body.model), 'chat');
+    const a = await this.backends.json('chat', model, body, { signal } as Parameters<InferenceBackends['json']>[3]);
+    if (a.node) a.body.model = model.id;
+    return a.body;
   }
 }

@@ -273,8 +273,21 @@ export class KeysService {
 
   /** Resolves an API key secret for the auth layer; one round trip on a cache miss, none on a hit. */
   async authenticate(secret: string): Promise<KeyPrincipal> {
+    return this.resolve(sha256Hex(secret));
+  }
+
+  /**
+   * The principal of a key by id, checked exactly as `authenticate` checks a presented secret (revoked,
+   * expired, suspended, frozen): for work that runs later under the key that asked for it (batches).
+   */
+  async principalOf(keyId: string): Promise<KeyPrincipal> {
+    const k = await this.db.selectFrom('api_keys').select('secret_hash').where('id', '=', keyId).executeTakeFirst();
+    if (!k) throw new ServiceError('invalid_credential', 'Unknown API key');
+    return this.resolve(k.secret_hash);
+  }
+
+  private async resolve(hash: string): Promise<KeyPrincipal> {
     const now = this.clock.now();
-    const hash = sha256Hex(secret);
     let row = this.cache.get(hash);
     if (!row) {
       row = await this.loadAuthRow(hash);

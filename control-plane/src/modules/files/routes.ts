@@ -1,0 +1,117 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { invalid } from '@svc/shared';
+import { requireKey } from '../../http/auth.ts';
+import { boundaryOf, parseMultipart } from './multipart.ts';
+import { FILES_LIST_CAP, type FilesService } from './service.ts';
+
+export const FileObject = z.object({
+  id: z.string().describe('file-...'),
+  object: z.literal('file'),
+  bytes: z.number(),
+  created_at: z.number().describe('Unix seconds.'),
+  filename: z.string(),
+  purpose: z.enum(['batch', 'batch_output']),
+  status: z.literal('processed'),
+  status_details: z.string().nullable().describe('null while the content can be read; otherwise why and when it was destroyed.'),
+  expires_at: z.number().describe('Unix seconds: the hard TTL of the content.'),
+});
+
+const IdParams = z.object({ id: z.string().max(64) });
+const cfg = { auth: 'key', scope: 'files' } as const;
+/** Multipart framing around the file part: headers, the purpose field, boundaries. */
+const FRAMING_BYTES = 64 * 1024;
+
+/** Reads the two fields of an upload; an unknown, repeated or missing field is a 400 that names it. */
+function uploadFields(body: unknown, contentType: string | undefined): { purpose: string; filename: string | null; data: Buffer } {
+  const boundary = boundaryOf(contentType);
+  const parts = parseMultipart(Buffer.isBuffer(body) ? body : Buffer.alloc(0), boundary);
+  const byName = new Map<string, (typeof parts)[number]>();
+  for (const p of parts) {
+    if (p.name !== 'purpose' && p.name !== 'file') throw invalid(`${p.name}: unknown field; an upload has the fields purpose and file`, p.name);
+    if (byName.has(p.name)) throw invalid(`${p.name}: given more than once`, p.name);
+    byName.set(p.name, p);
+  }
+  const purpose = byName.get('purpose');
+  if (!purpose) throw invalid('purpose: required ("batch")', 'purpose');
+  const file = byName.get('file');
+  if (!file) throw invalid('file: required (the JSONL content, sent as a file part)', 'file');
+  return { purpose: purpose.data.toString('utf8').trim(), filename: file.filename, data: file.data };
+}
+
+/** Files (spec: File; OpenAI's /v1/files shapes). */
+export function fileRoutes(app: FastifyInstance, files: FilesService): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['files'];
+
+  r.post(
+    '/v1/files',
+    {
+      config: { ...cfg, rawBody: true },
+      bodyLimit: files.cfg.fileMaxBytes + FRAMING_BYTES,
+      schema: {
+        tags,
+        summary: 'Upload a batch input file (multipart/form-data: purpose=batch, file=JSONL); sealed at rest with a hard TTL',
+        description:
+          `Each line is \`{custom_id, method: "POST", url: "/v1/chat/completions" | "/v1/embeddings", body}\` with a unique custom_id; a bad line is a 400 naming it. ` +
+          `At most ${files.cfg.fileMaxBytes} bytes (413 above) and ${files.cfg.maxLines} lines. The content is destroyed after ${files.cfg.fileTtlSeconds} s or when the batch it feeds ends.`,
+        response: { 200: FileObject },
+      },
+    },
+    async (req) => {
+      const p = requireKey(req);
+      return files.upload({ accountId: p.accountId, keyId: p.keyId }, uploadFields(req.body, req.headers['content-type']));
+    },
+  );
+
+  r.get(
+    '/v1/files',
+    {
+      config: cfg,
+      schema: {
+        tags,
+        summary: `Your files, newest first, metadata only (at most ${FILES_LIST_CAP}; OpenAI list object)`,
+        querystring: z.object({ purpose: z.enum(['batch', 'batch_output']).optional(), limit: z.coerce.number().int().min(1).max(FILES_LIST_CAP).optional() }),
+        response: { 200: z.object({ object: z.literal('list'), data: z.array(FileObject) }) },
+      },
+    },
+    async (req) => ({ object: 'list' as const, data: await files.list(requireKey(req).accountId, req.query) }),
+  );
+
+  r.get('/v1/files/:id', { config: cfg, schema: { tags, summary: "One file's metadata", params: IdParams, response: { 200: FileObject } } }, async (req) =>
+    files.get(requireKey(req).accountId, req.params.id),
+  );
+
+  r.get(
+    '/v1/files/:id/content',
+    {
+      config: cfg,
+      schema: {
+        tags,
+        summary: 'The raw content; 410 once its hard TTL passed or the batch it fed ended',
+        params: IdParams,
+        response: { 200: z.any().describe('application/octet-stream: the bytes as uploaded, or the batch output JSONL') },
+      },
+    },
+    async (req, reply) => {
+      const f = await files.content(requireKey(req).accountId, req.params.id);
+      const name = f.filename.replace(/[^\w.\-]/g, '_');
+      return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${name}"`).header('content-length', f.data.length).send(f.data);
+    },
+  );
+
+  r.delete(
+    '/v1/files/:id',
+    {
+      config: cfg,
+      schema: {
+        tags,
+        summary: 'Delete a file; its ciphertext is destroyed at once (409 while it feeds a batch that has not ended)',
+        params: IdParams,
+        response: { 200: z.object({ id: z.string(), object: z.literal('file'), deleted: z.literal(true) }) },
+      },
+    },
+    async (req) => files.delete(requireKey(req).accountId, req.params.id),
+  );
+}

@@ -1,0 +1,215 @@
+import type { Kysely, Selectable } from 'kysely';
+import { PREFIX, Sealer, ServiceError, conflict, invalid, newId, notFound, type Clock } from '@svc/shared';
+import type { BatchesConfig } from '../../config/batches.ts';
+import type { DB, FilesTable } from '../../db/schema.ts';
+import { parseBatchInput, type BatchLine } from './jsonl.ts';
+
+export const FILES_LIST_CAP = 200;
+const PURGE_CHUNK = 500;
+
+type Row = Omit<Selectable<FilesTable>, 'content'>;
+type ContentState = 'available' | 'expired' | 'batch_ended' | 'deleted';
+
+/** Every column but the ciphertext, which only content reads and the batch runner open. */
+const META = ['id', 'n', 'account_id', 'key_id', 'purpose', 'filename', 'bytes', 'lines', 'endpoints', 'batch_id', 'created_at', 'expires_at', 'content_destroyed_at', 'content_destroyed_reason', 'deleted_at'] as const;
+
+export interface FileView {
+  id: string;
+  object: 'file';
+  bytes: number;
+  created_at: number;
+  filename: string;
+  purpose: 'batch' | 'batch_output';
+  status: 'processed';
+  /** null while the content can be read; otherwise why and when it was destroyed. */
+  status_details: string | null;
+  expires_at: number;
+}
+
+const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/**
+ * Files (`/v1/files`): batch input uploads and batch output files. Content is sealed at rest (AES-256-GCM
+ * under the seal key, bound to the file id) and has a hard TTL from creation; destroying it (delete, TTL,
+ * or the end of the batch it feeds) nulls the ciphertext in the same statement that records why. Metadata
+ * stays listed until the file is deleted. Owns the `files` table.
+ */
+export class FilesService {
+  private readonly sealer: Sealer;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    sealKey: Uint8Array,
+    readonly cfg: BatchesConfig,
+  ) {
+    this.sealer = new Sealer(sealKey);
+  }
+
+  private state(r: Pick<Row, 'content_destroyed_reason' | 'expires_at'>, now: Date): ContentState {
+    return r.content_destroyed_reason ?? (r.expires_at.getTime() <= now.getTime() ? 'expired' : 'available');
+  }
+
+  view(r: Row, now = this.clock.now()): FileView {
+    const st = this.state(r, now);
+    const when = (r.content_destroyed_at ?? r.expires_at).toISOString();
+    const details = st === 'available' ? null : st === 'batch_ended' ? `content destroyed at ${when}: its batch ended` : st === 'expired' ? `content destroyed at ${when}: hard TTL passed` : 'deleted';
+    return { id: r.id, object: 'file', bytes: r.bytes, created_at: unix(r.created_at), filename: r.filename, purpose: r.purpose, status: 'processed', status_details: details, expires_at: unix(r.expires_at) };
+  }
+
+  /** Checks and stores an upload (purpose `batch`: JSONL validated line by line), sealed, with the hard TTL. */
+  async upload(owner: { accountId: string; keyId: string }, input: { purpose: string; filename: string | null; data: Buffer }): Promise<FileView> {
+    if (input.purpose !== 'batch') throw invalid(`purpose: must be "batch" (got "${input.purpose.slice(0, 40)}")`, 'purpose');
+    if (input.data.length > this.cfg.fileMaxBytes) {
+      throw new ServiceError('payload_too_large', `file: ${input.data.length} bytes exceeds the limit of ${this.cfg.fileMaxBytes} bytes`, { param: 'file' });
+    }
+    const lines = parseBatchInput(input.data, this.cfg.maxLines);
+    const filename = (input.filename ?? 'upload.jsonl').replace(/[\r\n\u0000]/g, '').slice(0, 255) || 'upload.jsonl';
+    const now = this.clock.now();
+    const id = newId(PREFIX.file, 24);
+    const row = await this.db
+      .insertInto('files')
+      .values({
+        id,
+        account_id: owner.accountId,
+        key_id: owner.keyId,
+        purpose: 'batch',
+        filename,
+        bytes: input.data.length,
+        lines: lines.length,
+        endpoints: JSON.stringify([...new Set(lines.map((l) => l.url))]),
+        content: this.sealer.seal(input.data, id),
+        batch_id: null,
+        created_at: now,
+        expires_at: new Date(now.getTime() + this.cfg.fileTtlSeconds * 1000),
+        content_destroyed_at: null,
+        content_destroyed_reason: null,
+        deleted_at: null,
+      })
+      .returning(META)
+      .executeTakeFirstOrThrow();
+    return this.view(row, now);
+  }
+
+  /** The account's files, newest first, metadata only (at most 200). */
+  async list(accountId: string, q: { purpose?: string | undefined; limit?: number | undefined }): Promise<FileView[]> {
+    let query = this.db.selectFrom('files').select(META).where('account_id', '=', accountId).where('deleted_at', 'is', null);
+    if (q.purpose) query = query.where('purpose', '=', q.purpose as FilesTable['purpose']);
+    const rows = await query.orderBy('n', 'desc').limit(Math.min(q.limit ?? FILES_LIST_CAP, FILES_LIST_CAP)).execute();
+    const now = this.clock.now();
+    return rows.map((r) => this.view(r, now));
+  }
+
+  private async owned(db: Kysely<DB>, accountId: string, id: string, lock = false): Promise<Row> {
+    let q = db.selectFrom('files').select(META).where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null);
+    if (lock) q = q.forUpdate();
+    const row = await q.executeTakeFirst();
+    if (!row) throw notFound('File');
+    return row;
+  }
+
+  async get(accountId: string, id: string): Promise<FileView> {
+    return this.view(await this.owned(this.db, accountId, id));
+  }
+
+  /** The raw bytes; 410 once the TTL passed (even before the purge loop ran) or the batch it fed ended. */
+  async content(accountId: string, id: string): Promise<{ filename: string; data: Buffer }> {
+    const row = await this.db.selectFrom('files').select([...META, 'content']).where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null).executeTakeFirst();
+    if (!row) throw notFound('File');
+    const st = this.state(row, this.clock.now());
+    if (st !== 'available' || !row.content) {
+      const why = st === 'batch_ended' ? 'the batch it fed ended' : `its hard TTL passed at ${row.expires_at.toISOString()}`;
+      throw new ServiceError('not_found', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' }, 410);
+    }
+    return { filename: row.filename, data: this.sealer.open(row.content, id) };
+  }
+
+  /** Deletes a file: the ciphertext is nulled in the same statement. The input of a batch that has not ended is refused. */
+  async delete(accountId: string, id: string): Promise<{ id: string; object: 'file'; deleted: true }> {
+    const now = this.clock.now();
+    return this.db.transaction().execute(async (trx) => {
+      const row = await this.owned(trx, accountId, id, true);
+      if (row.purpose === 'batch' && row.batch_id && !row.content_destroyed_reason) {
+        throw conflict(`${id} is the input of ${row.batch_id}, which has not ended; cancel the batch first (its end destroys this content)`);
+      }
+      await trx
+        .updateTable('files')
+        .set({ content: null, deleted_at: now, content_destroyed_at: row.content_destroyed_at ?? now, content_destroyed_reason: row.content_destroyed_reason ?? 'deleted' })
+        .where('id', '=', id)
+        .execute();
+      return { id, object: 'file' as const, deleted: true as const };
+    });
+  }
+
+  /**
+   * Binds an input file to a new batch inside the caller's transaction (one batch per file). The file
+   * must belong to the account, be a `batch` upload whose lines all call `endpoint`, and still hold its
+   * content. Returns its line count and when that content expires (the batch cannot run past it).
+   */
+  async claimForBatch(trx: Kysely<DB>, accountId: string, fileId: string, batchId: string, endpoint: string): Promise<{ lines: number; expiresAt: Date }> {
+    const row = await this.owned(trx, accountId, fileId, true).catch((e: unknown) => {
+      throw e instanceof ServiceError && e.type === 'not_found' ? new ServiceError('not_found', `input_file_id: file ${fileId} not found`, { param: 'input_file_id' }) : e;
+    });
+    const bad = (why: string) => invalid(`input_file_id: ${why}`, 'input_file_id');
+    if (row.purpose !== 'batch') throw bad(`${fileId} has purpose ${row.purpose}; a batch reads a file uploaded with purpose "batch"`);
+    if (row.batch_id) throw conflict(`input_file_id: ${fileId} already fed ${row.batch_id}; a file feeds one batch (upload it again)`);
+    if (this.state(row, this.clock.now()) !== 'available') throw bad(`the content of ${fileId} is gone (hard TTL passed); upload it again`);
+    const other = (row.endpoints ?? []).find((u) => u !== endpoint);
+    if (other) throw bad(`${fileId} has lines for ${other}, but this batch's endpoint is ${endpoint}; every line's url must equal the endpoint`);
+    await trx.updateTable('files').set({ batch_id: batchId }).where('id', '=', fileId).execute();
+    return { lines: row.lines ?? 0, expiresAt: row.expires_at };
+  }
+
+  /** The parsed lines of a batch input file and when its content expires, or null once its content is gone. */
+  async openBatchInput(fileId: string): Promise<{ lines: BatchLine[]; expiresAt: Date } | null> {
+    const row = await this.db.selectFrom('files').select(['content', 'expires_at', 'content_destroyed_reason']).where('id', '=', fileId).executeTakeFirst();
+    if (!row?.content || this.state(row, this.clock.now()) !== 'available') return null;
+    return { lines: parseBatchInput(this.sealer.open(row.content, fileId), Number.MAX_SAFE_INTEGER), expiresAt: row.expires_at };
+  }
+
+  /** Writes a batch output or error file inside the caller's transaction; it gets the same hard TTL from now. */
+  async writeOutput(trx: Kysely<DB>, f: { accountId: string; keyId: string; batchId: string; filename: string; content: Buffer }): Promise<string> {
+    const now = this.clock.now();
+    const id = newId(PREFIX.file, 24);
+    await trx
+      .insertInto('files')
+      .values({
+        id,
+        account_id: f.accountId,
+        key_id: f.keyId,
+        purpose: 'batch_output',
+        filename: f.filename,
+        bytes: f.content.length,
+        lines: null,
+        endpoints: null,
+        content: this.sealer.seal(f.content, id),
+        batch_id: f.batchId,
+        created_at: now,
+        expires_at: new Date(now.getTime() + this.cfg.fileTtlSeconds * 1000),
+        content_destroyed_at: null,
+        content_destroyed_reason: null,
+        deleted_at: null,
+      })
+      .execute();
+    return id;
+  }
+
+  /** Destroys a batch input's content when its batch ends (inside the batch's final transaction). */
+  async destroyForBatch(trx: Kysely<DB>, fileId: string): Promise<void> {
+    const now = this.clock.now();
+    await trx.updateTable('files').set({ content: null, content_destroyed_at: now, content_destroyed_reason: 'batch_ended' }).where('id', '=', fileId).where('content', 'is not', null).execute();
+  }
+
+  /** Destroys the content of every file past its hard TTL (leader loop). */
+  async purgeExpired(): Promise<number> {
+    const now = this.clock.now();
+    let total = 0;
+    for (;;) {
+      const due = this.db.selectFrom('files').select('id').where('content', 'is not', null).where('expires_at', '<=', now).limit(PURGE_CHUNK);
+      const r = await this.db.updateTable('files').set({ content: null, content_destroyed_at: now, content_destroyed_reason: 'expired' }).where('id', 'in', due).executeTakeFirst();
+      const n = Number(r.numUpdatedRows);
+      total += n;
+      if (n < PURGE_CHUNK) return total;
+    }
+  }
+}

@@ -1,0 +1,74 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { ServiceError, type Clock } from '@svc/shared';
+import type { MediaConfig } from '../../config/media.ts';
+import { callerSignal } from '../inference/stream.ts';
+import type { InferenceService } from '../inference/service.ts';
+import { AssistantBody, AssistantReply } from './schemas.ts';
+
+/**
+ * A fixed-window request counter per client address, in memory (per process). Windows are measured on
+ * the injected clock; stale entries are pruned as the map grows.
+ */
+export class RateLimiter {
+  private readonly windows = new Map<string, { start: number; count: number }>();
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Counts one request; throws 429 rate_limited with retry_after (seconds) when the window is full. */
+  take(key: string): void {
+    const now = this.clock.now().getTime();
+    if (this.windows.size > 10_000) for (const [k, w] of this.windows) if (now - w.start >= this.windowMs) this.windows.delete(k);
+    let w = this.windows.get(key);
+    if (!w || now - w.start >= this.windowMs) {
+      w = { start: now, count: 0 };
+      this.windows.set(key, w);
+    }
+    if (w.count >= this.limit) {
+      const retry = Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000));
+      throw new ServiceError('rate_limited', `The keyless assistant takes ${this.limit} requests per ${this.windowMs / 1000} s per client; retry in ${retry} s`, { retry_after: retry });
+    }
+    w.count++;
+  }
+}
+
+const MAX_TOTAL_CHARS = 32_000;
+
+/**
+ * POST /v1/assistant: keyless, answered by SVC_ASSISTANT_MODEL through the inference backends without
+ * metering. It persists nothing and mints no receipt; it is rate limited per client address. Without a
+ * configured model the route is not registered (404 like any unknown route).
+ */
+export function assistantRoutes(app: FastifyInstance, d: { inference: InferenceService; config: MediaConfig['assistant']; clock: Clock }): void {
+  const model = d.config.model;
+  if (!model) return;
+  const limiter = new RateLimiter(d.config.rateLimit, d.config.rateWindowSeconds * 1000, d.clock);
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  r.post(
+    '/v1/assistant',
+    {
+      config: { auth: 'public' },
+      schema: {
+        tags: ['media'],
+        summary: `Keyless assistant: persists nothing, mints no receipt; ${d.config.rateLimit} requests per ${d.config.rateWindowSeconds} s per client (429 with Retry-After beyond)`,
+        body: AssistantBody,
+        response: { 200: AssistantReply },
+      },
+    },
+    async (req, reply) => {
+      const total = req.body.messages.reduce((n, m) => n + m.content.length, 0);
+      if (total > MAX_TOTAL_CHARS) throw new ServiceError('invalid_request', `messages: at most ${MAX_TOTAL_CHARS} characters in all`, { param: 'messages' });
+      limiter.take(req.ip);
+      const messages = [...(d.config.systemPrompt ? [{ role: 'system', content: d.config.systemPrompt }] : []), ...req.body.messages];
+      const maxTokens = Math.min(req.body.max_tokens ?? d.config.maxTokens, d.config.maxTokens);
+      const answer = await d.inference.completeUnmetered({ model, messages, max_tokens: maxTokens, stream: false }, callerSignal(reply));
+      const choice = (Array.isArray(answer.choices) ? answer.choices[0] : undefined) as { message?: { content?: unknown }; finish_reason?: unknown } | undefined;
+      const content = typeof choice?.message?.content === 'string' ? choice.message.content : null;
+      if (content === null) throw new ServiceError('upstream_error', 'The assistant model answered no text');
+      return { object: 'assistant.reply' as const, model, message: { role: 'assistant' as const, content }, finish_reason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : null };
+    },
+  );
+}

@@ -1,0 +1,232 @@
+import type { Kysely, Selectable } from 'kysely';
+import { ServiceError, Sealer, randomId, sha256Hex, type Clock } from '@svc/shared';
+import type { MediaConfig, MediaProvider, VideoModel } from '../../config/media.ts';
+import type { DB, VideoJobsTable } from '../../db/schema.ts';
+import type { Hold, Metering } from '../money/metering.ts';
+import type { ReceiptSigner } from '../money/signer.ts';
+import type { MediaCatalog } from './catalog.ts';
+import { signManifest } from './manifest.ts';
+import { UpstreamStatusError, mapped, type MediaClient } from './upstream.ts';
+
+export type JobRow = Selectable<VideoJobsTable>;
+export type Status = JobRow['status'];
+export const OPEN: Status[] = ['queued', 'running'];
+
+export interface VideoDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  catalog: MediaCatalog;
+  client: MediaClient;
+  /** Metering whose holds outlive the render time limit. */
+  metering: Metering;
+  signer: ReceiptSigner;
+  sealer: Sealer;
+  cfg: MediaConfig;
+}
+
+/** Everything but the sealed bytes. */
+export const META_COLUMNS = [
+  'id', 'account_id', 'key_id', 'request_id', 'model', 'provider', 'seconds', 'max_seconds', 'price_micro_usd_per_second', 'size', 'image_input', 'upstream_id',
+  'status', 'progress', 'hold', 'hold_micro_usd', 'cost_micro_usd', 'billed', 'duration_seconds', 'receipt', 'manifest', 'manifest_signature', 'asset_sha256',
+  'content_bytes', 'error', 'lock_token', 'locked_until', 'deadline_at', 'created_at', 'updated_at', 'completed_at', 'expires_at', 'content_destroyed_at',
+] as const;
+export type MetaRow = Omit<JobRow, 'content_sealed'>;
+
+/** An upstream video object (OpenAI Videos API). */
+export interface UpstreamVideo {
+  id?: unknown;
+  status?: unknown;
+  progress?: unknown;
+  seconds?: unknown;
+  error?: unknown;
+}
+
+const clampProgress = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? Math.max(0, Math.min(100, Math.round(v))) : fallback);
+
+/**
+ * The video job state machine, shared by creation, the leader's poll loop and cancel. Every transition of
+ * an open job happens under a short lease (`lock_token`, `locked_until`) taken with one conditional UPDATE,
+ * so the poll and a cancel never both settle or release one hold. queued/running follow the upstream;
+ * `completed` downloads the file, settles on its actual duration (never above the hold), signs the
+ * manifest and stores the file sealed (succeeded); `failed`, a lost upstream job or the render time limit
+ * release the hold (failed); cancel releases it (canceled). Succeeded jobs past expires_at become expired.
+ */
+export class VideoJobs {
+  constructor(readonly d: VideoDeps) {}
+
+  private get leaseMs() {
+    return 2 * this.d.cfg.timeoutMs + 60_000;
+  }
+
+  /** The job's provider; null when it was removed from the configuration since. */
+  provider(row: MetaRow): MediaProvider<VideoModel> | null {
+    return this.d.cfg.videoProviders.find((x) => x.name === row.provider) ?? null;
+  }
+
+  /** Takes the lease of an open job; null when it is closed or leased by someone else. */
+  async claim(id: string): Promise<{ row: MetaRow; token: string } | null> {
+    const now = this.d.clock.now();
+    const token = randomId(20);
+    const row = await this.d.db
+      .updateTable('video_jobs')
+      .set({ lock_token: token, locked_until: new Date(now.getTime() + this.leaseMs) })
+      .where('id', '=', id)
+      .where('status', 'in', OPEN)
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+      .returning(META_COLUMNS)
+      .executeTakeFirst();
+    return row ? { row: row as MetaRow, token } : null;
+  }
+
+  private async update(id: string, token: string, set: Partial<Record<keyof JobRow, unknown>>): Promise<MetaRow | undefined> {
+    const row = await this.d.db
+      .updateTable('video_jobs')
+      .set({ ...set, updated_at: this.d.clock.now(), lock_token: null, locked_until: null } as never)
+      .where('id', '=', id)
+      .where('lock_token', '=', token)
+      .returning(META_COLUMNS)
+      .executeTakeFirst();
+    return row as MetaRow | undefined;
+  }
+
+  /** Gives the lease back without a change. */
+  unlock(id: string, token: string) {
+    return this.update(id, token, {});
+  }
+
+  /** Applies an upstream video object to a leased job. */
+  async apply(row: MetaRow, token: string, v: UpstreamVideo): Promise<MetaRow | undefined> {
+    switch (v.status) {
+      case 'completed':
+        return this.finalize(row, token, v);
+      case 'failed': {
+        const msg = typeof (v.error as { message?: unknown } | null)?.message === 'string' ? (v.error as { message: string }).message.slice(0, 500) : 'the render failed upstream';
+        return this.close(row, token, 'failed', { type: 'upstream_error', message: msg });
+      }
+      case 'queued':
+        return this.update(row.id, token, { status: 'queued', progress: clampProgress(v.progress, row.progress) });
+      default: // in_progress, or a status this gateway does not know yet
+        return this.update(row.id, token, { status: 'running', progress: clampProgress(v.progress, row.progress) });
+    }
+  }
+
+  /** Releases the hold and closes the job unbilled (failed or canceled). */
+  async close(row: MetaRow, token: string, status: 'failed' | 'canceled', error: { type: string; message: string } | null): Promise<MetaRow | undefined> {
+    if (row.hold) await this.d.metering.release(row.hold as unknown as Hold);
+    return this.update(row.id, token, { status, hold: null, cost_micro_usd: 0, billed: false, error: error ? JSON.stringify(error) : null, completed_at: this.d.clock.now() });
+  }
+
+  /** Downloads, settles on the actual duration, signs the manifest, seals the file: succeeded. */
+  async finalize(row: MetaRow, token: string, v: UpstreamVideo): Promise<MetaRow | undefined> {
+    const provider = this.provider(row);
+    if (!provider) return this.close(row, token, 'failed', { type: 'upstream_error', message: `the provider ${row.provider} is no longer configured` });
+    let bytes: Buffer;
+    try {
+      bytes = await this.d.client.bytes(provider, `/videos/${encodeURIComponent(row.upstream_id!)}/content`);
+    } catch (e) {
+      await this.unlock(row.id, token); // the next poll tries again, until the render time limit
+      throw mapped(e);
+    }
+    if (bytes.length === 0) {
+      await this.unlock(row.id, token);
+      throw new ServiceError('upstream_error', `Provider ${provider.name} served an empty video`);
+    }
+    const reported = typeof v.seconds === 'number' ? v.seconds : typeof v.seconds === 'string' ? Number(v.seconds) : NaN;
+    const seconds = Number.isFinite(reported) && reported > 0 ? Math.min(reported, row.max_seconds) : row.seconds;
+    const hold = row.hold as unknown as Hold;
+    const digest = sha256Hex(bytes);
+    const cost = Math.min(Math.ceil(seconds * row.price_micro_usd_per_second), hold.amount);
+    const usage = {
+      costMicroUsd: cost,
+      kind: 'video',
+      model: row.model,
+      units: { seconds },
+      detail: { job_id: row.id, backend: `provider:${provider.name}`, size: row.size, requested_seconds: row.seconds, held_micro_usd: hold.amount, asset_sha256: digest },
+    };
+    const { receipt } = await this.d.metering.settle(hold, usage).catch(async (e: unknown) => {
+      await this.unlock(row.id, token);
+      throw e;
+    });
+    const now = this.d.clock.now();
+    const prov = signManifest(this.d.signer, { mediaType: 'video/mp4', assetSha256: digest, model: row.model, createdAt: now, receipt, jobId: row.id });
+    const done = await this.update(row.id, token, {
+      status: 'succeeded',
+      progress: 100,
+      hold: null,
+      cost_micro_usd: cost,
+      billed: true,
+      duration_seconds: seconds,
+      receipt: JSON.stringify({ payload: receipt.payload, canonical: receipt.canonical, hash: receipt.hash, signature: receipt.signature }),
+      manifest: JSON.stringify(prov.manifest),
+      manifest_signature: prov.signature,
+      asset_sha256: digest,
+      content_bytes: bytes.length,
+      content_sealed: this.d.sealer.seal(bytes, row.id),
+      completed_at: now,
+      expires_at: new Date(now.getTime() + this.d.cfg.video.ttlSeconds * 1000),
+    });
+    // The file is ours now; the upstream copy goes (best-effort).
+    await this.d.client.json(provider, 'DELETE', `/videos/${encodeURIComponent(row.upstream_id!)}`).catch(() => undefined);
+    return done;
+  }
+
+  /** One poll of a leased job: follow the upstream, or fail it at the render time limit. */
+  async refresh(row: MetaRow, token: string): Promise<MetaRow | undefined> {
+    const now = this.d.clock.now();
+    if (!row.upstream_id) return this.close(row, token, 'failed', { type: 'upstream_error', message: 'the render never started upstream' });
+    const provider = this.provider(row);
+    if (!provider) return this.close(row, token, 'failed', { type: 'upstream_error', message: `the provider ${row.provider} is no longer configured` });
+    const path = `/videos/${encodeURIComponent(row.upstream_id)}`;
+    if (now >= row.deadline_at) {
+      await this.d.client.json(provider, 'DELETE', path).catch(() => undefined);
+      return this.close(row, token, 'failed', { type: 'upstream_timeout', message: `the render did not finish within ${this.d.cfg.video.renderTimeoutSeconds} s` });
+    }
+    let v: UpstreamVideo;
+    try {
+      v = await this.d.client.json(provider, 'GET', path);
+    } catch (e) {
+      if (e instanceof UpstreamStatusError && e.status === 404) return this.close(row, token, 'failed', { type: 'upstream_error', message: 'the provider no longer knows this render' });
+      await this.unlock(row.id, token); // transient: the next poll tries again
+      throw mapped(e);
+    }
+    return this.apply(row, token, v);
+  }
+
+  /** The leader's loop: every open job once. */
+  async pollOpen(log?: (err: unknown, id: string) => void): Promise<number> {
+    const now = this.d.clock.now();
+    const open = await this.d.db
+      .selectFrom('video_jobs')
+      .select('id')
+      .where('status', 'in', OPEN)
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+      .orderBy('updated_at')
+      .limit(200)
+      .execute();
+    let n = 0;
+    for (const { id } of open) {
+      const c = await this.claim(id);
+      if (!c) continue;
+      try {
+        await this.refresh(c.row, c.token);
+        n++;
+      } catch (e) {
+        log?.(e, id);
+      }
+    }
+    return n;
+  }
+
+  /** Succeeded jobs past expires_at: expired, content destroyed. */
+  async expireDue(id?: string): Promise<number> {
+    const now = this.d.clock.now();
+    let q = this.d.db
+      .updateTable('video_jobs')
+      .set((eb) => ({ status: 'expired' as const, content_sealed: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
+      .where('status', '=', 'succeeded')
+      .where('expires_at', '<=', now);
+    if (id) q = q.where('id', '=', id);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows ?? 0);
+  }
+}
