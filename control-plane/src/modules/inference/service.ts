@@ -4,7 +4,7 @@ import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { Hold, Metering, Usage } from '../money/metering.ts';
 import type { InferenceBackends, StreamAnswer } from './backends.ts';
 import { holdPrice, type ModelCatalog, type ResolvedModel } from './catalog.ts';
-import { costMicroUsd, estimateChatInput, estimateEmbeddingInput } from './tokens.ts';
+import { boundChatInput, boundEmbeddingInput, costMicroUsd, estimateChatInput, estimateEmbeddingInput } from './tokens.ts';
 import { upstreamStreamError } from './upstream.ts';
 
 export type Endpoint = 'chat.completions' | 'messages' | 'responses' | 'embeddings';
@@ -55,6 +55,7 @@ export interface ChatSink {
 
 interface Prepared {
   model: ResolvedModel;
+  /** The local estimate, charged when the upstream reports no usage. */
   inputTokens: number;
   holdMicroUsd: number;
 }
@@ -93,8 +94,9 @@ export class InferenceService {
     const model = await this.catalog.resolve(String(body.model), 'chat');
     const price = holdPrice(model);
     const n = int(body.n) ?? 1;
-    const inputTokens = estimateChatInput(body);
-    return { model, inputTokens, holdMicroUsd: costMicroUsd(price, inputTokens, this.outputBound(price, body) * Math.max(1, n)) };
+    // The hold assumes the most prompt tokens the text can make (its UTF-8 bytes plus template margins), so
+    // the real count a tokenizer reports is charged in full; the ~4-characters estimate is only a fallback.
+    return { model, inputTokens: estimateChatInput(body), holdMicroUsd: costMicroUsd(price, boundChatInput(body), this.outputBound(price, body) * Math.max(1, n)) };
   }
 
   private hold(p: KeyPrincipal, prep: Prepared, ctx: CallContext): Promise<Hold> {
@@ -257,7 +259,7 @@ export class InferenceService {
   async embeddings(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; receipt: SignedReceipt }> {
     const model = await this.catalog.resolve(String(body.model), 'embeddings');
     const inputTokens = estimateEmbeddingInput(body.input);
-    const prep: Prepared = { model, inputTokens, holdMicroUsd: costMicroUsd(holdPrice(model), inputTokens, 0) };
+    const prep: Prepared = { model, inputTokens, holdMicroUsd: costMicroUsd(holdPrice(model), boundEmbeddingInput(body.input), 0) };
     const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {
       const a = await this.backends.json('embeddings', model, body, { signal: ctx.signal, accountId: p.accountId });
       if (a.node) a.body.model = model.id;
