@@ -54,22 +54,21 @@ const ProviderEntry = z
     models: z.array(z.object({ id: z.string().min(1).max(200), ...PriceEntry }).strict()).min(1).max(500),
   })
   .strict();
-const ProviderList = z
-  .array(ProviderEntry)
-  .max(64)
-  .superRefine((list, ctx) => {
-    const names = new Set<string>();
-    const models = new Map<string, string>();
-    for (const [i, p] of list.entries()) {
-      if (names.has(p.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate provider ${p.name}` });
-      names.add(p.name);
-      for (const [j, m] of p.models.entries()) {
-        const other = models.get(m.id);
-        if (other) ctx.addIssue({ code: 'custom', path: [i, 'models', j, 'id'], message: `model ${m.id} is already served by provider ${other}` });
-        models.set(m.id, p.name);
-      }
+/** Provider names are unique, and a model id belongs to one provider (chat, image and video lists alike). */
+export function uniqueProviders(list: Array<{ name: string; models: Array<{ id: string }> }>, ctx: z.RefinementCtx): void {
+  const names = new Set<string>();
+  const models = new Map<string, string>();
+  for (const [i, p] of list.entries()) {
+    if (names.has(p.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate provider ${p.name}` });
+    names.add(p.name);
+    for (const [j, m] of p.models.entries()) {
+      const other = models.get(m.id);
+      if (other) ctx.addIssue({ code: 'custom', path: [i, 'models', j, 'id'], message: `model ${m.id} is already served by provider ${other}` });
+      models.set(m.id, p.name);
     }
-  });
+  }
+}
+const ProviderList = z.array(ProviderEntry).max(64).superRefine(uniqueProviders);
 const NodePrices = z.record(z.string().min(1).max(200), z.object(PriceEntry).strict());
 
 type PriceInput = { input_micro_usd_per_mtok: number; output_micro_usd_per_mtok: number; context_tokens?: number | undefined; max_output_tokens?: number | undefined; embedding?: boolean | undefined };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { uniqueProviders } from './inference.ts';
 import { intWithDefault, jsonEnv } from './parse.ts';
 
 /**
@@ -92,19 +93,7 @@ function providers<M extends z.ZodType<{ id: string }>>(model: M) {
   return z
     .array(z.object({ name: providerName, base_url: baseUrl, api_key: z.string().min(1).optional(), models: z.array(model).min(1).max(200) }).strict())
     .max(32)
-    .superRefine((list, ctx) => {
-      const names = new Set<string>();
-      const models = new Map<string, string>();
-      for (const [i, p] of list.entries()) {
-        if (names.has(p.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate provider ${p.name}` });
-        names.add(p.name);
-        for (const [j, m] of p.models.entries()) {
-          const other = models.get(m.id);
-          if (other) ctx.addIssue({ code: 'custom', path: [i, 'models', j, 'id'], message: `model ${m.id} is already served by provider ${other}` });
-          models.set(m.id, p.name);
-        }
-      }
-    });
+    .superRefine(uniqueProviders);
 }
 const ImageProviders = providers(ImageEntry);
 const VideoProviders = providers(VideoEntry);
