@@ -1,7 +1,13 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEventsTable, WebhooksTable } from './schema-notifications.ts';
+import type { VideoJobsTable } from './schema-media.ts';
+import type { BatchLinesTable, BatchesTable, FilesTable } from './schema-batches.ts';
+export type * from './schema-notifications.ts';
+export type * from './schema-media.ts';
+export type * from './schema-batches.ts';
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
-type Json<T> = ColumnType<T, string, string>;
+export type Json<T> = ColumnType<T, string, string>;
 
 export interface AccountsTable {
   id: string;
@@ -266,6 +272,16 @@ export interface DB {
   idempotency_keys: IdempotencyKeysTable;
   billing_deposits: BillingDepositsTable;
   pay_requests: PayRequestsTable;
+  webhooks: WebhooksTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  balance_alerts: BalanceAlertsTable;
+  subscriptions: SubscriptionsTable;
+  video_jobs: VideoJobsTable;
+  files: FilesTable;
+  batches: BatchesTable;
+  batch_lines: BatchLinesTable;
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */
@@ -320,214 +336,3 @@ export interface PayRequestsTable {
   settlement: string | null;
   settlement_signature: string | null;
 }
-
-// ---- webhooks, balance alerts, subscriptions (issue 4, items 3-5): begin --------------------------------
-/** Interface merging adds these tables to DB above, so this block stays appended. */
-export interface DB {
-  webhooks: WebhooksTable;
-  webhook_events: WebhookEventsTable;
-  webhook_deliveries: WebhookDeliveriesTable;
-  webhook_attempts: WebhookAttemptsTable;
-  balance_alerts: BalanceAlertsTable;
-  subscriptions: SubscriptionsTable;
-}
-
-/** Webhook endpoints (webhooks module); the signing secret is sealed (AES-256-GCM, aad = webhook id), base64. */
-export interface WebhooksTable {
-  id: string;
-  account_id: string;
-  url: string;
-  /** Event types delivered; null means every event. */
-  events: Json<string[]> | null;
-  description: string | null;
-  secret_sealed: string;
-  enabled: Generated<boolean>;
-  created_at: Date;
-  disabled_at: Date | null;
-}
-
-/** The outbox: one row per emitted event. */
-export interface WebhookEventsTable {
-  id: string;
-  account_id: string;
-  type: string;
-  data: Json<Record<string, unknown>>;
-  created_at: Date;
-}
-
-/** One row per (event, webhook); sent by the leader's loop, retried on a schedule. */
-export interface WebhookDeliveriesTable {
-  id: string;
-  event_id: string;
-  webhook_id: string;
-  status: 'pending' | 'delivered' | 'failed' | 'canceled';
-  attempts: Generated<number>;
-  next_attempt_at: Date | null;
-  claim_token: string | null;
-  claimed_until: Date | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-/** Every delivery attempt (the deliveries route lists the last 50 of a webhook). */
-export interface WebhookAttemptsTable {
-  id: Generated<number>;
-  delivery_id: string;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  attempt: number;
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number;
-  outcome: 'delivered' | 'retrying' | 'failed';
-  at: Date;
-}
-
-/** The `balance_low` threshold of an account (alerts module); null means the deployment default. */
-export interface BalanceAlertsTable {
-  account_id: string;
-  threshold_micro_usd: number | null;
-  armed: boolean;
-  fired_at: Date | null;
-  updated_at: Date;
-}
-
-/** An account's plan (subscriptions module); no row means Free. */
-export interface SubscriptionsTable {
-  account_id: string;
-  plan_id: string;
-  period_start: Date;
-  /** End of the paid period; null on Free. */
-  period_end: Date | null;
-  auto_renew: boolean;
-  /** A plan change that takes effect at period_end (a switch to a plan that costs no more). */
-  scheduled_plan_id: string | null;
-  fee_micro_usd: Generated<number>;
-  created_at: Date;
-  updated_at: Date;
-}
-// ---- webhooks, balance alerts, subscriptions (issue 4, items 3-5): end ----------------------------------
-
-// ---- media: video jobs: begin ---------------------------------------------------------------------------
-export interface DB {
-  video_jobs: VideoJobsTable;
-}
-
-/** Video jobs (media module); no prompt is stored. `content_sealed` is the sealed file (aad = job id) until destroyed. */
-export interface VideoJobsTable {
-  id: string;
-  account_id: string;
-  key_id: string;
-  request_id: string;
-  model: string;
-  provider: string;
-  seconds: number;
-  max_seconds: number;
-  price_micro_usd_per_second: number;
-  size: string;
-  image_input: Generated<boolean>;
-  upstream_id: string | null;
-  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled' | 'expired';
-  progress: Generated<number>;
-  /** The open hold (money module's Hold), null once settled or released. */
-  hold: Json<Record<string, unknown>> | null;
-  hold_micro_usd: number;
-  cost_micro_usd: number | null;
-  billed: Generated<boolean>;
-  duration_seconds: number | null;
-  /** The signed receipt: {payload, canonical, hash, signature}. */
-  receipt: Json<Record<string, unknown>> | null;
-  manifest: Json<Record<string, unknown>> | null;
-  manifest_signature: string | null;
-  asset_sha256: string | null;
-  content_bytes: number | null;
-  content_sealed: Uint8Array | null;
-  error: Json<{ type: string; message: string }> | null;
-  lock_token: string | null;
-  locked_until: Date | null;
-  deadline_at: Date;
-  created_at: Date;
-  updated_at: Date;
-  completed_at: Date | null;
-  expires_at: Date | null;
-  content_destroyed_at: Date | null;
-}
-// ---- media: video jobs: end -----------------------------------------------------------------------------
-
-// ---- files and batches: begin -------------------------------------------------------------------------
-/** Interface merging adds these tables to DB above, so this block stays appended. */
-export interface DB {
-  files: FilesTable;
-  batches: BatchesTable;
-  batch_lines: BatchLinesTable;
-}
-
-/** Uploaded and batch-written files (files module); `content` is sealed (aad = id), null once destroyed. */
-export interface FilesTable {
-  n: Generated<number>;
-  id: string;
-  account_id: string;
-  key_id: string | null;
-  purpose: 'batch' | 'batch_output';
-  filename: string;
-  bytes: number;
-  /** Batch input: line count and the distinct line urls, checked against a batch's endpoint. */
-  lines: number | null;
-  endpoints: Json<string[]> | null;
-  content: Uint8Array | null;
-  /** The batch this input feeds (one batch per file), or the batch that wrote this output. */
-  batch_id: string | null;
-  created_at: Date;
-  expires_at: Date;
-  content_destroyed_at: Date | null;
-  content_destroyed_reason: 'deleted' | 'expired' | 'batch_ended' | null;
-  deleted_at: Date | null;
-}
-
-export type BatchStatus = 'validating' | 'in_progress' | 'finalizing' | 'completed' | 'failed' | 'expired' | 'cancelling' | 'cancelled';
-
-/** Batches (batches module): run under the key that created them, line by line, on the leader's loop. */
-export interface BatchesTable {
-  n: Generated<number>;
-  id: string;
-  account_id: string;
-  key_id: string;
-  endpoint: string;
-  input_file_id: string;
-  completion_window: string;
-  status: BatchStatus;
-  metadata: Json<Record<string, string>> | null;
-  errors: Json<Array<{ code: string; message: string; param: string | null; line: number | null }>> | null;
-  total: number;
-  completed: Generated<number>;
-  failed: Generated<number>;
-  output_file_id: string | null;
-  error_file_id: string | null;
-  created_at: Date;
-  expires_at: Date;
-  in_progress_at: Date | null;
-  finalizing_at: Date | null;
-  completed_at: Date | null;
-  failed_at: Date | null;
-  expired_at: Date | null;
-  cancelling_at: Date | null;
-  cancelled_at: Date | null;
-}
-
-/** One row per claimed line while its batch runs (deleted when it ends); `output` is the sealed answer (aad = request id). */
-export interface BatchLinesTable {
-  batch_id: string;
-  line: number;
-  custom_id: string;
-  request_id: string;
-  attempt: Generated<number>;
-  status: 'running' | 'succeeded' | 'failed';
-  status_code: number | null;
-  output: Uint8Array | null;
-  claimed_at: Date;
-  ended_at: Date | null;
-}
-// ---- files and batches: end ---------------------------------------------------------------------------
