@@ -144,6 +144,15 @@ describe('batched settlement', () => {
     expect(await metering.position(p.accountId)).toMatchObject({ held_micro_usd: 0 });
   });
 
+  it('holds and settles for a principal without keys (the keyless terminal)', async () => {
+    const p = await tenant(10_000);
+    const keyless: KeyPrincipal = { ...p, keyId: 'terminal', chain: [] };
+    const [a, b] = await Promise.all([hold(keyless, 4_000), hold(keyless, 4_000)]);
+    await expect(hold(keyless, 4_000)).rejects.toMatchObject({ type: 'insufficient_credit' });
+    await Promise.all([metering.settle(a, { costMicroUsd: 1_500, kind: 'test', units: {} }), metering.settle(b, { costMicroUsd: 500, kind: 'test', units: {} })]);
+    expect(await metering.position(p.accountId)).toMatchObject({ balance_micro_usd: 8_000, held_micro_usd: 0 });
+  });
+
   it('fails only the item whose hold belongs to another account', async () => {
     const a = await tenant(100_000);
     const b = await tenant(100_000);

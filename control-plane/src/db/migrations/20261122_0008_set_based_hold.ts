@@ -45,7 +45,7 @@ export async function up(db: Kysely<any>): Promise<void> {
           when 'invalid' then v_outcome := 'key_invalid'; v_key_id := v_chain[1];
           else null;
         end case;
-        foreach v_id in array (select array_agg(x order by x) from unnest(v_chain) x) loop
+        foreach v_id in array (select coalesce(array_agg(x order by x), array[]::text[]) from unnest(v_chain) x) loop
           exit when v_outcome <> 'held';
           v_key := keys->v_id;
           if v_key is null then continue; end if;
@@ -71,7 +71,7 @@ export async function up(db: Kysely<any>): Promise<void> {
         acc := jsonb_set(acc, array[v_account], jsonb_build_array(v_bal, v_held + v_amount));
         v_acct_delta := jsonb_set(v_acct_delta, array[v_account], to_jsonb(coalesce((v_acct_delta->>v_account)::bigint, 0) + v_amount));
         if v_keys then
-          foreach v_id in array v_chain loop
+          foreach v_id in array coalesce(v_chain, array[]::text[]) loop
             if keys ? v_id then
               keys := jsonb_set(keys, array[v_id, '2'], to_jsonb((keys->v_id->>2)::bigint + v_amount));
               v_key_delta := jsonb_set(v_key_delta, array[v_id], to_jsonb(coalesce((v_key_delta->>v_id)::bigint, 0) + v_amount));
