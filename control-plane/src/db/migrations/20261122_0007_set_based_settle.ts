@@ -8,12 +8,12 @@ import { sql, type Kysely } from 'kysely';
  * (as svc_hold takes them), then holds are closed, balances, keys, ledger, usage events and receipts are
  * written, each in one pass. An item's `balance_after` is the account's balance after that item, in batch
  * order, exactly as the item-by-item path computed it. Items that extend a run keep the item-by-item path,
- * which checks and advances the run's hash chain under its advisory lock.
+ * which checks and advances the run's hash chain under its advisory lock. Plans are generic (see 0008).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`
     create or replace function svc_settle_many(p_items jsonb, p_now timestamptz, p_window_s integer)
-    returns jsonb language plpgsql as $fn$
+    returns jsonb language plpgsql set plan_cache_mode = force_generic_plan as $fn$
     declare it jsonb; v_res jsonb; v_out jsonb := '[]'::jsonb; v_events jsonb := '[]'::jsonb; v_set jsonb; v_chunk jsonb;
     begin
       -- Run chain items, one by one.

