@@ -351,4 +351,40 @@ describe('a control-plane restart', () => {
       await first.close();
     }
   });
+
+  it('keeps webhooks off private, loopback and link-local addresses unless SVC_WEBHOOK_ALLOW_PRIVATE is on', async () => {
+    const first = await startTestGateway({ persistent: true, env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
+    let second: TestGateway | undefined;
+    try {
+      const s = await first.signIn();
+      for (const url of ['http://127.0.0.1:9/x', 'http://localhost:9/', 'http://10.1.2.3/in', 'http://[::1]:9/', 'http://169.254.169.254/latest/meta-data', 'http://[::ffff:192.168.1.1]/', 'http://100.64.0.1/']) {
+        const r = await call(s.client, 'POST', '/v1/webhooks', { url });
+        expect(r.status, url).toBe(400);
+        expect(r.body.error).toMatchObject({ type: 'invalid_request', param: 'url' });
+      }
+      expect((await call(s.client, 'GET', '/v1/webhooks')).body).toEqual([]);
+      // A public address is accepted (nothing is sent at creation).
+      expect((await call(s.client, 'POST', '/v1/webhooks', { url: 'http://93.184.216.34/hooks' })).status).toBe(201);
+      await first.stop();
+
+      // Allowed on the next start: a loopback receiver is created; then off again, its delivery is refused.
+      const rec = await receiver();
+      second = await startTestGateway({ share: { databaseUrl: first.databaseUrl, dataDir: first.dataDir }, clock: first.clock, env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+      const session = second.client.withCredential({ kind: 'session', token: s.token });
+      const hook = await newHook(session, rec.url);
+      await second.stop();
+      const third = await startTestGateway({ share: { databaseUrl: first.databaseUrl, dataDir: first.dataDir }, clock: first.clock, env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
+      second = third;
+      const mine = third.client.withCredential({ kind: 'session', token: s.token });
+      expect((await call(mine, 'POST', `/v1/webhooks/${hook.id}/test`)).status).toBeLessThan(300);
+      await third.gw.leader.runAllOnce();
+      expect(rec.hits).toHaveLength(0);
+      const [attempt] = await deliveries(mine, hook.id);
+      expect(attempt).toMatchObject({ attempt: 1, outcome: 'retrying', status_code: null });
+      expect(attempt!.error).toMatch(/^refused: 127\.0\.0\.1 is this machine/);
+    } finally {
+      await second?.stop();
+      await first.close();
+    }
+  });
 });

@@ -187,7 +187,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     inference: inferenceConfig(e), // inference (issue 7)
     plans: e.SVC_PLANS, // subscriptions (issue 4 item 5)
     balanceLowDefaultMicroUsd: e.SVC_BALANCE_LOW_DEFAULT_MICRO_USD, // alerts (issue 4 item 4)
-    webhooks: { timeoutMs: e.SVC_WEBHOOK_TIMEOUT_SECONDS * 1000 }, // webhooks (issue 4 item 3)
+    webhooks: { timeoutMs: e.SVC_WEBHOOK_TIMEOUT_SECONDS * 1000, allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE }, // webhooks (issue 4 item 3)
     batches: batchesConfig(e), // files and batches
     media: mediaConfig(e), // media (images, videos, assistant)
   };

@@ -117,7 +117,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   if (config.sandbox.terminal.enabled) await ensureTerminalAccount(db, clock.now());
   const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference (issue 7)
   // webhooks, balance alerts, plans and subscriptions (issue 4, items 3-5)
-  const self = { publicUrl: config.publicUrl, port: config.port, host: config.host };
+  const self = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate };
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });

@@ -61,6 +61,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     SVC_ADMIN_TOKEN: ADMIN_TOKEN,
     SVC_METRICS_TOKEN: METRICS_TOKEN,
     SVC_LOG_LEVEL: 'silent',
+    SVC_WEBHOOK_ALLOW_PRIVATE: 'true', // receivers run on loopback; test/webhooks.test.ts checks the default (off)
     ...opts.env,
   });
   const clock = opts.clock ?? new ManualClock(Date.now());

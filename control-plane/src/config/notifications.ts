@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { intWithDefault, jsonEnv } from './parse.ts';
+import { flag, intWithDefault, jsonEnv } from './parse.ts';
 
 /**
  * Subscription plans as JSON in SVC_PLANS, e.g.
@@ -77,8 +77,15 @@ export const notificationsEnv = {
   SVC_BALANCE_LOW_DEFAULT_MICRO_USD: intWithDefault(1_000_000, 0),
   /** How long one webhook delivery attempt may take before it counts as failed. */
   SVC_WEBHOOK_TIMEOUT_SECONDS: intWithDefault(10, 1, 60),
+  /**
+   * Whether webhooks may target private, loopback, link-local and other non-public addresses. Off by
+   * default: a webhook URL is chosen by a customer, and the gateway must not become their way into the
+   * network it runs in (cloud metadata at 169.254.169.254, internal services). Turn on for local development.
+   */
+  SVC_WEBHOOK_ALLOW_PRIVATE: flag(false),
 };
 
 export interface WebhookConfig {
   timeoutMs: number;
+  allowPrivate: boolean;
 }

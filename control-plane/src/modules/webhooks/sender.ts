@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { Sealer, randomId, type Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import { signatureHeaders } from './signing.ts';
-import { pointsAtGateway, type SelfAddress } from './url.ts';
+import { assertPublicTarget, pointsAtGateway, type SelfAddress } from './url.ts';
 
 /**
  * Retry schedule: after a failed attempt n (non-2xx, redirect, network error or timeout) the next attempt
@@ -106,6 +106,9 @@ export class WebhookSender {
     try {
       const url = new URL(row.url);
       if (pointsAtGateway(url, this.opts.self)) throw new Refused('refused: the URL points at this gateway');
+      await assertPublicTarget(url, this.opts.self.allowPrivate).catch((e: Error) => {
+        throw new Refused(e.message);
+      });
       const secret = this.sealer.open(Buffer.from(row.secret_sealed, 'base64'), row.webhook_id).toString('utf8');
       const res = await this.fetchImpl(url, {
         method: 'POST',

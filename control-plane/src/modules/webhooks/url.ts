@@ -1,4 +1,5 @@
-import { isIP } from 'node:net';
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { invalid } from '@svc/shared';
 
@@ -9,6 +10,48 @@ export interface SelfAddress {
   port: number;
   /** The address this process binds (HOST). */
   host: string;
+  /** Webhooks may target private, loopback and link-local addresses (SVC_WEBHOOK_ALLOW_PRIVATE). */
+  allowPrivate: boolean;
+}
+
+/** Addresses that are not on the public internet: webhooks stay away from them unless allowed. */
+const NOT_PUBLIC = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24],
+  ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) NOT_PUBLIC.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64]] as const) NOT_PUBLIC.addSubnet(net, bits, 'ipv6');
+
+/** True for an IP address that is private, loopback, link-local, shared, reserved or multicast (IPv4-mapped and NAT64 forms too). */
+export function isNonPublicAddress(address: string): boolean {
+  const a = address.toLowerCase().replace(/^\[|\]$/g, '');
+  const family = isIP(a);
+  if (family === 4) return NOT_PUBLIC.check(a, 'ipv4');
+  if (family !== 6) return false;
+  const embedded = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(a)?.[1] ?? hexV4(/^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a));
+  if (embedded) return NOT_PUBLIC.check(embedded, 'ipv4');
+  return NOT_PUBLIC.check(a, 'ipv6');
+}
+
+function hexV4(m: RegExpExecArray | null): string | undefined {
+  if (!m) return undefined;
+  const hi = parseInt(m[1]!, 16);
+  const lo = parseInt(m[2]!, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+/**
+ * Resolves a webhook host right before a delivery and refuses it when any address it resolves to is not
+ * public (unless allowed). Checked on every attempt, so a name that later resolves somewhere private is
+ * caught; the connection itself resolves again, a window DNS rebinding could use only within one lookup TTL.
+ */
+export async function assertPublicTarget(u: URL, allowPrivate: boolean): Promise<void> {
+  if (allowPrivate) return;
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (isLoopbackHost(host)) throw new Error(`refused: ${host} is this machine (SVC_WEBHOOK_ALLOW_PRIVATE is off)`);
+  const addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+  const bad = addresses.find(isNonPublicAddress);
+  if (bad) throw new Error(`refused: ${host} resolves to the non-public address ${bad} (SVC_WEBHOOK_ALLOW_PRIVATE is off)`);
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback']);
@@ -35,8 +78,10 @@ const effectivePort = (u: URL) => (u.port ? Number(u.port) : u.protocol === 'htt
 
 /**
  * Checks a webhook URL and returns it normalized. Refused (400, param `url`): anything but http(s), URLs
- * with credentials, and URLs that point at the gateway itself (its public origin, or loopback or its own
- * bind address at the port it listens on), which would let a webhook call the gateway's own API.
+ * with credentials, URLs that point at the gateway itself (its public origin, or loopback or its own
+ * bind address at the port it listens on), which would let a webhook call the gateway's own API, and,
+ * unless SVC_WEBHOOK_ALLOW_PRIVATE is on, loopback names and non-public IP literals. Names are resolved at
+ * each delivery (assertPublicTarget).
  */
 export function checkWebhookUrl(raw: string, self: SelfAddress): string {
   let u: URL;
@@ -49,6 +94,9 @@ export function checkWebhookUrl(raw: string, self: SelfAddress): string {
   if (u.username || u.password) throw invalid('url: must not carry credentials (user:password@); authenticate deliveries by their signature', 'url');
   if (!u.hostname) throw invalid('url: needs a host', 'url');
   if (pointsAtGateway(u, self)) throw invalid('url: must not point at this gateway', 'url');
+  if (!self.allowPrivate && (isLoopbackHost(u.hostname) || isNonPublicAddress(u.hostname))) {
+    throw invalid('url: must be a public address, not a private, loopback or link-local one (SVC_WEBHOOK_ALLOW_PRIVATE is off)', 'url');
+  }
   return u.toString();
 }
 
