@@ -166,3 +166,20 @@ describe('batched settlement', () => {
     expect((await metering.position(b.accountId)).balance_micro_usd).toBe(100_000);
   });
 });
+
+describe('credits', () => {
+  it('credits a (kind, ref) once, however many credits of it race, from one account or several', async () => {
+    const a = await tenant(0);
+    const b = await tenant(0);
+    const same = await Promise.all(Array.from({ length: 20 }, () => metering.credit(a.accountId, 5_000, 'deposit', 'tx-race-1')));
+    expect(same.filter((r) => r.credited)).toHaveLength(1);
+    expect(same.every((r) => r.credited || r.balanceMicroUsd >= 0)).toBe(true);
+    const across = await Promise.all(Array.from({ length: 10 }, (_, i) => metering.credit((i % 2 ? a : b).accountId, 7_000, 'deposit', 'tx-race-2')));
+    expect(across.filter((r) => r.credited)).toHaveLength(1);
+    const total = (await metering.position(a.accountId)).balance_micro_usd + (await metering.position(b.accountId)).balance_micro_usd;
+    expect(total).toBe(5_000 + 7_000);
+    const rows = await database.db.selectFrom('ledger_entries').select(['account_id', 'amount_micro_usd', 'balance_after_micro_usd']).where('ref', 'in', ['tx-race-1', 'tx-race-2']).execute();
+    expect(rows).toHaveLength(2);
+    for (const r of rows) expect(Number(r.balance_after_micro_usd)).toBe((await metering.position(r.account_id)).balance_micro_usd);
+  });
+});
