@@ -381,7 +381,7 @@ describe('a control-plane restart', () => {
       expect(rec.hits).toHaveLength(0);
       const [attempt] = await deliveries(mine, hook.id);
       expect(attempt).toMatchObject({ attempt: 1, outcome: 'retrying', status_code: null });
-      expect(attempt!.error).toMatch(/^refused: 127\.0\.0\.1 is this machine/);
+      expect(attempt!.error).toMatch(/^refused: 127\.0\.0\.1 is not a public address/);
     } finally {
       await second?.stop();
       await first.close();

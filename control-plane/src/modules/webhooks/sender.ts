@@ -2,7 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import { Sealer, randomId, type Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import { signatureHeaders } from './signing.ts';
-import { assertPublicTarget, pointsAtGateway, type SelfAddress } from './url.ts';
+import { Refused, postDelivery } from './post.ts';
+import { pointsAtGateway, type SelfAddress } from './url.ts';
 
 /**
  * Retry schedule: after a failed attempt n (non-2xx, redirect, network error or timeout) the next attempt
@@ -32,7 +33,6 @@ interface Claimed {
 export interface SenderOptions {
   timeoutMs: number;
   self: SelfAddress;
-  fetch?: typeof fetch;
 }
 
 /**
@@ -43,7 +43,6 @@ export interface SenderOptions {
  */
 export class WebhookSender {
   private readonly sealer: Sealer;
-  private readonly fetchImpl: typeof fetch;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -52,7 +51,6 @@ export class WebhookSender {
     private readonly opts: SenderOptions,
   ) {
     this.sealer = new Sealer(sealKey);
-    this.fetchImpl = opts.fetch ?? fetch;
   }
 
   /** Sends every delivery due now (in batches); returns how many attempts were made. */
@@ -106,19 +104,13 @@ export class WebhookSender {
     try {
       const url = new URL(row.url);
       if (pointsAtGateway(url, this.opts.self)) throw new Refused('refused: the URL points at this gateway');
-      await assertPublicTarget(url, this.opts.self.allowPrivate).catch((e: Error) => {
-        throw new Refused(e.message);
-      });
       const secret = this.sealer.open(Buffer.from(row.secret_sealed, 'base64'), row.webhook_id).toString('utf8');
-      const res = await this.fetchImpl(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'svc-gateway-webhooks/1', ...signatureHeaders(secret, row.event_id, at, body) },
+      status = await postDelivery(
+        url,
+        { 'content-type': 'application/json', 'user-agent': 'svc-gateway-webhooks/1', ...signatureHeaders(secret, row.event_id, at, body) },
         body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
-      });
-      status = res.status;
-      await res.body?.cancel().catch(() => undefined);
+        { allowPrivate: this.opts.self.allowPrivate, signal: AbortSignal.timeout(this.opts.timeoutMs) },
+      );
       if (status < 200 || status > 299) error = status >= 300 && status < 400 ? `HTTP ${status} (redirects are not followed)` : `HTTP ${status}`;
     } catch (e) {
       error = describe(e, this.opts.timeoutMs);
@@ -161,8 +153,6 @@ export class WebhookSender {
     return r.rows.length;
   }
 }
-
-class Refused extends Error {}
 
 function describe(e: unknown, timeoutMs: number): string {
   if (e instanceof Refused) return e.message;

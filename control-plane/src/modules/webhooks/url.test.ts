@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { assertPublicTarget, isNonPublicAddress } from './url.ts';
+import { Refused, guardedLookup, postDelivery } from './post.ts';
+import { isNonPublicAddress } from './url.ts';
 
 describe('isNonPublicAddress', () => {
   it.each([
@@ -9,11 +10,20 @@ describe('isNonPublicAddress', () => {
   it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8', 'example.com'])('allows %s', (a) => expect(isNonPublicAddress(a)).toBe(false));
 });
 
-describe('assertPublicTarget', () => {
-  it('refuses loopback names and non-public literals unless allowed, without a DNS lookup for literals', async () => {
-    await expect(assertPublicTarget(new URL('http://localhost:8080/x'), false)).rejects.toThrow(/is this machine/);
-    await expect(assertPublicTarget(new URL('http://[fd00::5]/x'), false)).rejects.toThrow(/non-public address fd00::5/);
-    await expect(assertPublicTarget(new URL('http://10.9.8.7/x'), true)).resolves.toBeUndefined();
-    await expect(assertPublicTarget(new URL('http://93.184.216.34/x'), false)).resolves.toBeUndefined();
+describe('postDelivery', () => {
+  const signal = () => AbortSignal.timeout(5000);
+  it('refuses loopback names and non-public literals unless allowed, before connecting', async () => {
+    await expect(postDelivery(new URL('http://localhost:9/x'), {}, '{}', { allowPrivate: false, signal: signal() })).rejects.toThrow(/localhost is not a public address/);
+    await expect(postDelivery(new URL('http://[fd00::5]/x'), {}, '{}', { allowPrivate: false, signal: signal() })).rejects.toBeInstanceOf(Refused);
+  });
+
+  it('connects only to the addresses it checked: a name that resolves to loopback is refused', async () => {
+    // localhost.localdomain style names are caught by name; this one is resolved by the system resolver.
+    const lookup = guardedLookup(false);
+    const err = await new Promise<Error | null>((resolve) => lookup('localhost', { all: true }, (e) => resolve(e)));
+    expect(err).toBeInstanceOf(Refused);
+    expect(err!.message).toMatch(/resolves to the non-public address (127\.0\.0\.1|::1)/);
+    const ok = await new Promise<unknown>((resolve) => guardedLookup(true)('localhost', { all: true }, (e, a) => resolve(e ?? a)));
+    expect(Array.isArray(ok)).toBe(true);
   });
 });

@@ -1,4 +1,3 @@
-import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { invalid } from '@svc/shared';
@@ -40,19 +39,6 @@ function hexV4(m: RegExpExecArray | null): string | undefined {
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
-/**
- * Resolves a webhook host right before a delivery and refuses it when any address it resolves to is not
- * public (unless allowed). Checked on every attempt, so a name that later resolves somewhere private is
- * caught; the connection itself resolves again, a window DNS rebinding could use only within one lookup TTL.
- */
-export async function assertPublicTarget(u: URL, allowPrivate: boolean): Promise<void> {
-  if (allowPrivate) return;
-  const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (isLoopbackHost(host)) throw new Error(`refused: ${host} is this machine (SVC_WEBHOOK_ALLOW_PRIVATE is off)`);
-  const addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
-  const bad = addresses.find(isNonPublicAddress);
-  if (bad) throw new Error(`refused: ${host} resolves to the non-public address ${bad} (SVC_WEBHOOK_ALLOW_PRIVATE is off)`);
-}
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback']);
 
@@ -81,7 +67,7 @@ const effectivePort = (u: URL) => (u.port ? Number(u.port) : u.protocol === 'htt
  * with credentials, URLs that point at the gateway itself (its public origin, or loopback or its own
  * bind address at the port it listens on), which would let a webhook call the gateway's own API, and,
  * unless SVC_WEBHOOK_ALLOW_PRIVATE is on, loopback names and non-public IP literals. Names are resolved at
- * each delivery (assertPublicTarget).
+ * each delivery, and the connection goes only to the addresses checked (post.ts).
  */
 export function checkWebhookUrl(raw: string, self: SelfAddress): string {
   let u: URL;
