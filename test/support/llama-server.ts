@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp';
 import { tinyLlamaPath } from './gguf.ts';
+import { readBody } from './http.ts';
 
 /**
  * A minimal OpenAI-compatible server on loopback backed by a real engine: llama.cpp through node-llama-cpp,
@@ -138,14 +139,6 @@ async function generate(
   return { promptTokens: prompt.length, completionTokens: generated, text: text.text, finishReason: generated >= limit ? 'length' : 'stop' };
 }
 
-const read = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    let s = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (s += d));
-    req.on('end', () => resolve(s));
-    req.on('error', reject);
-  });
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { 'content-type': 'application/json' });
@@ -210,7 +203,7 @@ export async function startLlamaServer(opts: { modelPath?: string; modelName?: s
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return error(res, 404, `no route ${req.method} ${req.url}`, 'not_found_error');
       let body: Record<string, any>;
       try {
-        body = JSON.parse(await read(req)) as Record<string, any>;
+        body = JSON.parse(await readBody(req)) as Record<string, any>;
       } catch {
         return error(res, 400, 'the body is not JSON');
       }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { crc32, deflateSync } from 'node:zlib';
+import { readBody } from './http.ts';
 
 /**
  * A real HTTP server on loopback speaking OpenAI's images and videos APIs, standing in for a media
@@ -93,14 +94,6 @@ function mp4(id: string, bytes = 4096): Buffer {
   return Buffer.concat([ftyp, filler]);
 }
 
-const read = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    let s = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (s += d));
-    req.on('end', () => resolve(s));
-    req.on('error', reject);
-  });
 
 export async function startMediaUpstream(): Promise<MediaUpstream> {
   const requests: MediaRequest[] = [];
@@ -109,7 +102,7 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
   const images: string[] = [];
   let n = 0;
   const server: Server = createServer(async (req, res) => {
-    const text = await read(req);
+    const text = await readBody(req);
     let body: Record<string, any> = {};
     try {
       body = text ? JSON.parse(text) : {};

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { readBody } from './http.ts';
 
 /**
  * A real OpenAI-compatible server on loopback, standing in for a provider or a node's local server
@@ -54,14 +55,6 @@ function promptTokens(messages: Array<{ content?: unknown }>): number {
   return n;
 }
 
-const read = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    let s = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (s += d));
-    req.on('end', () => resolve(s));
-    req.on('error', reject);
-  });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -70,7 +63,7 @@ export async function startUpstream(): Promise<TestUpstream> {
   const switches: UpstreamSwitches = { ...DEFAULTS };
   let n = 0;
   const server: Server = createServer(async (req, res) => {
-    const body = JSON.parse((await read(req)) || '{}') as Record<string, any>;
+    const body = JSON.parse((await readBody(req)) || '{}') as Record<string, any>;
     const rec: UpstreamRequest = { path: req.url ?? '', body, authorization: req.headers.authorization, aborted: false, chunksSent: 0 };
     requests.push(rec);
     res.on('close', () => {
