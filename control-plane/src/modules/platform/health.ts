@@ -45,15 +45,17 @@ export class HealthService {
     const from = new Date(until.getTime() - windowSeconds * 1000);
     const bucket = this.sampleSeconds;
     const r = await sql<{ healthy: number; recorded: number; first: Date | null }>`
-      select count(*) filter (where ok)::int as healthy, count(*)::int as recorded, min(b) as first from (
-        select to_timestamp(floor(extract(epoch from at) / ${bucket}) * ${bucket}) as b, bool_or(ok) as ok
+      select count(*) filter (where ok)::int as healthy, count(*)::int as recorded, min(first_at) as first from (
+        select to_timestamp(floor(extract(epoch from at) / ${bucket}) * ${bucket}) as b, bool_or(ok) as ok, min(at) as first_at
         from health_samples where at > ${from} and at <= ${until} group by 1
       ) s`.execute(this.db);
     const row = r.rows[0] ?? { healthy: 0, recorded: 0, first: null };
-    // Expected samples run from the first ever sample inside the window (a new deployment is not "down" before it existed).
+    // Expected samples: one per interval from the first sample inside the window (a new deployment is not
+    // "down" before it existed) up to `until`, counting only samples already due, whatever the phase of the
+    // first sample within its interval.
     const first = row.first ? new Date(row.first) : null;
-    const span = first ? Math.max(bucket, (until.getTime() - first.getTime()) / 1000 + bucket) : 0;
-    const expected = first ? Math.max(row.recorded, Math.floor(span / bucket)) : 0;
+    const due = first ? Math.floor((until.getTime() - first.getTime()) / 1000 / bucket) + 1 : 0;
+    const expected = first ? Math.max(row.recorded, due) : 0;
     return {
       window_seconds: windowSeconds,
       samples_expected: expected,
