@@ -178,8 +178,14 @@ describe('credits', () => {
     expect(across.filter((r) => r.credited)).toHaveLength(1);
     const total = (await metering.position(a.accountId)).balance_micro_usd + (await metering.position(b.accountId)).balance_micro_usd;
     expect(total).toBe(5_000 + 7_000);
-    const rows = await database.db.selectFrom('ledger_entries').select(['account_id', 'amount_micro_usd', 'balance_after_micro_usd']).where('ref', 'in', ['tx-race-1', 'tx-race-2']).execute();
+    const rows = await database.db.selectFrom('ledger_entries').select('id').where('ref', 'in', ['tx-race-1', 'tx-race-2']).execute();
     expect(rows).toHaveLength(2);
-    for (const r of rows) expect(Number(r.balance_after_micro_usd)).toBe((await metering.position(r.account_id)).balance_micro_usd);
+    // Each account's ledger adds up to its balance, entry by entry.
+    for (const p of [a, b]) {
+      const entries = await database.db.selectFrom('ledger_entries').select(['amount_micro_usd', 'balance_after_micro_usd']).where('account_id', '=', p.accountId).orderBy('id').execute();
+      let sum = 0;
+      for (const e of entries) expect(Number(e.balance_after_micro_usd)).toBe((sum += Number(e.amount_micro_usd)));
+      expect(sum).toBe((await metering.position(p.accountId)).balance_micro_usd);
+    }
   });
 });
