@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { loadConfig } from '../control-plane/src/config.ts';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
 
 /**
@@ -20,9 +20,7 @@ beforeAll(async () => {
   [t, bare] = await Promise.all([
     startTestGateway({
       env: {
-        SVC_BILLING_ENFORCED: 'true',
-        SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-        SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+        ...ENFORCED_BILLING,
         SVC_INFERENCE_TIMEOUT_SECONDS: '3',
         SVC_PROVIDERS: JSON.stringify([{ name: 'local', base_url: up.url, api_key: 'sk-upstream-test', models: [{ id: 'test-chat', input_micro_usd_per_mtok: 2_000_000, output_micro_usd_per_mtok: 5_000_000 }] }]),
         SVC_ASSISTANT_MODEL: 'test-chat',

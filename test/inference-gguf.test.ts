@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { RECEIPT_HEADERS } from '@svc/shared';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
 import { renderPrompt, startLlamaServer, type LlamaServer } from './support/llama-server.ts';
 import { boundChatInput, estimateChatInput } from '../control-plane/src/modules/inference/tokens.ts';
@@ -31,9 +31,7 @@ beforeAll(async () => {
   llm = await startLlamaServer({ modelName: 'tiny-llama:q0' });
   t = await startTestGateway({
     env: {
-      SVC_BILLING_ENFORCED: 'true',
-      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      ...ENFORCED_BILLING,
       SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: { input_micro_usd_per_mtok: IN_PRICE, output_micro_usd_per_mtok: OUT_PRICE } }),
     },
   });

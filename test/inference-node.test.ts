@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { RECEIPT_HEADERS } from '@svc/shared';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
 import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
 
@@ -27,9 +27,7 @@ beforeAll(async () => {
   t = await startTestGateway({
     reconnectGraceMs: 1500,
     env: {
-      SVC_BILLING_ENFORCED: 'true',
-      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      ...ENFORCED_BILLING,
       SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 3_000_000 } }),
     },
   });

@@ -5,7 +5,7 @@ import { verifyMessage } from 'ethers';
 import { RECEIPT_HEADERS, SseParser, estimateTokens } from '@svc/shared';
 import { estimateChatInput } from '../control-plane/src/modules/inference/tokens.ts';
 import { loadConfig } from '../control-plane/src/config.ts';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, fundedKey, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
 import { until } from './support/agent.ts';
 
@@ -27,9 +27,7 @@ beforeAll(async () => {
   up = await startUpstream();
   t = await startTestGateway({
     env: {
-      SVC_BILLING_ENFORCED: 'true',
-      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      ...ENFORCED_BILLING,
       SVC_INFERENCE_TIMEOUT_SECONDS: '3',
       SVC_PROVIDERS: JSON.stringify([
         {
@@ -55,11 +53,7 @@ afterAll(async () => {
 });
 beforeEach(() => up.reset());
 
-async function funded(micro: number) {
-  const s = await t.signIn();
-  if (micro > 0) await t.gw.services.metering.credit(s.accountId, micro, 'grant', `test-${s.accountId}`);
-  return { accountId: s.accountId, key: (await s.client.createKey()).key };
-}
+const funded = (micro: number) => fundedKey(t, micro);
 const position = (id: string) => t.gw.services.metering.position(id);
 async function receipt(id: string) {
   const row = await t.gw.database.db.selectFrom('receipts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();

@@ -6,7 +6,7 @@ import { Wallet, verifyMessage } from 'ethers';
 import canonicalizeJson from 'canonicalize';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { loadConfig } from '../control-plane/src/config.ts';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, fundedKey, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startMediaUpstream, type MediaUpstream } from './support/media-upstream.ts';
 
 /**
@@ -25,9 +25,7 @@ beforeAll(async () => {
   up = await startMediaUpstream();
   t = await startTestGateway({
     env: {
-      SVC_BILLING_ENFORCED: 'true',
-      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      ...ENFORCED_BILLING,
       SVC_MEDIA_TIMEOUT_SECONDS: '5',
       SVC_IMAGE_PROVIDERS: JSON.stringify([
         {
@@ -52,11 +50,7 @@ afterAll(async () => {
 });
 beforeEach(() => up.reset());
 
-async function funded(micro: number) {
-  const s = await t.signIn();
-  if (micro > 0) await t.gw.services.metering.credit(s.accountId, micro, 'grant', `test-${s.accountId}`);
-  return { accountId: s.accountId, key: (await s.client.createKey()).key };
-}
+const funded = (micro: number) => fundedKey(t, micro);
 const position = (id: string) => t.gw.services.metering.position(id);
 const sha256 = (b: Uint8Array | string) => createHash('sha256').update(b).digest('hex');
 async function post(path: string, body: unknown, key?: string) {

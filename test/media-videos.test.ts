@@ -5,7 +5,7 @@ import canonicalizeJson from 'canonicalize';
 import { Sealer } from '@svc/shared';
 import type { SvcClient } from '@svc/shared/client';
 import { call } from './support/call.ts';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, fundedKey, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { makePng, startMediaUpstream, type MediaUpstream } from './support/media-upstream.ts';
 
 /**
@@ -32,9 +32,7 @@ beforeAll(async () => {
   up = await startMediaUpstream();
   t = await startTestGateway({
     env: {
-      SVC_BILLING_ENFORCED: 'true',
-      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      ...ENFORCED_BILLING,
       SVC_MEDIA_TIMEOUT_SECONDS: '5',
       SVC_VIDEO_TTL_SECONDS: String(TTL),
       SVC_VIDEO_RENDER_TIMEOUT_SECONDS: String(RENDER_LIMIT),
@@ -53,10 +51,8 @@ afterAll(async () => {
 beforeEach(() => up.reset());
 
 async function funded(micro: number): Promise<Caller> {
-  const s = await t.signIn();
-  if (micro > 0) await t.gw.services.metering.credit(s.accountId, micro, 'grant', `test-${s.accountId}`);
-  const key = (await s.client.createKey()).key;
-  return { accountId: s.accountId, key, c: t.client.withCredential({ kind: 'key', token: key }) };
+  const { accountId, key } = await fundedKey(t, micro);
+  return { accountId, key, c: t.client.withCredential({ kind: 'key', token: key }) };
 }
 const position = (id: string) => t.gw.services.metering.position(id);
 const sha256 = (x: Uint8Array) => createHash('sha256').update(x).digest('hex');

@@ -6,16 +6,14 @@ import { recoverMessageAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { expectApiError } from './support/expect-error.ts';
 
 const PRICE = 1_000;
 let t: TestGateway;
 beforeAll(async () => {
   t = await startTestGateway({ env: {
-      SVC_BILLING_ENFORCED: 'true',
-      SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-      SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+      ...ENFORCED_BILLING,
       SVC_NOTARY_PRICE_MICRO_USD: String(PRICE), SVC_HEALTH_SAMPLE_SECONDS: '60' } });
 });
 afterAll(async () => t?.close());

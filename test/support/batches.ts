@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import { verifyMessage } from 'ethers';
-import type { TestGateway } from './gateway.ts';
+import { ENFORCED_BILLING, type TestGateway } from './gateway.ts';
 
 /** Helpers of the files and batches tests: JSONL lines, the gateway's env, driving the batch loop. */
 export const IN = 2_000_000; // micro-USD per million input tokens: 2 per token
@@ -10,9 +10,7 @@ export const EMBED = 1_000_000; // 1 per input token
 
 export function batchEnv(upstreamUrl: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    SVC_BILLING_ENFORCED: 'true',
-    SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
-    SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+    ...ENFORCED_BILLING,
     SVC_INFERENCE_TIMEOUT_SECONDS: '5',
     SVC_PROVIDERS: JSON.stringify([
       {

@@ -12,6 +12,20 @@ import { freshDatabase } from './database.ts';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const METRICS_TOKEN = 'test-metrics-token-0123456789';
 
+/** Billing enforced, with the treasury and token that a 402's payment terms name. */
+export const ENFORCED_BILLING = {
+  SVC_BILLING_ENFORCED: 'true',
+  SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
+  SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
+} as const;
+
+/** A newly signed-in account granted `micro` micro-USD of credit, with an API key (`key`, the secret). */
+export async function fundedKey(t: TestGateway, micro: number) {
+  const s = await t.signIn();
+  if (micro > 0) await t.gw.services.metering.credit(s.accountId, micro, 'grant', `test-${s.accountId}`);
+  return { ...s, key: (await s.client.createKey()).key };
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
