@@ -51,14 +51,14 @@ export const EmbeddingsBody = z
 
 export const Embeddings = z.object({ object: z.literal('list'), data: z.array(z.object({ object: z.string(), index: z.number(), embedding: z.union([z.array(z.number()), z.string()]) }).loose()), model: z.string(), usage: Usage }).loose();
 
+/** The fields every catalog entry shares (OpenAI's model object). */
+export const ModelBase = { id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() };
+
 export const ModelList = z.object({
   object: z.literal('list'),
   data: z.array(
     z.object({
-      id: z.string(),
-      object: z.literal('model'),
-      created: z.number(),
-      owned_by: z.string(),
+      ...ModelBase,
       pricing: z.object({ input_micro_usd_per_mtok: z.number(), output_micro_usd_per_mtok: z.number() }).optional(),
     }),
   ),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ModelBase } from '../inference/schemas.ts';
 
 const Size = z.string().max(32).describe('WIDTHxHEIGHT, one of the model\'s sizes');
 const Json = z.record(z.string(), z.unknown());
@@ -7,10 +8,7 @@ export const ImageModelList = z.object({
   object: z.literal('list'),
   data: z.array(
     z.object({
-      id: z.string(),
-      object: z.literal('model'),
-      created: z.number(),
-      owned_by: z.string(),
+      ...ModelBase,
       pricing: z.object({ per_image_micro_usd: z.number(), per_size_micro_usd: z.record(z.string(), z.number()) }),
       sizes: z.array(z.string()),
       default_size: z.string(),
@@ -23,10 +21,7 @@ export const VideoModelList = z.object({
   object: z.literal('list'),
   data: z.array(
     z.object({
-      id: z.string(),
-      object: z.literal('model'),
-      created: z.number(),
-      owned_by: z.string(),
+      ...ModelBase,
       pricing: z.object({ per_second_micro_usd: z.number() }),
       max_seconds: z.number(),
       seconds: z.array(z.number()).nullable().describe('Accepted durations; null: any whole number up to max_seconds'),
