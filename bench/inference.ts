@@ -6,12 +6,18 @@
  *   3. through the gateway (API-key auth, model resolution, hold, upstream call, settle with a signed
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
- * in their own process; this process only generates load. Everything is on loopback.
- *   npx tsx bench/inference.ts [--requests 2000] [--pg postgres://postgres@127.0.0.1:5432/postgres] [--profile DIR]
+ * in their own process; so does wrk, the load generator. Everything is on loopback.
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 5] [--requests 2000] [--pg postgres://...] [--profile DIR]
+ * The load comes from wrk (apt-get install wrk) when it is installed, else from Node's http client
+ * (`--requests` per row).
  * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
@@ -20,6 +26,9 @@ const arg = (name: string, def: string) => {
   return i > 0 ? process.argv[i + 1]! : def;
 };
 const TOTAL = Number(arg('requests', '2000'));
+const SECONDS = Number(arg('seconds', '5'));
+/** `--client wrk` (the default when wrk is installed) or `--client node` (http.request in this process). */
+const CLIENT = arg('client', spawnSync('wrk', ['--version']).error ? 'node' : 'wrk');
 const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
 const MODEL = 'bench-chat';
 const BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 16 });
@@ -67,9 +76,6 @@ async function role(name: string): Promise<void> {
     const { createGateway } = await import('../control-plane/src/gateway.ts');
     const { SvcClient } = await import('@svc/shared/client');
     const { generatePrivateKey, privateKeyToAccount } = await import('viem/accounts');
-    const { mkdtempSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
     const upstream = arg('upstream-url', '');
     const { createServer } = await import('node:net');
     const port = await new Promise<number>((resolve) => {
@@ -118,6 +124,49 @@ function startRole(name: string, extra: string[], node: string[] = []): Promise<
 }
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** wrk's duration units to milliseconds ("812.00us", "1.20ms", "2.01s"). */
+const wrkMs = (v: string) => {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(v.trim());
+  if (!m) throw new Error(`wrk printed an unexpected latency ${v}`);
+  return Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 } as const)[m[2] as 'us' | 'ms' | 's' | 'm'];
+};
+
+/**
+ * The same load from wrk (C, epoll; Debian package `wrk`) in its own process: one thread, `conc` keep-alive
+ * connections, for `secs` seconds. A Node client spends more CPU per request than the proxy it measures, and
+ * on 2 cores that CPU is taken from the servers; wrk is the method behind the issue's reference figures.
+ */
+async function loadWrk(url: string, key: string | null, conc: number, secs: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
+  const script = join(dir, 'post.lua');
+  writeFileSync(
+    script,
+    [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(BODY)}`, `wrk.headers["content-type"] = "application/json"`, key ? `wrk.headers["authorization"] = "Bearer ${key}"` : ''].join('\n'),
+  );
+  const target = `${url.replace(/\/$/, '')}/chat/completions`;
+  const run = (d: number) =>
+    new Promise<string>((resolve, reject) => {
+      const c = spawn('wrk', ['-t1', `-c${conc}`, `-d${d}s`, '--latency', '-s', script, target], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      c.stdout!.on('data', (x) => (out += x));
+      c.once('error', reject);
+      c.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}`))));
+    });
+  try {
+    await run(1); // warm-up: connections, JIT, caches
+    const out = await run(secs);
+    const bad = /Non-2xx or 3xx responses: (\d+)/.exec(out) ?? /Socket errors: (.*)/.exec(out);
+    if (bad) throw new Error(`wrk saw failures: ${bad[0]}`);
+    return {
+      p50: wrkMs(/^\s+50%\s+(\S+)/m.exec(out)![1]!),
+      p99: wrkMs(/^\s+99%\s+(\S+)/m.exec(out)![1]!),
+      rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 /** `total` requests from `conc` concurrent callers over keep-alive connections; latency of each. */
 async function load(url: string, key: string | null, conc: number, total: number) {
@@ -168,14 +217,19 @@ async function main() {
     const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString()], profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
     children.push(gateway.child);
 
-    console.log(`inference bench: ${TOTAL} non-streamed chat completions per row (after 200 warm-up), small body, zero-latency upstream, keep-alive, loopback`);
+    const measure = (url: string, key: string | null, conc: number) => (CLIENT === 'wrk' ? loadWrk(url, key, conc, SECONDS) : load(url, key, conc, TOTAL));
+    console.log(
+      CLIENT === 'wrk'
+        ? `inference bench: wrk, ${SECONDS} s per row (after 1 s warm-up), non-streamed chat completions, small body, zero-latency upstream, keep-alive, loopback`
+        : `inference bench: node http client, ${TOTAL} non-streamed chat completions per row (after 200 warm-up), small body, zero-latency upstream, keep-alive, loopback`,
+    );
     console.log(`gateway: auth + hold + upstream call + settle (ledger, usage event, signed receipt) + receipt headers; billing enforced; real Postgres (${name})`);
     console.log('');
     console.log('conc | path                | p50 ms | p99 ms |  req/s | added p50 / p99 vs direct');
     for (const conc of [1, 64]) {
-      const direct = await load(upstreamUrl, null, conc, TOTAL);
-      const viaProxy = await load(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc, TOTAL);
-      const viaGateway = await load(`${gateway.info.url}/v1`, gateway.info.key, conc, TOTAL);
+      const direct = await measure(upstreamUrl, null, conc);
+      const viaProxy = await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
+      const viaGateway = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc);
       for (const [label, r] of [
         ['direct', direct],
         ['bare reverse proxy', viaProxy],

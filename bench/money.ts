@@ -3,6 +3,7 @@
  * baseline of bare `UPDATE ... RETURNING` round trips measured in the same run, plus receipt signing rate.
  *   npx tsx bench/money.ts [--requests 4000] [--pg postgres://postgres@127.0.0.1:5432/postgres]
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { generatePrivateKey, nativeSigning, newId, randomId, systemClock } from '@svc/shared';
@@ -24,6 +25,23 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 const ms = (x: number) => `${x.toFixed(3)} ms`;
+
+/** CPU seconds used so far by this process and by every postgres process on the machine (Linux /proc). */
+function cpuNow(): { self: number; pg: number } {
+  const u = process.cpuUsage();
+  let pgTicks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      pgTicks += Number(f[11]) + Number(f[12]);
+    } catch {
+      /* gone */
+    }
+  }
+  return { self: (u.user + u.system) / 1e6, pg: pgTicks / 100 };
+}
 
 async function runConcurrent(n: number, total: number, op: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
@@ -49,7 +67,7 @@ async function main() {
     await migrateToLatest(db);
     const signer = new ReceiptSigner(generatePrivateKey());
     const metering = new Metering(db, systemClock, signer, {
-      enforced: true, holdTtlSeconds: 900, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: 1000,
+      enforced: true, holdTtlSeconds: 900, breakerWindowSeconds: 60, breakerLimitMicroUsd: 100_000_000, notaryPriceMicroUsd: 1000, // the deployment defaults (breaker on)
       treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
     });
 
@@ -71,6 +89,7 @@ async function main() {
     console.log(`receipt signing incl. canonical JSON and hashing (${nativeSigning ? 'libsecp256k1 native binding' : '@noble/curves'}, one core): ${signRate.toFixed(0)} receipts/s`);
     console.log('');
     console.log('callers | baseline UPDATE/s | settled req/s | ratio | hold p50 / p99 | settle p50 / p99');
+    const cpuRows: string[] = [];
     for (const callers of [1, 16, 64]) {
       const baseSecs = await runConcurrent(callers, TOTAL, async (i) => {
         await sql`update bench_counter set n = n + 1 where id = ${i % callers} returning n`.execute(db);
@@ -91,6 +110,7 @@ async function main() {
       const holdLat: number[] = [];
       const settleLat: number[] = [];
       let c = 0;
+      const cpu0 = cpuNow();
       const secs = await runConcurrent(callers, TOTAL, async () => {
         const p = principals[c++ % callers]!;
         const h0 = performance.now();
@@ -101,12 +121,17 @@ async function main() {
         holdLat.push(h1 - h0);
         settleLat.push(h2 - h1);
       });
+      const cpu1 = cpuNow();
+      cpuRows.push(`${String(callers).padStart(7)} | ${((cpu1.self - cpu0.self) / TOTAL * 1e6).toFixed(0).padStart(16)} µs | ${((cpu1.pg - cpu0.pg) / TOTAL * 1e6).toFixed(0).padStart(16)} µs`);
       const base = TOTAL / baseSecs;
       const rate = TOTAL / secs;
       console.log(
         `${String(callers).padStart(7)} | ${base.toFixed(0).padStart(17)} | ${rate.toFixed(0).padStart(13)} | ${(rate / base).toFixed(2).padStart(5)} | ${ms(pct(holdLat, 50))} / ${ms(pct(holdLat, 99))} | ${ms(pct(settleLat, 50))} / ${ms(pct(settleLat, 99))}`,
       );
     }
+    console.log('');
+    console.log('callers | bench process CPU/req | postgres CPU/req (all backends; 10 ms ticks)');
+    for (const r of cpuRows) console.log(r);
     const check = await sql<{ bad: number }>`
       select count(*)::int as bad from credit_accounts c
       where c.balance_micro_usd <> (select coalesce(sum(amount_micro_usd), 0) from ledger_entries l where l.account_id = c.account_id) or c.held_micro_usd <> 0`.execute(db);

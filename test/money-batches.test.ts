@@ -153,6 +153,24 @@ describe('batched settlement', () => {
     expect(await metering.position(p.accountId)).toMatchObject({ balance_micro_usd: 8_000, held_micro_usd: 0 });
   });
 
+  it('creates the credit row of an account held for the first time, in a batch beside accounts that have one', async () => {
+    const funded = await tenant(50_000);
+    const { db } = database;
+    // A tenant that was never credited has no credit row until its first hold.
+    const acct = newId('acct_');
+    await db.insertInto('accounts').values({ id: acct, created_at: new Date(), suspended_at: null, suspended_reason: null }).execute();
+    const fresh: KeyPrincipal = { ...funded, accountId: acct, keyId: 'key_none', parentId: null, chain: [] };
+    expect(await db.selectFrom('credit_accounts').select('account_id').where('account_id', '=', acct).executeTakeFirst()).toBeUndefined();
+    const results = await Promise.allSettled([hold(funded, 1_000), hold(fresh, 1_000), hold(funded, 2_000), hold(fresh, 0)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ type: 'insufficient_credit' });
+    expect(await db.selectFrom('credit_accounts').select(['balance_micro_usd', 'held_micro_usd']).where('account_id', '=', acct).executeTakeFirst()).toBeDefined();
+    expect(await metering.position(acct)).toMatchObject({ balance_micro_usd: 0, held_micro_usd: 0 });
+    expect(await metering.position(funded.accountId)).toMatchObject({ balance_micro_usd: 50_000, held_micro_usd: 3_000 });
+    for (const r of results) if (r.status === 'fulfilled') await metering.release(r.value);
+    expect((await metering.position(funded.accountId)).held_micro_usd).toBe(0);
+  });
+
   it('fails only the item whose hold belongs to another account', async () => {
     const a = await tenant(100_000);
     const b = await tenant(100_000);
