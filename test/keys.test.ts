@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomId } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { expectApiError } from './support/expect-error.ts';
@@ -26,7 +28,7 @@ describe('API key lifecycle', () => {
     expect(JSON.stringify(list)).not.toContain(k.key);
     const row = await t.gw.database.db.selectFrom('api_keys').selectAll().where('id', '=', k.id).executeTakeFirstOrThrow();
     expect(JSON.stringify(row)).not.toContain(k.key);
-    expect(row.secret_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(row.secret_hash).toBe(createHash('sha256').update(k.key, 'utf8').digest('hex'));
   });
 
   it('validates input with a 400 that names the field, writing nothing', async () => {
@@ -135,6 +137,98 @@ describe('API key lifecycle', () => {
     expect(await keyCount()).toBe(before);
     expect((await a.client.listKeys())[0]?.status).toBe('active');
     expect(await b.client.listKeys()).toEqual([]);
+  });
+});
+
+const NOTARY_PRICE = 1_000; // the notary's default price per receipt
+let seq = 0;
+const notarize = async (secret: string) => {
+  seq++;
+  const res = await asKey(secret).raw('POST', '/v1/notary/receipts', { body: { input_sha256: sha(seq), output_sha256: sha(seq + 1e6) } });
+  return { status: res.status, body: (await res.json()) as { error?: { type: string; key_id?: string } } };
+};
+const sha = (n: number) => n.toString(16).padStart(64, '0');
+const keyRow = (id: string) => t.gw.database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+/** The list's [own, subtree] spend of every key; own spends are never negative and add up to what the account's keys were charged. */
+async function expectSpend(s: { client: SvcClient; accountId: string }, want: Record<string, [number, number]>) {
+  const list = await s.client.listKeys();
+  expect(Object.fromEntries(list.map((k) => [k.id, [k.spent_micro_usd, k.subtree_spent_micro_usd]]))).toEqual(want);
+  const charged = await t.gw.database.db
+    .selectFrom('usage_events')
+    .select((eb) => eb.fn.sum<number>('cost_micro_usd').as('s'))
+    .where('account_id', '=', s.accountId)
+    .executeTakeFirstOrThrow();
+  expect(list.reduce((a, k) => a + k.spent_micro_usd, 0)).toBe(Number(charged.s ?? 0));
+}
+
+describe('rotation carries the spend accounting', () => {
+  it('the replacement keeps the lifetime spend its cap counts, and the old secret spends against it', async () => {
+    const s = await t.signIn();
+    const old = await s.client.createKey({ name: 'capped', spend_cap_micro_usd: 5 * NOTARY_PRICE });
+    const child = await asKey(old.key).delegateKey({ name: 'child' });
+    for (let i = 0; i < 3; i++) expect((await notarize(child.key)).status).toBe(201);
+    expect((await notarize(old.key)).status).toBe(201);
+    const before = await keyRow(old.id);
+    expect(before).toMatchObject({ spent_micro_usd: 4 * NOTARY_PRICE, window_spent_micro_usd: NOTARY_PRICE, held_micro_usd: 0 });
+
+    const fresh = await s.client.rotateKey(old.id, 600);
+    expect(fresh).toMatchObject({ spent_micro_usd: NOTARY_PRICE, subtree_spent_micro_usd: 4 * NOTARY_PRICE });
+    // Moved, not copied: the breaker window too.
+    const moved = await keyRow(fresh.id);
+    expect(moved).toMatchObject({ spent_micro_usd: 4 * NOTARY_PRICE, held_micro_usd: 0, window_spent_micro_usd: NOTARY_PRICE, parent_id: null });
+    expect(moved.window_start).toEqual(before.window_start);
+    expect((await keyRow(old.id)).spent_micro_usd).toBe(0);
+    expect((await keyRow(child.id)).parent_id).toBe(fresh.id);
+    await expectSpend(s, { [fresh.id]: [NOTARY_PRICE, 4 * NOTARY_PRICE], [child.id]: [3 * NOTARY_PRICE, 3 * NOTARY_PRICE], [old.id]: [0, 0] });
+
+    // Within its grace window the old secret acts as the replacement: charged to it, under its cap.
+    expect((await notarize(old.key)).status).toBe(201);
+    const last = await t.gw.database.db.selectFrom('usage_events').select('key_id').where('account_id', '=', s.accountId).orderBy('n', 'desc').executeTakeFirstOrThrow();
+    expect(last.key_id).toBe(fresh.id);
+    // 5 of 5 spent: the replacement, its moved child and the old secret all meet the cap the prior spend counts in.
+    for (const secret of [fresh.key, child.key, old.key]) {
+      const r = await notarize(secret);
+      expect(r.status).toBe(402);
+      expect(r.body.error).toMatchObject({ type: 'spend_cap_reached', key_id: fresh.id });
+    }
+    await expectSpend(s, { [fresh.id]: [2 * NOTARY_PRICE, 5 * NOTARY_PRICE], [child.id]: [3 * NOTARY_PRICE, 3 * NOTARY_PRICE], [old.id]: [0, 0] });
+    // Revoking the replacement also ends the old secret's grace.
+    expect((await s.client.revokeKey(fresh.id)).revoked_ids.sort()).toEqual([fresh.id, child.id, old.id].sort());
+    await expectApiError(asKey(old.key).delegateKey(), 401, 'invalid_credential');
+  });
+
+  it('holds open at rotation settle on the chain they were made with: released, charged once, listed on the replacement', async () => {
+    const s = await t.signIn();
+    const old = await s.client.createKey({ spend_cap_micro_usd: 10 * NOTARY_PRICE });
+    const child = await asKey(old.key).delegateKey();
+    const { keys, metering } = t.gw.services;
+    const hold = async (secret: string) =>
+      metering.hold({ principal: await keys.authenticate(secret), requestId: `req_${randomId(20)}`, runId: null, maxCostMicroUsd: 2 * NOTARY_PRICE, route: 'POST /test', resource: t.url });
+    const [viaChild, viaOld] = [await hold(child.key), await hold(old.key)];
+    expect((await keyRow(old.id)).held_micro_usd).toBe(4 * NOTARY_PRICE);
+
+    const fresh = await s.client.rotateKey(old.id);
+    expect((await keyRow(fresh.id)).held_micro_usd).toBe(0);
+    for (const h of [viaChild, viaOld]) await metering.settle(h, { costMicroUsd: NOTARY_PRICE, kind: 'test', units: {} });
+
+    for (const id of [old.id, fresh.id, child.id]) expect((await keyRow(id)).held_micro_usd, id).toBe(0);
+    expect((await keyRow(old.id)).spent_micro_usd).toBe(2 * NOTARY_PRICE);
+    await expectSpend(s, { [fresh.id]: [NOTARY_PRICE, 2 * NOTARY_PRICE], [child.id]: [NOTARY_PRICE, NOTARY_PRICE], [old.id]: [0, 0] });
+  });
+
+  it('rotating a frozen key does not lift the freeze', async () => {
+    const s = await t.signIn();
+    const k = await s.client.createKey();
+    await t.gw.services.keys.freeze(k.id, 'circuit breaker: test');
+    const fresh = await s.client.rotateKey(k.id);
+    expect(fresh.status).toBe('frozen');
+    for (const secret of [fresh.key, k.key]) {
+      const e = await expectApiError(asKey(secret).delegateKey(), 402, 'circuit_breaker_tripped');
+      expect(e.body?.error.key_id).toBe(fresh.id);
+    }
+    await s.client.unfreezeKey(fresh.id);
+    for (const secret of [fresh.key, k.key]) await asKey(secret).delegateKey();
   });
 });
 

@@ -1,8 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { privateKeyToAccount } from 'viem/accounts';
 import { sha256Hex } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { ADMIN_TOKEN, METRICS_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
@@ -106,6 +108,77 @@ describe('request bodies', () => {
   });
 });
 
+describe('denylist on raw bodies', () => {
+  it('refuses a denylisted multipart upload (POST /v1/files) by the sha256 of its bytes and stores nothing', async () => {
+    const s = await t.signIn();
+    const key = (await s.client.createKey({ scopes: ['files'] })).key;
+    const line = JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: { model: 'test-chat', messages: [{ role: 'user', content: 'reported content' }] } });
+    const upload = (boundary: string) => {
+      const body = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\n\r\n${line}\n\r\n--${boundary}--\r\n`,
+      );
+      const send = () => fetch(`${t.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+      return { body, send };
+    };
+    const files = async () => (await t.gw.database.db.selectFrom('files').select(['id', 'filename']).where('account_id', '=', s.accountId).execute()).length;
+
+    const denied = upload('denied0boundary');
+    await admin.request('POST', '/v1/admin/denylist', { body: { sha256: createHash('sha256').update(denied.body).digest('hex'), reason: 'report #13' } });
+    const res = await denied.send();
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe('payload_denied');
+    expect(await files()).toBe(0);
+    // The same file in other framing is other bytes: it is stored.
+    const other = await upload('other0boundary').send();
+    expect(other.status).toBe(200);
+    expect(await files()).toBe(1);
+  });
+});
+
+describe('keys kept in the data directory', () => {
+  it('writes the signer and seal keys once with mode 0600; a restart on the same data dir signs and unseals with them', async () => {
+    const a = await startTestGateway({ persistent: true });
+    let b: TestGateway | undefined;
+    try {
+      const read = () => Object.fromEntries(['signer.key', 'seal.key'].map((f) => [f, readFileSync(join(a.dataDir, f), 'utf8')]));
+      for (const f of ['signer.key', 'seal.key']) expect(statSync(join(a.dataDir, f)).mode & 0o777, f).toBe(0o600);
+      const keys = read();
+      const signer = async (g: TestGateway) => ((await (await fetch(`${g.url}/v1/receipts/pubkey`)).json()) as { address: string }).address;
+      const address = await signer(a);
+      expect(address).toBe(privateKeyToAccount(keys['signer.key']!.trim() as `0x${string}`).address);
+      // Something sealed at rest by the first process (a file's content) ...
+      const s = await a.signIn();
+      const key = (await s.client.createKey({ scopes: ['files'] })).key;
+      const content = `${JSON.stringify({ custom_id: 'k', method: 'POST', url: '/v1/embeddings', body: { model: 'm', input: 'x' } })}\n`;
+      const form = new FormData();
+      form.set('purpose', 'batch');
+      form.set('file', new Blob([content]), 'in.jsonl');
+      const up = await fetch(`${a.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+      expect(up.status).toBe(200);
+      const fileId = ((await up.json()) as { id: string }).id;
+      await a.stop();
+
+      b = await startTestGateway({ share: { databaseUrl: a.databaseUrl, dataDir: a.dataDir } });
+      expect(await signer(b)).toBe(address);
+      expect(read()).toEqual(keys);
+      // ... is read back by the restarted one.
+      const back = await fetch(`${b.url}/v1/files/${fileId}/content`, { headers: { authorization: `Bearer ${key}` } });
+      expect(back.status).toBe(200);
+      expect(await back.text()).toBe(content);
+    } finally {
+      await b?.stop();
+      await a.close();
+    }
+  });
+});
+
+/** The value of the sable_leader gauge in a gateway's /metrics. */
+async function leaderGauge(url: string): Promise<string | undefined> {
+  const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  return /^sable_leader (\S+)$/m.exec(text)?.[1];
+}
+
 describe('leader election', () => {
   it('one process leads; another takes over when it stops', async () => {
     if (TEST_DB_KIND === 'pglite') {
@@ -118,11 +191,15 @@ describe('leader election', () => {
     try {
       expect(a.gw.leader.isLeader).toBe(true);
       expect(b.gw.leader.isLeader).toBe(false);
+      // Each process reports its own role.
+      expect(await leaderGauge(a.url)).toBe('1');
+      expect(await leaderGauge(b.url)).toBe('0');
       expect(await b.gw.leader.runAllOnce()).toBe(false);
+      expect(await b.gw.leader.electOnce()).toBe(false); // the lock is still held
+      expect(await leaderGauge(b.url)).toBe('0');
       await a.stop();
       expect(await b.gw.leader.electOnce()).toBe(true);
-      const m = await (await fetch(`${b.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
-      expect(m).toMatch(/^sable_leader 1$/m);
+      expect(await leaderGauge(b.url)).toBe('1');
     } finally {
       await b.stop();
       await a.close();

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PREFIX, ServiceError, sha256Hex, digestEquals } from '@svc/shared';
 import { AUTH_SCHEMES, type CredentialResolvers, type KeyPrincipal, type SessionPrincipal } from './auth-types.ts';
+import { routeNotFound } from './errors.ts';
 
 export const SESSION_COOKIE = 'svc_session';
 
@@ -98,7 +99,7 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
       case 'admin':
       case 'metrics': {
         const expected = cfg.auth === 'admin' ? opts.adminToken : opts.metricsToken;
-        if (!expected) throw new ServiceError('not_found', `Route ${req.method}:${req.url.split('?')[0]} not found`);
+        if (!expected) throw routeNotFound(req); // unmounted: the very answer of an unknown route
         if (!tokenMatches(bearer(req), expected)) {
           throw new ServiceError('invalid_credential', `Missing or wrong ${cfg.auth} token`);
         }

@@ -2,13 +2,18 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ServiceError, type ErrorBody } from '@svc/shared';
 
-/** The uniform answer for unknown routes and unmounted groups: same status and body either way. */
+/**
+ * The uniform answer for unknown routes and unmounted groups (admin and metrics without their tokens):
+ * same status and body either way. Everything that answers "no such route" throws this one.
+ */
 export function routeNotFound(req: FastifyRequest): ServiceError {
   return new ServiceError('not_found', `Route ${req.method} ${req.url.split('?')[0]} not found`);
 }
 
 function send(reply: FastifyReply, err: ServiceError): FastifyReply {
   const body: ErrorBody = { error: { type: err.type, message: err.message, ...err.extra, request_id: reply.request.id } };
+  // Also when an earlier onRequest hook (auth) refused the request before the one that sets it ran.
+  reply.header('x-request-id', reply.request.id);
   if ((err.status === 429 || err.status === 503) && typeof err.extra.retry_after === 'number') reply.header('retry-after', String(err.extra.retry_after));
   return reply.code(err.status).type('application/json; charset=utf-8').send(body);
 }

@@ -16,6 +16,7 @@ import type { ApiKeysTable, DB } from '../../db/schema.ts';
 import { ThrottledTouch } from '../../db/throttled-touch.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { Database } from '../../db/database.ts';
+import { AuthCache, loadAuthRow, type AuthRow } from './auth-row.ts';
 
 export interface KeyOptions {
   rotationGraceSeconds: number;
@@ -33,36 +34,6 @@ export type KeyStatus = 'active' | 'frozen' | 'expiring' | 'expired' | 'revoked'
 
 const MAX_DEPTH = 8;
 export const KEYS_CHANNEL = 'svc_keys';
-
-type AuthRow = Pick<KeyRow, 'id' | 'account_id' | 'parent_id' | 'scopes' | 'spend_cap_micro_usd' | 'expires_at' | 'revoked_at' | 'frozen_at' | 'rotated_to'> & {
-  suspended_at: Date | null;
-  chain: string[];
-};
-
-/** Authenticated keys, by secret hash; bounded and short-lived, invalidated by NOTIFY on any change. */
-class AuthCache {
-  private readonly map = new Map<string, { row: AuthRow; at: number }>();
-  constructor(private readonly ttlMs = 30_000, private readonly max = 50_000) {}
-  get(hash: string): AuthRow | undefined {
-    const e = this.map.get(hash);
-    if (!e) return undefined;
-    if (Date.now() - e.at > this.ttlMs) {
-      this.map.delete(hash);
-      return undefined;
-    }
-    return e.row;
-  }
-  set(hash: string, row: AuthRow): void {
-    if (this.map.size >= this.max) this.map.clear();
-    this.map.set(hash, { row, at: Date.now() });
-  }
-  delete(hash: string): void {
-    this.map.delete(hash);
-  }
-  *[Symbol.iterator](): IterableIterator<[string, AuthRow]> {
-    for (const [h, e] of this.map) yield [h, e.row];
-  }
-}
 
 /** API keys: minting, listing, revocation (cascading), rotation with grace, unfreeze, delegation. Owns api_keys. */
 export class KeysService {
@@ -115,7 +86,15 @@ export class KeysService {
     return d;
   }
 
-  private async insert(trx: Kysely<DB>, accountId: string, parentId: string | null, input: Required<Pick<KeyInput, 'scopes'>> & KeyInput, expires: Date | null, now: Date) {
+  private async insert(
+    trx: Kysely<DB>,
+    accountId: string,
+    parentId: string | null,
+    input: Required<Pick<KeyInput, 'scopes'>> & KeyInput,
+    expires: Date | null,
+    now: Date,
+    carry?: Pick<KeyRow, 'spent_micro_usd' | 'window_start' | 'window_spent_micro_usd' | 'frozen_at' | 'frozen_reason'>,
+  ) {
     const secret = newSecret(PREFIX.apiKeySecret);
     const row = await trx
       .insertInto('api_keys')
@@ -135,6 +114,7 @@ export class KeysService {
         frozen_reason: null,
         rotated_to: null,
         last_used_at: null,
+        ...carry,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -148,15 +128,37 @@ export class KeysService {
     return { ...this.view(row, now), key: secret };
   }
 
-  /** Every key of the account, newest first, each with the spend of its delegated subtree. */
+  /**
+   * Every key of the account, newest first, each with the spend of its delegated subtree.
+   *
+   * spent_micro_usd is charged on a key and every ancestor, so it already is the subtree's spend, and a
+   * key's own spend is that minus its direct children's. Rotation moves a key's spend to its replacement
+   * (see `rotate`), and whatever still lands on the old row afterwards (requests that were already in flight)
+   * is reported on the replacement too: a rotated-out key lists 0, and the live key lists the spend of
+   * itself and every key rotated into it, minus the children of all of them. So no figure is negative and
+   * the own spends of an account's keys add up to what its keys were charged.
+   */
   async list(accountId: string) {
     const now = this.clock.now();
     const rows = await this.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at', 'desc').orderBy('id').execute();
-    // spent_micro_usd is charged on a key and every ancestor, so it already is the subtree's spend;
-    // a key's own spend is that minus its direct children's.
-    const childSpend = new Map<string, number>();
-    for (const r of rows) if (r.parent_id) childSpend.set(r.parent_id, (childSpend.get(r.parent_id) ?? 0) + r.spent_micro_usd);
-    return rows.map((r) => this.view(r, now, r.spent_micro_usd - (childSpend.get(r.id) ?? 0)));
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const live = (id: string): string => {
+      let r = byId.get(id);
+      for (let i = 0; r?.rotated_to && byId.has(r.rotated_to) && i < rows.length; i++) r = byId.get(r.rotated_to);
+      return r?.id ?? id;
+    };
+    const subtree = new Map<string, number>();
+    const children = new Map<string, number>();
+    const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
+    for (const r of rows) {
+      add(subtree, live(r.id), r.spent_micro_usd);
+      if (r.parent_id) add(children, live(r.parent_id), r.spent_micro_usd);
+    }
+    return rows.map((r) => {
+      if (live(r.id) !== r.id) return { ...this.view(r, now, 0), subtree_spent_micro_usd: 0 };
+      const total = subtree.get(r.id) ?? 0;
+      return { ...this.view(r, now, total - (children.get(r.id) ?? 0)), subtree_spent_micro_usd: total };
+    });
   }
 
   private async owned(trx: Kysely<DB>, accountId: string, id: string): Promise<KeyRow> {
@@ -165,7 +167,10 @@ export class KeysService {
     return row;
   }
 
-  /** Revokes a key and its whole delegated subtree. Idempotent. */
+  /**
+   * Revokes a key and its whole delegated subtree, including the keys rotated into it (their secrets act as
+   * this key through their grace windows). Revoking a rotated-out key leaves its replacement alone. Idempotent.
+   */
   async revoke(accountId: string, id: string) {
     const now = this.clock.now();
     const res = await this.db.transaction().execute(async (trx) => {
@@ -173,8 +178,8 @@ export class KeysService {
       const r = await sql<{ id: string }>`
         with recursive tree(id) as (
           select id from api_keys where id = ${id} and account_id = ${accountId}
-          union all
-          select k.id from api_keys k join tree t on k.parent_id = t.id
+          union
+          select k.id from api_keys k join tree t on k.parent_id = t.id or k.rotated_to = t.id
         )
         update api_keys set revoked_at = ${now}
         where id in (select id from tree) and revoked_at is null
@@ -186,15 +191,37 @@ export class KeysService {
   }
 
   /**
-   * A scope-identical replacement. The old key keeps working for the grace window, then expires; its
+   * A scope-identical replacement. The old secret keeps working for the grace window, then expires; its
    * delegated children move to the replacement so cascades and subtree spend follow the live key.
+   *
+   * The replacement takes over the old key's money state, so rotating never resets a cap or the breaker:
+   * its lifetime spend (spent_micro_usd, which the cap counts), the breaker window (window_start,
+   * window_spent_micro_usd) and a breaker freeze move to it, and the old row's spend drops to 0 (moved,
+   * not copied, so the parent's own spend and the list stay exact). Through its grace window the old secret
+   * acts as the replacement (see `loadAuthRow` in auth-row.ts), so what it spends counts against the replacement's cap.
+   *
+   * Holds already open at this moment keep the key chain they were made with, and settle against it
+   * (svc_settle charges, and releases the hold from, exactly the keys of that chain). So the old row keeps
+   * its held_micro_usd, which those holds release (nothing is left stranded or driven below 0), and the
+   * replacement starts with none held. Their costs land on the old row and on the moved children, where the
+   * list counts them as the replacement's (see `list`): nothing is lost. What they cost is not in the
+   * replacement's own spent_micro_usd, so its cap may be exceeded by at most the requests in flight at the
+   * instant of rotation, once; the old key's cap (and its ancestors') still bounds them.
    */
   async rotate(accountId: string, id: string, graceSeconds?: number) {
     const now = this.clock.now();
     const grace = graceSeconds ?? this.opts.rotationGraceSeconds;
     const res = await this.db.transaction().execute(async (trx) => {
-      const old = await trx.selectFrom('api_keys').selectAll().where('id', '=', id).where('account_id', '=', accountId).forUpdate().executeTakeFirst();
-      if (!old) throw notFound('API key');
+      // The key and its children are written below: lock them in id order, the order the money path locks keys in.
+      await trx
+        .selectFrom('api_keys')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where((eb) => eb.or([eb('id', '=', id), eb('parent_id', '=', id)]))
+        .orderBy('id')
+        .forUpdate()
+        .execute();
+      const old = await this.owned(trx, accountId, id);
       const st = this.status(old, now);
       if (st === 'revoked' || st === 'expired') throw conflict(`API key ${id} is ${st} and cannot be rotated`);
       if (old.rotated_to) throw conflict(`API key ${id} was already rotated to ${old.rotated_to}`);
@@ -205,17 +232,29 @@ export class KeysService {
         { name: old.name ?? undefined, scopes: old.scopes as Scope[], spend_cap_micro_usd: old.spend_cap_micro_usd ?? undefined },
         old.expires_at,
         now,
+        {
+          spent_micro_usd: old.spent_micro_usd,
+          window_start: old.window_start,
+          window_spent_micro_usd: old.window_spent_micro_usd,
+          frozen_at: old.frozen_at,
+          frozen_reason: old.frozen_reason,
+        },
       );
       const graceEnd = new Date(now.getTime() + grace * 1000);
       const oldExpiry = old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd;
       const updated = await trx
         .updateTable('api_keys')
-        .set({ rotated_to: row.id, expires_at: oldExpiry })
+        .set({ rotated_to: row.id, expires_at: oldExpiry, spent_micro_usd: 0, frozen_at: null, frozen_reason: null })
         .where('id', '=', id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      await trx.updateTable('api_keys').set({ parent_id: row.id }).where('parent_id', '=', id).execute();
-      return { ...this.view(row, now), key: secret, replaces: { id, expires_at: oldExpiry.toISOString(), status: this.status(updated, now) } };
+      const moved = await trx.updateTable('api_keys').set({ parent_id: row.id }).where('parent_id', '=', id).returning('spent_micro_usd').execute();
+      const childSpend = moved.reduce((a, c) => a + c.spent_micro_usd, 0);
+      return {
+        ...this.view(row, now, row.spent_micro_usd - childSpend),
+        key: secret,
+        replaces: { id, expires_at: oldExpiry.toISOString(), status: this.status(updated, now) },
+      };
     });
     await this.accountChanged(accountId);
     return res;
@@ -290,7 +329,7 @@ export class KeysService {
     const now = this.clock.now();
     let row = this.cache.get(hash);
     if (!row) {
-      row = await this.loadAuthRow(hash);
+      row = await loadAuthRow(this.db, hash);
       if (!row) throw new ServiceError('invalid_credential', 'Unknown API key');
       this.cache.set(hash, row);
     }
@@ -299,10 +338,10 @@ export class KeysService {
       throw new ServiceError('invalid_credential', row.rotated_to ? `This API key was rotated to ${row.rotated_to} and its grace window has ended` : 'This API key has expired');
     }
     if (row.suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
-    if (row.frozen_at) {
-      throw new ServiceError('circuit_breaker_tripped', 'This API key was frozen by the spend circuit breaker; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze', { key_id: row.id });
+    if (row.frozen_id) {
+      throw new ServiceError('circuit_breaker_tripped', 'This API key was frozen by the spend circuit breaker; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze', { key_id: row.frozen_id });
     }
-    this.touched.touch(row.id, now);
+    this.touched.touch(row.presented_id, now);
     return {
       kind: 'key',
       accountId: row.account_id,
@@ -315,27 +354,11 @@ export class KeysService {
     };
   }
 
-  private async loadAuthRow(hash: string): Promise<AuthRow | undefined> {
-    const row = await this.db
-      .selectFrom('api_keys as k')
-      .innerJoin('accounts as a', 'a.id', 'k.account_id')
-      .select(['k.id', 'k.account_id', 'k.parent_id', 'k.scopes', 'k.spend_cap_micro_usd', 'k.expires_at', 'k.revoked_at', 'k.frozen_at', 'k.rotated_to', 'a.suspended_at'])
-      .where('k.secret_hash', '=', hash)
-      .executeTakeFirst();
-    if (!row) return undefined;
-    const chain = await sql<{ id: string }>`
-      with recursive up(id, parent_id, d) as (
-        select id, parent_id, 0 from api_keys where id = ${row.id}
-        union all select k.id, k.parent_id, up.d + 1 from api_keys k join up on k.id = up.parent_id
-      ) select id from up order by d`.execute(this.db);
-    return { ...row, chain: chain.rows.map((r) => r.id) };
-  }
-
   /** Drops cached credentials of a key (and keys below it), or of a whole account ("account:<id>"). */
   invalidate(target: string): void {
     const account = target.startsWith('account:') ? target.slice(8) : undefined;
     for (const [h, r] of this.cache) {
-      if (account ? r.account_id === account : r.chain.includes(target)) this.cache.delete(h);
+      if (account ? r.account_id === account : r.ids.includes(target)) this.cache.delete(h);
     }
   }
 
