@@ -1,13 +1,11 @@
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import canonicalize from 'canonicalize';
 import { verifyMessage } from 'ethers';
 import { recoverMessageAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { RECEIPT_HEADERS } from '@svc/shared';
-import { SvcClient } from '@svc/shared/client';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { expectApiError } from './support/expect-error.ts';
+import { jcs, notarize, notaryAccount, sha, type Notarized, type Payload, type ProofBody, type ReceiptBody, type RunBody } from './support/notary.ts';
 
 const PRICE = 1_000;
 let t: TestGateway;
@@ -18,68 +16,6 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-// Independent of the gateway's own code: the `canonicalize` package (RFC 8785) and node's sha256.
-const jcs = (v: unknown) => canonicalize(v) as string;
-const sha = (s: string) => `0x${createHash('sha256').update(s).digest('hex')}`;
-const digest = (n: number) => n.toString(16).padStart(64, '0');
-
-type Payload = Record<string, any> & { run: { id: string; seq: number; prev: string | null } | null };
-interface Notarized {
-  id: string;
-  canonical: string;
-  signature: string;
-  payload: Payload;
-}
-interface ReceiptBody {
-  id: string;
-  usage_event_id: string;
-  kind: string;
-  payload: Payload;
-  canonical: string;
-  hash: string;
-  signature: string;
-  signer: string;
-  run_id: string | null;
-  run_seq: number | null;
-  prev_hash: string | null;
-  shared: boolean;
-  created_at: string;
-}
-interface RunBody {
-  id: string;
-  receipt_count: number;
-  total_cost_micro_usd: number;
-  head_hash: string;
-  first_at: string;
-  last_at: string;
-  receipts: Array<{ id: string; seq: number; kind: string; hash: string; prev_hash: string | null; payload: Payload; canonical: string; signature: string }>;
-}
-type Signed<K extends string, T> = { [k in K]: T } & { signature: `0x${string}`; signer: string; canonical: string; scheme: string };
-type ProofBody = Signed<
-  'proof',
-  { run_id: string; account_id: string; head_hash: string; receipt_count: number; total_cost_micro_usd: number; span: { first_at: string; last_at: string; seconds: number }; chain_valid: boolean; failures: string[]; anchor: { state: string }; generated_at: string }
->;
-
-async function account(micro = 1_000_000) {
-  const s = await t.signIn();
-  if (micro > 0) await t.gw.services.metering.credit(s.accountId, micro, 'grant', `proofs-${s.accountId}`);
-  const key = await s.client.createKey();
-  return { ...s, api: new SvcClient({ baseUrl: t.url, credential: { kind: 'key', token: key.key } }) };
-}
-
-let seqNo = 0;
-async function notarize(api: SvcClient, run?: string): Promise<Notarized> {
-  const n = ++seqNo * 2;
-  const res = await api.raw('POST', '/v1/notary/receipts', {
-    body: { input_sha256: digest(n), output_sha256: digest(n + 1), label: 'private label text' },
-    headers: run ? { 'x-svc-run-id': run } : {},
-  });
-  expect(res.status, await res.clone().text()).toBe(201);
-  const canonical = Buffer.from(res.headers.get(RECEIPT_HEADERS.payload)!, 'base64url').toString('utf8');
-  const id = res.headers.get('x-request-id')!;
-  expect(res.headers.get(RECEIPT_HEADERS.id)).toBe(id);
-  return { id, canonical, signature: res.headers.get(RECEIPT_HEADERS.signature)!, payload: JSON.parse(canonical) };
-}
 
 /** Recomputes a run chain in the test, trusting nothing the gateway computed. */
 function recomputeChain(run: RunBody, signer: string, runId: string) {
@@ -104,14 +40,14 @@ const errorOf = async (res: Response) => {
   return { status: res.status, ...rest };
 };
 
-let A: Awaited<ReturnType<typeof account>>;
+let A: Awaited<ReturnType<typeof notaryAccount>>;
 let run1: Notarized[];
 let other: Notarized;
 let loose: Notarized;
 let signer: string;
 
 beforeAll(async () => {
-  A = await account();
+  A = await notaryAccount(t);
   run1 = [];
   for (let i = 0; i < 4; i++) {
     run1.push(await notarize(A.api, 'run-1'));
@@ -263,7 +199,7 @@ describe('run chains', () => {
   });
 
   it('10 concurrent requests in new runs and 10 more on a run head make single unbroken chains', async () => {
-    const B = await account();
+    const B = await notaryAccount(t);
     // The first receipts of a run are the racy case: five fresh runs, one after another, 10 parallel requests each.
     const ids = ['run-par-a', 'run-par-b', 'run-par-c', 'run-par-d', 'run-par-e'];
     const sent: Notarized[][] = [];
@@ -281,7 +217,7 @@ describe('run chains', () => {
   });
 
   it('a tampered stored receipt makes the proof report chain_valid:false, even when the attacker also rewrites the hash', async () => {
-    const C = await account();
+    const C = await notaryAccount(t);
     const rs = [await notarize(C.api, 'run-t'), await notarize(C.api, 'run-t'), await notarize(C.api, 'run-t')];
     const proof = () => C.client.request<ProofBody>('POST', '/v1/runs/run-t/proof');
     expect((await proof()).proof.chain_valid).toBe(true);
@@ -355,7 +291,7 @@ describe('sharing and the badge', () => {
   });
 
   it('the badge re-verifies on every request, escapes its text, and is 404 unless shared', async () => {
-    const D = await account();
+    const D = await notaryAccount(t);
     const r = await notarize(D.api);
     const badge = () => fetch(`${t.url}/v1/receipts/${r.id}/badge.svg`);
     const before = await badge();
@@ -392,7 +328,7 @@ describe('sharing and the badge', () => {
 
 describe('isolation', () => {
   it("another account gets the unknown-id 404 for your receipts and runs, and can't share them", async () => {
-    const E = await account(0);
+    const E = await notaryAccount(t, 0);
     const r = run1[0]!;
     const same = async (path: string, method = 'GET') => {
       const theirs = await E.client.raw(method, path.replace('%', r.id).replace('@', 'run-1'));
@@ -410,101 +346,5 @@ describe('isolation', () => {
     expect(await E.client.request('GET', '/v1/runs')).toEqual({ runs: [] });
     // and the owner's receipt stayed unshared
     expect((await A.client.request<ReceiptBody>('GET', `/v1/receipts/${r.id}`)).shared).toBe(false);
-  });
-});
-
-describe('audit packs', () => {
-  type Audit = Signed<'audit', Record<string, any>>;
-  const audit = (framework?: string) => A.client.request<Audit>('POST', '/v1/runs/run-1/audit', { query: { framework } });
-
-  it('are signed, content-free, and map evidence per framework with a disclaimer', async () => {
-    const plain = await audit();
-    expect(plain.audit.framework).toBeNull();
-    expect(plain.audit).not.toHaveProperty('evidence_mapping');
-    expect(plain.audit).not.toHaveProperty('disclaimer');
-
-    for (const [fw, control] of [
-      ['eu_ai_act', 'Art. 12(1)'],
-      ['soc2', 'CC7.2'],
-    ] as const) {
-      const a = await audit(fw);
-      expect(jcs(a.audit)).toBe(a.canonical);
-      expect(await recoverMessageAddress({ message: a.canonical, signature: a.signature })).toBe(signer);
-      expect(a.audit.framework).toBe(fw);
-      expect(a.audit.disclaimer).toMatch(/evidence mapping, not a certification/);
-      expect(a.audit.disclaimer).toMatch(/attestation of compliance/);
-      const item = (a.audit.evidence_mapping as Array<{ control: string; status: string; evidence: string[] }>).find((m) => m.control === control);
-      expect(item?.status).toBe('evidence_present');
-      expect(a.audit.integrity).toMatchObject({ chain_valid: true, receipts_checked: 4, failures: [], signer });
-      expect(a.audit.run).toMatchObject({ id: 'run-1', account_id: A.accountId, receipt_count: 4, total_cost_micro_usd: 4 * PRICE });
-      expect(a.audit.totals_by_kind).toEqual([{ kind: 'notary', receipts: 4, cost_micro_usd: 4 * PRICE }]);
-      expect(a.audit.receipts).toHaveLength(4);
-      for (const [i, r] of (a.audit.receipts as Array<Record<string, unknown>>).entries()) {
-        expect(Object.keys(r).sort()).toEqual(['cost_micro_usd', 'created_at', 'hash', 'id', 'key_id', 'kind', 'model', 'prev_hash', 'route', 'seq']);
-        expect(r).toMatchObject({ id: run1[i]!.id, seq: i + 1, kind: 'notary', route: 'POST /v1/notary/receipts', cost_micro_usd: PRICE, hash: sha(run1[i]!.canonical) });
-      }
-      // No content and no content fingerprints anywhere in the pack.
-      for (const r of run1) {
-        expect(a.canonical).not.toContain(r.payload.detail.input_sha256);
-        expect(a.canonical).not.toContain(r.payload.detail.output_sha256);
-      }
-      expect(a.canonical).not.toMatch(/private label text|"detail"|"label"|input_sha256/);
-    }
-  });
-
-  it('an unknown framework is 400 naming framework', async () => {
-    const e = await expectApiError(audit('iso42001'), 400, 'invalid_request');
-    expect(e.param).toBe('framework');
-  });
-});
-
-describe('SLA report', () => {
-  type Sla = Signed<'report', Record<string, any>>;
-
-  it('is signed and computed from recorded health samples', async () => {
-    // 58 s into a minute: the expected count must not depend on where the first sample falls in its interval.
-    const start = Math.ceil((t.clock.now().getTime() + 3_600_000) / 60_000) * 60_000 + 58_000;
-    // 10 intervals: healthy samples in 8, none recorded in 2 (the gateway was down).
-    for (let i = 0; i < 10; i++) {
-      t.clock.set(start + i * 60_000);
-      if (i !== 3 && i !== 4) expect(await t.gw.leader.runAllOnce()).toBe(true);
-    }
-    t.clock.set(start + 9 * 60_000 + 5_000);
-    const from = new Date(start - 1_000).toISOString();
-    const to = new Date(start + 9 * 60_000 + 1_000).toISOString();
-    const s = await A.client.request<Sla>('POST', '/v1/reports/sla', { body: { from, to } });
-    expect(s.report).toMatchObject({
-      type: 'svc.sla_report',
-      account_id: A.accountId,
-      window: { from, to, seconds: 9 * 60 + 2, clamped_to_now: false },
-      sample_interval_seconds: 60,
-      samples_expected: 10,
-      samples_healthy: 8,
-      uptime_ratio: 0.8,
-      current: { status: 'ok', database_ok: true, last_sample_at: new Date(start + 9 * 60_000).toISOString(), last_sample_ok: true },
-      generated_at: t.clock.now().toISOString(),
-    });
-    expect(jcs(s.report)).toBe(s.canonical);
-    expect(await recoverMessageAddress({ message: s.canonical, signature: s.signature })).toBe(signer);
-
-    // A `to` in the future is clamped to now.
-    const later = await A.client.request<Sla>('POST', '/v1/reports/sla', { body: { from, to: new Date(start + 86_400_000).toISOString() } });
-    expect(later.report.window).toEqual({ from, to: t.clock.now().toISOString(), seconds: 9 * 60 + 6, clamped_to_now: true });
-    expect(later.report).toMatchObject({ samples_expected: 10, samples_healthy: 8 });
-
-    // No body: the last 30 days up to now.
-    const d = await A.client.request<Sla>('POST', '/v1/reports/sla');
-    expect(d.report.window).toMatchObject({ to: t.clock.now().toISOString(), seconds: 30 * 86_400 });
-    expect(d.report.samples_healthy).toBe(8);
-  });
-
-  it('refuses to-before-from, an over-long span and unknown fields with 400 naming the field', async () => {
-    const sla = (body: unknown) => A.client.request('POST', '/v1/reports/sla', { body });
-    const e1 = await expectApiError(sla({ from: '2026-02-02T00:00:00Z', to: '2026-02-01T00:00:00Z' }), 400, 'invalid_request');
-    expect(e1.param).toBe('to');
-    const e2 = await expectApiError(sla({ from: '2024-01-01T00:00:00Z', to: '2025-06-01T00:00:00Z' }), 400, 'invalid_request');
-    expect(e2.param).toBe('from');
-    const e3 = await expectApiError(sla({ from: 'yesterday' }), 400, 'invalid_request');
-    expect(e3.param).toBe('from');
   });
 });
