@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { SvcClient } from '@svc/shared/client';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { TEST_DB_KIND } from './support/database.ts';
 import { call } from './support/call.ts';
 
 const PRICE = 1_000; // notary receipt
@@ -34,10 +35,11 @@ async function receiver(secret: () => string, now: () => Date) {
   return { url, events, rejected, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
+const ENV = { SVC_NOTARY_PRICE_MICRO_USD: String(PRICE), SVC_BALANCE_LOW_DEFAULT_MICRO_USD: String(DEFAULT_THRESHOLD) };
 let t: TestGateway;
 const closers: Array<() => Promise<void>> = [];
 beforeAll(async () => {
-  t = await startTestGateway({ env: { SVC_NOTARY_PRICE_MICRO_USD: String(PRICE), SVC_BALANCE_LOW_DEFAULT_MICRO_USD: String(DEFAULT_THRESHOLD) } });
+  t = await startTestGateway({ env: ENV });
 });
 afterAll(async () => {
   await Promise.all(closers.map((c) => c()));
@@ -48,9 +50,9 @@ afterAll(async () => {
 let n = 0;
 const digest = (i: number) => i.toString(16).padStart(64, '0');
 /** Spends PRICE through the real money path (hold, settle) with an API key. */
-async function spend(key: string) {
+async function spend(key: string, baseUrl = t.url) {
   n += 2;
-  const api = new SvcClient({ baseUrl: t.url, credential: { kind: 'key', token: key } });
+  const api = new SvcClient({ baseUrl, credential: { kind: 'key', token: key } });
   const r = await api.raw('POST', '/v1/notary/receipts', { body: { input_sha256: digest(n), output_sha256: digest(n + 1) } });
   expect(r.status).toBe(201);
 }
@@ -169,5 +171,75 @@ describe('balance_low', () => {
     }
     const pos = await t.gw.services.metering.position(a.accountId);
     expect(pos.balance_micro_usd).toBe(4 * PRICE);
+  });
+});
+
+describe('balance_low decided in the database', () => {
+  const lows = (g: TestGateway, accountId: string) =>
+    g.gw.database.db.selectFrom('webhook_events').select('data').where('account_id', '=', accountId).where('type', '=', 'balance_low').orderBy('created_at').execute();
+
+  it('a stale observation (a higher balance reported late) neither re-arms nor fires: one event per crossing', async () => {
+    const a = await watched(5 * PRICE);
+    await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 3_500 });
+    await spend(a.key); // 4000
+    await spend(a.key); // 3000: crossed
+    await a.flush();
+    expect(a.rec.events).toHaveLength(1);
+    // The 4000 of the first settle, evaluated late (another process, or a slow observer): the balance is 3000.
+    expect(await t.gw.services.alerts.evaluate(a.accountId, 4_000)).toBe('unchanged');
+    expect((await call(a.client, 'GET', '/v1/billing/alerts')).body.armed).toBe(false);
+    await spend(a.key); // 2000: still the same crossing
+    await a.flush();
+    expect(a.rec.events).toHaveLength(1);
+
+    await t.gw.services.metering.credit(a.accountId, 2_000, 'grant', `stale-${a.accountId}`); // 4000: re-armed
+    await a.flush();
+    expect(await t.gw.services.alerts.evaluate(a.accountId, 2_000)).toBe('unchanged'); // stale low: no event
+    await spend(a.key); // 3000: crossed again
+    await a.flush();
+    expect(a.rec.events.map((e) => e.data)).toEqual([
+      { balance_micro_usd: 3_000, threshold_micro_usd: 3_500 },
+      { balance_micro_usd: 3_000, threshold_micro_usd: 3_500 },
+    ]);
+  });
+
+  // Postgres only: two processes on one database (the embedded database serves one process).
+  it.skipIf(TEST_DB_KIND === 'pglite')('two gateways observing concurrently, in any order, enqueue exactly one balance_low per crossing', async () => {
+    const { a, b, close } = await startGatewayPair({ env: ENV });
+    try {
+      const s = await a.signIn();
+      await a.gw.services.metering.credit(s.accountId, 4 * PRICE, 'grant', `pair-${s.accountId}`); // 4000
+      const key = (await s.client.createKey()).key;
+      expect((await call(s.client, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/never', events: ['balance_low'] })).status).toBe(201);
+      await call(s.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 3_500 });
+      // Many observations at once from both processes, stale ones (the other side of the threshold) mixed in.
+      const burst = (values: number[]) =>
+        Promise.all([a, b].flatMap((g) => [...values, ...values].map((v) => g.gw.services.alerts.evaluate(s.accountId, v))));
+      const idle = () => Promise.all([a.gw.services.alerts.idle(), b.gw.services.alerts.idle()]);
+
+      await Promise.all([spend(key, a.url), burst([3_000, 4_000, 3_000, 4_000])]); // 3000: crossed
+      await burst([4_000, 3_000, 4_000]);
+      await idle();
+      expect(await lows(a, s.accountId)).toHaveLength(1);
+      expect((await lows(a, s.accountId))[0]!.data).toEqual({ balance_micro_usd: 3_000, threshold_micro_usd: 3_500 });
+
+      await Promise.all([spend(key, b.url), burst([3_000, 2_000, 4_000])]); // 2000: the same crossing
+      await a.gw.services.metering.credit(s.accountId, 3_000, 'grant', `pair-rearm-${s.accountId}`); // 5000: re-armed
+      expect(await burst([2_000, 5_000, 3_000])).not.toContain('fired');
+      await idle();
+      expect(await lows(a, s.accountId)).toHaveLength(1);
+      expect((await call(s.client, 'GET', '/v1/billing/alerts')).body).toMatchObject({ armed: true, balance_micro_usd: 5_000 });
+
+      await spend(key, b.url); // 4000
+      await Promise.all([spend(key, a.url), spend(key, b.url)]); // 2000: crossed again, settled by both processes
+      await burst([4_000, 3_000, 2_000]);
+      await idle();
+      const fired = await lows(a, s.accountId);
+      expect(fired).toHaveLength(2);
+      // Whichever evaluation won saw the first or both settles committed: 3000 or 2000.
+      expect([3_000, 2_000]).toContain(fired[1]!.data.balance_micro_usd);
+    } finally {
+      await close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import type { SvcClient } from '@svc/shared/client';
 import { ConfigError, loadConfig } from '../control-plane/src/config.ts';
 import { freePort, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { expectApiError } from './support/expect-error.ts';
+import { depositPayer, submitDeposit, submitDepositOk, type Deposit } from './support/deposits.ts';
 import { CONTRACTS_SOURCE, compileTestContracts, deployForwarder, deployToken, loadTestContracts, sendEther, startChain, type TestChain, type TestToken } from './support/chain.ts';
 
 /**
@@ -19,24 +20,6 @@ let usdt: TestToken;
 let fake: TestToken;
 let t: TestGateway;
 let treasury: Address;
-
-interface Deposit {
-  id: string;
-  status: string;
-  chain: string;
-  chain_id: number;
-  tx_hash: string;
-  log_index: number;
-  from: string;
-  to: string;
-  token: string;
-  amount: string;
-  amount_micro_usd: number;
-  confirmations: number;
-  required_confirmations: number;
-  ledger_ref: string;
-  credited_at: string | null;
-}
 
 beforeAll(async () => {
   chain = await startChain();
@@ -61,21 +44,9 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-/** A fresh wallet holding `usdtUnits`, signed in to the gateway as its own account. */
-async function payer(usdtUnits = 100_000_000n) {
-  const wallet = await chain.newWallet();
-  if (usdtUnits > 0n) await usdt.mint(wallet.address, usdtUnits);
-  const s = await t.signIn(wallet);
-  return { wallet, client: s.client, accountId: s.accountId };
-}
-
-const submit = (c: SvcClient, tx: string, extra: Record<string, unknown> = {}) => c.raw('POST', '/v1/billing/deposits', { body: { chain: 'anvil', tx_hash: tx, ...extra } });
-async function submitOk(c: SvcClient, tx: string, status: number, extra: Record<string, unknown> = {}): Promise<Deposit> {
-  const res = await submit(c, tx, extra);
-  const body = await res.json();
-  expect(res.status, JSON.stringify(body)).toBe(status);
-  return body as Deposit;
-}
+const payer = (usdtUnits = 100_000_000n) => depositPayer(chain, usdt, t, usdtUnits);
+const submit = submitDeposit;
+const submitOk = submitDepositOk;
 
 async function written(accountId: string) {
   const db = t.gw.database.db;
@@ -165,55 +136,6 @@ describe('POST /v1/billing/deposits', () => {
     const w = await written(p.accountId);
     expect(w.ledger).toHaveLength(1);
     expect(w.balance).toBe(1_000_000);
-  });
-
-  it('records too few confirmations as pending (202, nothing credited); a refresh after more blocks credits it once', async () => {
-    const p = await payer();
-    const tx = await usdt.transfer(p.wallet, treasury, 3_000_000n);
-    const pending = await submitOk(p.client, tx, 202);
-    expect(pending).toMatchObject({ status: 'pending', confirmations: 1, required_confirmations: CONFIRMATIONS, amount_micro_usd: 3_000_000, credited_at: null });
-    expect((await submitOk(p.client, tx, 202)).id).toBe(pending.id);
-    let w = await written(p.accountId);
-    expect(w.deposits).toHaveLength(1);
-    expect(w.ledger).toHaveLength(0);
-    expect(w.balance).toBe(0);
-
-    await chain.mine(1);
-    const stillPending = await p.client.request<Deposit[]>('POST', '/v1/billing/deposits/refresh');
-    expect(stillPending).toHaveLength(1);
-    expect(stillPending[0]).toMatchObject({ id: pending.id, status: 'pending', confirmations: 2 });
-    expect((await written(p.accountId)).ledger).toHaveLength(0);
-
-    await chain.mine(1);
-    const refreshed = await p.client.request<Deposit[]>('POST', '/v1/billing/deposits/refresh');
-    expect(refreshed[0]).toMatchObject({ id: pending.id, status: 'credited', confirmations: CONFIRMATIONS });
-    await p.client.request('POST', '/v1/billing/deposits/refresh');
-    expect((await submitOk(p.client, tx, 200)).status).toBe('credited');
-    w = await written(p.accountId);
-    expect(w.ledger).toHaveLength(1);
-    expect(w.ledger[0]!.ref).toBe(`anvil:${tx.toLowerCase()}:${pending.log_index}`);
-    expect(w.balance).toBe(3_000_000);
-  });
-
-  it('a pending deposit submitted again once confirmed is credited by that submit (201)', async () => {
-    const p = await payer();
-    const tx = await usdt.transfer(p.wallet, treasury, 400_000n);
-    await submitOk(p.client, tx, 202);
-    await chain.mine(CONFIRMATIONS);
-    expect((await submitOk(p.client, tx, 201)).status).toBe('credited');
-    expect((await written(p.accountId)).balance).toBe(400_000);
-  });
-
-  it('lists newest first', async () => {
-    const p = await payer();
-    const a = await usdt.transfer(p.wallet, treasury, 100_000n);
-    const b = await usdt.transfer(p.wallet, treasury, 200_000n);
-    await chain.mine(CONFIRMATIONS);
-    const da = await submitOk(p.client, a, 201);
-    t.clock.advance(1000);
-    const db = await submitOk(p.client, b, 201);
-    const list = await p.client.request<Deposit[]>('GET', '/v1/billing/deposits');
-    expect(list.map((d) => d.id)).toEqual([db.id, da.id]);
   });
 
   it('trusts the logs, not the transaction recipient: a payment through a contract is credited', async () => {

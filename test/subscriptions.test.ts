@@ -4,7 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import type { SvcClient } from '@svc/shared/client';
 import { ConfigError, DEFAULT_PLANS, loadConfig } from '../control-plane/src/config.ts';
 import { addMonth } from '../control-plane/src/modules/subscriptions/plans.ts';
-import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { TEST_DB_KIND } from './support/database.ts';
 import { call } from './support/call.ts';
 
 const TREASURY = '0x1111111111111111111111111111111111111111';
@@ -15,13 +16,12 @@ const PLANS = [
   { id: 'premium', name: 'Premium', monthly_fee_micro_usd: 50_000, retention_days: 365, limits: { webhooks: null }, features: { audit_packs: true } },
 ];
 
+// Sessions outlive the months the clock moves through.
+const ENV = { SVC_PLANS: JSON.stringify(PLANS), SVC_SESSION_TTL_SECONDS: String(10 * 365 * 86400) };
 let t: TestGateway;
 const closers: Array<() => Promise<void>> = [];
 beforeAll(async () => {
-  t = await startTestGateway({
-    // Sessions outlive the months the clock moves through.
-    env: { SVC_BILLING_ENFORCED: 'true', SVC_TREASURY_ADDRESS: TREASURY, SVC_USDT_CONTRACT: USDT, SVC_PLANS: JSON.stringify(PLANS), SVC_SESSION_TTL_SECONDS: String(10 * 365 * 86400) },
-  });
+  t = await startTestGateway({ env: { ...ENV, SVC_BILLING_ENFORCED: 'true', SVC_TREASURY_ADDRESS: TREASURY, SVC_USDT_CONTRACT: USDT } });
 });
 afterAll(async () => {
   await Promise.all(closers.map((c) => c()));
@@ -64,8 +64,8 @@ async function account(credit: number) {
   return { ...s, events, all: () => rec.events };
 }
 
-async function ledger(accountId: string) {
-  return t.gw.database.db.selectFrom('ledger_entries').select(['amount_micro_usd', 'kind', 'ref', 'balance_after_micro_usd']).where('account_id', '=', accountId).where('kind', '=', 'subscription').orderBy('id').execute();
+async function ledger(accountId: string, g: TestGateway = t) {
+  return g.gw.database.db.selectFrom('ledger_entries').select(['amount_micro_usd', 'kind', 'ref', 'balance_after_micro_usd']).where('account_id', '=', accountId).where('kind', '=', 'subscription').orderBy('id').execute();
 }
 const balance = async (accountId: string) => (await t.gw.services.metering.position(accountId)).balance_micro_usd;
 
@@ -261,6 +261,81 @@ describe('renewal at period end (leader loop)', () => {
     await call(s.client, 'POST', '/v1/billing/subscription/cancel');
     const r = await call(s.client, 'POST', '/v1/billing/subscription', { plan: 'basic' });
     expect(r.body).toMatchObject({ change: 'resumed', charged_micro_usd: 0, auto_renew: true, balance_micro_usd: 40_000 });
+  });
+});
+
+describe('a plan is a purchase, also where billing is not enforced', () => {
+  it('402 without the credit (balance never negative); a renewal it cannot pay drops to Free', async () => {
+    const g = await startTestGateway({ env: ENV }); // SVC_BILLING_ENFORCED unset: the embedded default (off)
+    try {
+      expect(g.gw.config.billing.enforced).toBe(false);
+      const s = await g.signIn();
+      const r = await call(s.client, 'POST', '/v1/billing/subscription', { plan: 'basic' });
+      expect(r.status).toBe(402);
+      expect(r.body.error).toMatchObject({ type: 'insufficient_credit', plan: 'basic', balance_micro_usd: 0, held_micro_usd: 0, required_micro_usd: 10_000 });
+      expect(r.body.error).not.toHaveProperty('accepts'); // no treasury configured: no x402 terms to offer
+      expect(await ledger(s.accountId, g)).toEqual([]);
+      expect((await call(s.client, 'GET', '/v1/billing/subscription')).body).toMatchObject({ plan: { id: 'free' }, balance_micro_usd: 0 });
+
+      await g.gw.services.metering.credit(s.accountId, 15_000, 'grant', `unenforced-${s.accountId}`);
+      const start = g.clock.now();
+      const ok = await call(s.client, 'POST', '/v1/billing/subscription', { plan: 'basic' });
+      expect(ok.body).toMatchObject({ change: 'started', charged_micro_usd: 10_000, balance_micro_usd: 5_000 });
+      expect((await call(s.client, 'POST', '/v1/billing/subscription', { plan: 'premium' })).status).toBe(402);
+      g.clock.set(addMonth(start));
+      await g.gw.leader.runAllOnce();
+      expect((await call(s.client, 'GET', '/v1/billing/subscription')).body).toMatchObject({ plan: { id: 'free' }, period_end: null, balance_micro_usd: 5_000 });
+      expect((await ledger(s.accountId, g)).map((e) => e.amount_micro_usd)).toEqual([-10_000]);
+    } finally {
+      await g.close();
+    }
+  });
+});
+
+describe('renewal with several control-plane processes', () => {
+  // Postgres only: the embedded database serves one process (test/platform.test.ts checks it always leads).
+  it.skipIf(TEST_DB_KIND === 'pglite')('two gateways on one database: the period renews once, on the leader; one fee entry', async () => {
+    const { a, b, close } = await startGatewayPair({ env: { ...ENV, SVC_BILLING_ENFORCED: 'true', SVC_TREASURY_ADDRESS: TREASURY, SVC_USDT_CONTRACT: USDT } });
+    try {
+      expect([a.gw.leader.isLeader, b.gw.leader.isLeader]).toEqual([true, false]);
+      const s = await b.signIn(); // either process serves the API
+      await a.gw.services.metering.credit(s.accountId, 35_000, 'grant', `pair-${s.accountId}`);
+      expect((await call(s.client, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/never' })).status).toBe(201); // so events are recorded
+      const start = a.clock.now();
+      expect((await call(s.client, 'POST', '/v1/billing/subscription', { plan: 'basic' })).status).toBe(200);
+      const end = addMonth(start);
+      const renewed = () => b.gw.database.db.selectFrom('webhook_events').select('data').where('account_id', '=', s.accountId).where('type', '=', 'subscription_renewed').execute();
+
+      a.clock.set(end);
+      // Both processes run their loops at the period end; a handover overlap also runs both renewers at once.
+      const ran = await Promise.all([
+        a.gw.leader.runAllOnce(),
+        b.gw.leader.runAllOnce(),
+        a.gw.services.subscriptions.renewDue(),
+        b.gw.services.subscriptions.renewDue(),
+        b.gw.services.subscriptions.renewDue(),
+      ]);
+      expect(ran.slice(0, 2)).toEqual([true, false]); // only the leader runs its loops
+      let entries = await ledger(s.accountId, a);
+      expect(entries.map((e) => e.ref)).toEqual([`subscription:${s.accountId}:basic:${start.toISOString()}`, `subscription:${s.accountId}:basic:${end.toISOString()}`]);
+      expect(entries[1]).toMatchObject({ amount_micro_usd: -10_000, balance_after_micro_usd: 15_000 });
+      expect(await renewed()).toHaveLength(1);
+
+      // The leader stops; the other process takes over and renews the next period, once.
+      await a.stop();
+      expect(await b.gw.leader.electOnce()).toBe(true);
+      await b.gw.leader.runAllOnce();
+      expect(await ledger(s.accountId, b)).toHaveLength(2); // nothing was due
+      b.clock.set(addMonth(end));
+      await Promise.all([b.gw.leader.runAllOnce(), b.gw.leader.runAllOnce()]);
+      entries = await ledger(s.accountId, b);
+      expect(entries.map((e) => e.amount_micro_usd)).toEqual([-10_000, -10_000, -10_000]);
+      expect(entries[2]!.ref).toBe(`subscription:${s.accountId}:basic:${addMonth(end).toISOString()}`);
+      expect((await b.gw.services.metering.position(s.accountId)).balance_micro_usd).toBe(5_000);
+      expect((await renewed()).map((e) => e.data.period_start)).toEqual([end.toISOString(), addMonth(end).toISOString()]);
+    } finally {
+      await close();
+    }
   });
 });
 

@@ -114,3 +114,24 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     },
   };
 }
+
+/**
+ * Two control-plane processes on one database with one clock, as in a deployment of several replicas.
+ * Postgres only (the embedded database serves one process). `a` starts first and leads; `b` follows.
+ */
+export async function startGatewayPair(opts: Omit<TestGatewayOptions, 'share' | 'persistent'> = {}): Promise<{
+  a: TestGateway & { databaseUrl: string | undefined; dataDir: string };
+  b: TestGateway;
+  close(): Promise<void>;
+}> {
+  const a = await startTestGateway(opts);
+  const b = await startTestGateway({ ...opts, share: { databaseUrl: a.databaseUrl, dataDir: a.dataDir }, clock: a.clock, port: undefined });
+  return {
+    a,
+    b,
+    async close() {
+      await b.stop();
+      await a.close();
+    },
+  };
+}

@@ -15,10 +15,18 @@ export interface AlertsView {
 
 /**
  * The `balance_low` alert. Each account has a threshold (null: the deployment default) and an `armed`
- * flag. A balance observed after a settle or credit (Metering.onBalance) that is below the threshold while
- * armed disarms it and emits `balance_low` in the same transaction; a balance at or above the threshold
- * re-arms it. So the event fires once per crossing from >= threshold to < threshold. Setting a threshold
- * arms it according to the current balance and fires nothing (the balance did not move).
+ * flag. After a settle or credit (Metering.onBalance) the alert is evaluated: a balance below the threshold
+ * while armed disarms it and emits `balance_low` in the same transaction; a balance at or above the
+ * threshold re-arms it. So the event fires once per crossing from >= threshold to < threshold. Setting a
+ * threshold arms it according to the current balance and fires nothing (the balance did not move).
+ *
+ * The decision is made in the database, never from the balance a caller observed: observations from
+ * several processes (or one delayed behind another) arrive in any order, and a stale higher balance must
+ * not re-arm an alert that a newer lower one fired (the next settle would fire it again for the same
+ * crossing). An evaluation locks the account's alert row, then reads the balance as committed now (a new
+ * statement, so a new snapshot under read committed) and flips `armed` with a conditional UPDATE
+ * (`where armed = <old>`); concurrent evaluators queue on the row lock and each sees a balance no older
+ * than the one before it, so exactly one of them fires per crossing.
  *
  * Observations run off the money path, in order per account within this process; the common case (state
  * already consistent with the balance) costs one indexed read.
@@ -49,28 +57,44 @@ export class AlertsService {
     await Promise.all([...this.chains.values()]);
   }
 
-  async evaluate(accountId: string, balance: number): Promise<'fired' | 'armed' | 'unchanged'> {
-    const row = await this.db.selectFrom('balance_alerts').select(['threshold_micro_usd', 'armed']).where('account_id', '=', accountId).executeTakeFirst();
-    if (row && row.armed === balance >= (row.threshold_micro_usd ?? this.defaultMicroUsd)) return 'unchanged';
+  /**
+   * Evaluates the alert against the account's balance now. `observed` (the balance a settle or credit
+   * reported) only says that the balance moved; it decides nothing, since it may already be stale.
+   */
+  async evaluate(accountId: string, observed?: number): Promise<'fired' | 'armed' | 'unchanged'> {
+    const def = this.defaultMicroUsd;
+    const seen = await sql<{ armed: boolean | null; threshold: string | number; balance: string | number }>`
+      select a.armed, coalesce(a.threshold_micro_usd, ${def}::bigint) as threshold,
+        coalesce((select c.balance_micro_usd from credit_accounts c where c.account_id = ${accountId}), 0) as balance
+      from (values (1)) v left join balance_alerts a on a.account_id = ${accountId}`.execute(this.db);
+    const s = seen.rows[0]!;
+    if (s.armed !== null && s.armed === Number(s.balance) >= Number(s.threshold)) return 'unchanged';
     return this.db.transaction().execute(async (trx) => {
       const now = this.clock.now();
-      const def = this.defaultMicroUsd;
-      // First sight of the account: record its state, fire nothing (no crossing was seen). Otherwise flip
-      // the flag only when it disagrees with the balance; the row lock orders concurrent observers.
-      const r = await sql<{ armed: boolean; fired: boolean; threshold: number }>`
-        insert into balance_alerts as a (account_id, threshold_micro_usd, armed, fired_at, updated_at)
-        values (${accountId}, null, ${balance}::bigint >= ${def}::bigint, null, ${now})
-        on conflict (account_id) do update
-          set armed = ${balance}::bigint >= coalesce(a.threshold_micro_usd, ${def}::bigint),
-              fired_at = case when a.armed then ${now} else a.fired_at end,
-              updated_at = ${now}
-          where a.armed <> (${balance}::bigint >= coalesce(a.threshold_micro_usd, ${def}::bigint))
-        returning a.armed, (a.fired_at is not null and a.fired_at = ${now} and not a.armed) as fired,
-          coalesce(a.threshold_micro_usd, ${def}::bigint) as threshold`.execute(trx);
-      const out = r.rows[0];
-      if (!out) return 'unchanged';
-      if (!out.fired) return out.armed ? 'armed' : 'unchanged';
-      await this.events.emit(accountId, 'balance_low', { balance_micro_usd: balance, threshold_micro_usd: Number(out.threshold) }, { db: trx });
+      // First sight of the account: record its state, fire nothing (no crossing was seen).
+      const created = await sql<{ armed: boolean }>`
+        insert into balance_alerts (account_id, threshold_micro_usd, armed, fired_at, updated_at)
+        select ${accountId}, null, coalesce((select c.balance_micro_usd from credit_accounts c where c.account_id = ${accountId}), 0) >= ${def}::bigint, null, ${now}
+        on conflict (account_id) do nothing
+        returning armed`.execute(trx);
+      if (created.rows[0]) return created.rows[0].armed ? 'armed' : 'unchanged';
+      // Lock first, then read the balance in a later statement: it is at least as new as any earlier evaluator's.
+      const row = await trx.selectFrom('balance_alerts').select(['armed', 'threshold_micro_usd']).where('account_id', '=', accountId).forUpdate().executeTakeFirstOrThrow();
+      const threshold = Number(row.threshold_micro_usd ?? def);
+      const balance = await this.balance(accountId, trx);
+      const armed = balance >= threshold;
+      if (armed === row.armed) return 'unchanged';
+      // Only the caller that flips the flag from its old value wins (the lock makes it this one).
+      const won = await trx
+        .updateTable('balance_alerts')
+        .set({ armed, updated_at: now, ...(armed ? {} : { fired_at: now }) })
+        .where('account_id', '=', accountId)
+        .where('armed', '=', !armed)
+        .returning('armed')
+        .executeTakeFirst();
+      if (!won) return 'unchanged';
+      if (armed) return 'armed';
+      await this.events.emit(accountId, 'balance_low', { balance_micro_usd: balance, threshold_micro_usd: threshold }, { db: trx });
       return 'fired';
     });
   }
@@ -88,13 +112,16 @@ export class AlertsService {
   async set(accountId: string, threshold: number | null): Promise<AlertsView> {
     return this.db.transaction().execute(async (trx) => {
       const now = this.clock.now();
-      const bal = await this.balance(accountId, trx);
-      const armed = bal >= (threshold ?? this.defaultMicroUsd);
+      // The same order as evaluate: hold the row lock, then read the balance.
       await trx
         .insertInto('balance_alerts')
-        .values({ account_id: accountId, threshold_micro_usd: threshold, armed, fired_at: null, updated_at: now })
-        .onConflict((oc) => oc.column('account_id').doUpdateSet({ threshold_micro_usd: threshold, armed, updated_at: now }))
+        .values({ account_id: accountId, threshold_micro_usd: threshold, armed: false, fired_at: null, updated_at: now })
+        .onConflict((oc) => oc.column('account_id').doNothing())
         .execute();
+      await trx.selectFrom('balance_alerts').select('account_id').where('account_id', '=', accountId).forUpdate().execute();
+      const bal = await this.balance(accountId, trx);
+      const armed = bal >= (threshold ?? this.defaultMicroUsd);
+      await trx.updateTable('balance_alerts').set({ threshold_micro_usd: threshold, armed, updated_at: now }).where('account_id', '=', accountId).execute();
       return this.view(threshold, armed, bal);
     });
   }

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { ServiceError, newId, type Clock } from '@svc/shared';
 import type { ChainConfig } from '../../config.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -12,6 +12,8 @@ type Row = Selectable<BillingDepositsTable>;
 type Checked = Extract<Verification, { status: 'verified' | 'pending' }>;
 
 export const LIST_CAP = 100;
+/** Pending deposits read per page by a refresh (which walks all of them). */
+export const REFRESH_PAGE = 100;
 const LEDGER_KIND = 'deposit';
 
 /** Who may claim a transfer: only a wallet linked to the account (default), or any sender. */
@@ -232,17 +234,21 @@ export class DepositService {
     return rows.map(view);
   }
 
-  /** Re-checks every pending deposit of the account (oldest first, at most LIST_CAP); returns the list. */
+  /**
+   * Re-checks every pending deposit of the account, oldest first, in pages of REFRESH_PAGE (keyset on
+   * (created_at, id), so a row that stays pending is not read twice and none is skipped); returns the list.
+   */
   async refresh(accountId: string): Promise<DepositView[]> {
-    const pending = await this.db
-      .selectFrom('billing_deposits')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('status', '=', 'pending')
-      .orderBy('created_at')
-      .limit(LIST_CAP)
-      .execute();
-    for (const row of pending) await this.recheck(row, undefined, false);
+    let after: string | undefined;
+    for (;;) {
+      let q = this.db.selectFrom('billing_deposits').selectAll().where('account_id', '=', accountId).where('status', '=', 'pending');
+      // The cursor row's key is read in the database, so timestamps never round-trip through JS milliseconds.
+      if (after) q = q.where(sql<boolean>`(created_at, id) > (select c.created_at, c.id from billing_deposits c where c.id = ${after})`);
+      const page = await q.orderBy('created_at').orderBy('id').limit(REFRESH_PAGE).execute();
+      for (const row of page) await this.recheck(row, undefined, false);
+      if (page.length < REFRESH_PAGE) break;
+      after = page[page.length - 1]!.id;
+    }
     return this.list(accountId);
   }
 }

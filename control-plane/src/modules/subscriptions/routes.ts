@@ -29,7 +29,9 @@ const Subscription = z.object({
 
 const PaymentRequired = z
   .object({ error: z.looseObject({ type: z.string(), message: z.string() }) })
-  .describe('insufficient_credit: the monthly fee cannot be covered by prepaid credit; carries x402 version 1 terms (x402Version, accepts) and balance_micro_usd, held_micro_usd, required_micro_usd. Nothing is written.');
+  .describe(
+    'insufficient_credit: the monthly fee cannot be covered by prepaid credit (also where SVC_BILLING_ENFORCED is off: a plan is a purchase); carries balance_micro_usd, held_micro_usd, required_micro_usd and, when a treasury and USDT contract are configured, x402 version 1 terms (x402Version, accepts). Nothing is written.',
+  );
 
 /** Plans and subscriptions (spec: billing). */
 export function subscriptionRoutes(app: FastifyInstance, subs: SubscriptionService): void {

@@ -42,7 +42,8 @@ export interface SubscriptionDeps {
  * Plans and subscriptions. An account without a row is on Free. A paid plan's monthly fee is debited from
  * prepaid credit through the ledger (kind `subscription`, ref `subscription:<account>:<plan>:<period_start>`)
  * by `svc_debit`, which refuses when the spendable credit cannot cover it (402 with x402 terms; nothing is
- * written). Where billing is not enforced (SVC_BILLING_ENFORCED=false) the fee is debited regardless.
+ * written). Buying a plan is a purchase, not metering: the fee must be covered even where metered calls
+ * are not enforced (SVC_BILLING_ENFORCED=false), so the balance never goes negative for a plan.
  *
  * Switching rules (POST /v1/billing/subscription):
  * - to the current plan: turns auto-renew back on and drops a scheduled change; nothing is charged;
@@ -201,29 +202,29 @@ export class SubscriptionService {
     return trx.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId).forUpdate().executeTakeFirstOrThrow();
   }
 
+  /** Debits a plan fee; always refused when the spendable credit cannot cover it (whatever SVC_BILLING_ENFORCED says). */
   private async debit(trx: Kysely<DB>, accountId: string, plan: PlanConfig, periodStart: Date, now: Date) {
     const r = await sql<{ outcome: 'debited' | 'duplicate' | 'insufficient_credit'; balance: number; held: number }>`
-      select * from svc_debit(${accountId}, ${plan.monthlyFeeMicroUsd}::bigint, ${LEDGER_KIND}, ${feeRef(accountId, plan.id, periodStart)}, ${now}, ${this.d.billing.enforced})`.execute(trx);
+      select * from svc_debit(${accountId}, ${plan.monthlyFeeMicroUsd}::bigint, ${LEDGER_KIND}, ${feeRef(accountId, plan.id, periodStart)}, ${now}, true)`.execute(trx);
     const row = r.rows[0]!;
     return { outcome: row.outcome, balance: Number(row.balance), held: Number(row.held) };
   }
 
   private paymentRequired(plan: PlanConfig, balance: number, held: number): ServiceError {
     const spendable = balance - held;
+    // x402 terms only where they can name a treasury and a token to pay with (a deposit tops credit up).
+    const terms =
+      this.d.billing.treasury && this.d.billing.usdtContract
+        ? paymentTerms(this.d.billing, {
+            shortfallMicroUsd: plan.monthlyFeeMicroUsd - spendable,
+            resource: new URL('/v1/billing/subscription', this.d.publicUrl).toString(),
+            description: `Monthly fee of the ${plan.name} plan`,
+          })
+        : {};
     return new ServiceError(
       'insufficient_credit',
       `Not enough credit for plan ${plan.id}: its monthly fee is ${plan.monthlyFeeMicroUsd} micro-USD and ${Math.max(0, spendable)} is spendable`,
-      {
-        ...paymentTerms(this.d.billing, {
-          shortfallMicroUsd: plan.monthlyFeeMicroUsd - spendable,
-          resource: new URL('/v1/billing/subscription', this.d.publicUrl).toString(),
-          description: `Monthly fee of the ${plan.name} plan`,
-        }),
-        plan: plan.id,
-        balance_micro_usd: balance,
-        held_micro_usd: held,
-        required_micro_usd: plan.monthlyFeeMicroUsd,
-      },
+      { ...terms, plan: plan.id, balance_micro_usd: balance, held_micro_usd: held, required_micro_usd: plan.monthlyFeeMicroUsd },
     );
   }
 
