@@ -246,6 +246,8 @@ describe('node-agent install.sh refusals', () => {
     expect(r.stdout).toMatch(/dry run: nothing is written/);
     expect(r.stdout).toMatch(/would run: SVC_NODE_KEY=<the key> .*svc-node enroll/);
     expect(r.stdout).toMatch(/would copy node-agent/);
+    // The service-user step is in the plan even under --prefix (where it is not run).
+    expect(r.stdout).toMatch(/^ {4}an install into \/ would run: useradd --system --user-group --home-dir \/var\/lib\/svc-node .*--shell \/usr\/sbin\/nologin .* svc-node$/m);
     expect(r.stdout + r.stderr).not.toContain(key);
     expect(readdirSync(p)).toEqual([]);
   });

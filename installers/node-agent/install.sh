@@ -6,7 +6,8 @@
 #
 # What it does (each step is printed; --dry-run prints them and writes nothing):
 #   1. checks its inputs: Node 20.19+, the checkout (with `npm ci` done), the URL and the node key;
-#   2. creates the system user and group svc-node (not under a --prefix other than /: see below);
+#   2. creates the system user and group svc-node (not under a --prefix other than /: see below; a dry
+#      run prints the useradd command either way);
 #   3. copies the agent into <prefix>/opt/svc-node: node-agent/ and shared/ (sources, without tests) and
 #      the agent's run-time dependency closure from the checkout's node_modules (runtime-deps.mjs lists
 #      it: ~30 MB, not the workspace's 300+ MB), owned by root and read-only to the agent;
@@ -195,16 +196,23 @@ say "installing the svc node agent from $source_dir (Node.js $node_version at $n
 ((dry_run)) && note "dry run: nothing is written"
 
 # ---- 2. user ---------------------------------------------------------------------------------------
+useradd_cmd=(useradd --system --user-group --home-dir /var/lib/svc-node --no-create-home
+  --shell /usr/sbin/nologin --comment "svc node agent" "$SERVICE_USER")
 if ((system_root)); then
   if id -u "$SERVICE_USER" >/dev/null 2>&1; then
     say "system user $SERVICE_USER exists"
   else
     say "creating system user and group $SERVICE_USER"
-    run useradd --system --user-group --home-dir /var/lib/svc-node --no-create-home \
-      --shell /usr/sbin/nologin --comment "svc node agent" "$SERVICE_USER"
+    run "${useradd_cmd[@]}"
   fi
 else
   say "skipping the $SERVICE_USER system user under --prefix $prefix (it belongs in the host's /etc/passwd); files stay owned by $(id -un)"
+  # The plan still shows the step, so a staged (dry) run reviews everything an install into / does.
+  if ((dry_run)); then
+    printf '    an install into / would run:'
+    printf ' %q' "${useradd_cmd[@]}"
+    printf '\n'
+  fi
 fi
 
 # ---- 3. code ---------------------------------------------------------------------------------------

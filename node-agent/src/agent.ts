@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { JobMessage, ServerMessage } from '@svc/shared';
+import type { Capabilities, JobMessage, ServerMessage } from '@svc/shared';
 import { dockerReachable, readCapabilities } from './capabilities.ts';
 import { Channel } from './channel.ts';
 import type { AgentConfig } from './config.ts';
@@ -11,8 +11,22 @@ import { sandboxOptionsFromEnv, startSandbox, type Sandbox, type SandboxOptions 
 
 export const AGENT_VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
+/** The timer functions the heartbeat schedule uses; tests inject a fake clock. */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+const realTimers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
+
 export interface AgentOptions {
+  /** Heartbeat interval; default HEARTBEAT_SECONDS (60 s), the spec's cadence. */
   heartbeatMs?: number;
+  timers?: Timers;
+  /** Seams for unit tests: how a heartbeat is posted and the capability snapshot read. */
+  postHeartbeat?: typeof postHeartbeat;
+  readCapabilities?: () => Promise<Capabilities>;
+  /** The protocol version claimed on connect (default PROTOCOL_VERSION); only to exercise the refusal. */
+  protocolVersion?: number;
   /** Called once the control plane names this node (a config enrolled with --key has no id yet). */
   onNodeId?: (nodeId: string) => void;
   log?: (msg: string) => void;
@@ -26,7 +40,7 @@ export class Agent {
   private readonly running = new Map<string, AbortController>();
   private readonly handlers: Record<string, JobHandler>;
   private channel: Channel | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private fatal: ((message: string) => void) | undefined;
   private sandbox: Sandbox | undefined;
   private stopped = false;
@@ -80,19 +94,28 @@ export class Agent {
       runningJobs: () => [...this.running.keys()],
       onFatal: (m) => this.fatal?.(m),
       log: this.log,
-    });
+    }, this.opts.protocolVersion);
     this.channel.start();
+    this.startHeartbeats();
+  }
+
+  /** Posts a heartbeat now, then one every heartbeatMs (60 s) until stop(); a slow post never delays the next. */
+  startHeartbeats(): void {
+    const timers = this.opts.timers ?? realTimers;
+    const every = this.opts.heartbeatMs ?? HEARTBEAT_MS;
     const beat = () => {
+      if (this.stopped) return;
       void this.heartbeat();
-      this.timer = setTimeout(beat, this.opts.heartbeatMs ?? HEARTBEAT_MS);
+      this.timer = timers.setTimeout(beat, every);
     };
     beat();
   }
 
   async heartbeat(): Promise<void> {
     try {
-      this.last = await postHeartbeat(this.cfg.url, this.cfg.node_key, {
-        capabilities: await readCapabilities(() => dockerReachable()),
+      const post = this.opts.postHeartbeat ?? postHeartbeat;
+      this.last = await post(this.cfg.url, this.cfg.node_key, {
+        capabilities: await (this.opts.readCapabilities ?? (() => readCapabilities(() => dockerReachable())))(),
         endpoint: this.cfg.endpoint,
         load: { running_jobs: this.running.size },
         agent_version: AGENT_VERSION,
@@ -152,7 +175,8 @@ export class Agent {
   /** Stops taking work; resolves when sandbox containers are removed (callers may ignore it). */
   stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== undefined) (this.opts.timers ?? realTimers).clearTimeout(this.timer);
+    this.timer = undefined;
     for (const ac of this.running.values()) ac.abort('agent stopping');
     this.channel?.close();
     const s = this.sandbox;

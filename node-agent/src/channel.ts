@@ -11,9 +11,16 @@ export interface ChannelHandlers {
   log(msg: string): void;
 }
 
-/** Capped exponential backoff with jitter: 0.5 s, 1 s, 2 s ... up to 30 s. */
-export function backoffMs(attempt: number, random = Math.random): number {
-  const base = Math.min(30_000, 500 * 2 ** attempt);
+export const BACKOFF_FIRST_MS = 500;
+export const BACKOFF_CAP_MS = 30_000;
+
+/**
+ * Delay before reconnect attempt `attempt` (0 first): capped exponential backoff with jitter. The ceiling
+ * starts at 0.5 s and doubles per attempt up to 30 s; the delay is drawn from the upper half of it
+ * ([ceiling/2, ceiling]) so a control-plane restart does not get every agent back at the same instant.
+ */
+export function backoffMs(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(BACKOFF_CAP_MS, BACKOFF_FIRST_MS * 2 ** Math.max(0, attempt));
   return Math.round(base / 2 + random() * (base / 2));
 }
 
@@ -27,13 +34,19 @@ export class Channel {
   private readonly client: ReturnType<typeof createTRPCClient<AgentRouter>>;
   private sub: { unsubscribe(): void } | undefined;
 
-  constructor(url: string, nodeKey: string, agentVersion: string, private readonly h: ChannelHandlers) {
+  constructor(
+    url: string,
+    nodeKey: string,
+    agentVersion: string,
+    private readonly h: ChannelHandlers,
+    protocolVersion: number = PROTOCOL_VERSION,
+  ) {
     const wsUrl = new URL(CHANNEL_PATH, url);
     wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
     this.ws = createWSClient({
       url: wsUrl.toString(),
       WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
-      connectionParams: () => ({ node_key: nodeKey, protocol_version: String(PROTOCOL_VERSION), agent_version: agentVersion }),
+      connectionParams: () => ({ node_key: nodeKey, protocol_version: String(protocolVersion), agent_version: agentVersion }),
       retryDelayMs: backoffMs,
       onOpen: () => {
         h.log('channel open');
@@ -50,7 +63,8 @@ export class Channel {
   private fail(e: unknown): void {
     const code = e instanceof TRPCClientError ? (e.data as { code?: string } | undefined)?.code : undefined;
     const message = e instanceof Error ? e.message : String(e);
-    if (code === 'UNAUTHORIZED' || code === 'PRECONDITION_FAILED') this.h.onFatal(message);
+    if (code === 'UNAUTHORIZED') this.h.onFatal(`the control plane refused the node key: ${message}`);
+    else if (code === 'PRECONDITION_FAILED') this.h.onFatal(`the control plane refused this agent: ${message}`);
     else this.h.log(`channel error: ${message}`);
   }
 

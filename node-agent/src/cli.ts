@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { Agent, AGENT_VERSION } from './agent.ts';
 import { configDir, configPath, readConfig, writeConfig } from './config.ts';
 
@@ -44,9 +44,14 @@ program
 program
   .command('run')
   .description('Heartbeat every 60 s and take jobs over the channel until stopped')
-  .action(async () => {
+  // Claims another protocol version on connect: only to see (and test) how a control plane refuses a mismatch.
+  .addOption(new Option('--protocol-version <n>').hideHelp().argParser((v) => Number.parseInt(v, 10)))
+  .action(async (o: { protocolVersion?: number }) => {
     const cfg = readConfig(dir());
-    const agent = new Agent(cfg, { onNodeId: (nodeId) => writeConfig(dir(), { ...cfg, node_id: nodeId }) });
+    const agent = new Agent(cfg, {
+      onNodeId: (nodeId) => writeConfig(dir(), { ...cfg, node_id: nodeId }),
+      ...(o.protocolVersion !== undefined ? { protocolVersion: o.protocolVersion } : {}),
+    });
     const stop = () => {
       // Remove this agent's containers before exiting (systemd stops and restarts send SIGTERM).
       void Promise.resolve(agent.stop()).finally(() => process.exit(0));
@@ -54,7 +59,10 @@ program
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     const fatal = await agent.run();
+    // Exit 3 = refused for good (wrong or revoked node key, incompatible protocol version): retrying cannot
+    // help, so the systemd unit does not restart on it (RestartPreventExitStatus=3).
     console.error(`svc-node: ${fatal}`);
+    console.error('svc-node: not retrying (exit status 3); fix the cause above, then start the agent again');
     process.exit(3);
   });
 

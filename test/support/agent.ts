@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SvcClient } from '@svc/shared/client';
@@ -10,8 +11,11 @@ export interface TestAgent {
   nodeId: string;
   nodeKey: string;
   configDir: string;
-  start(env?: Record<string, string>): void;
+  /** Starts `svc-node run` (extra arguments after `run`). */
+  start(env?: Record<string, string>, args?: string[]): void;
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Resolves with the exit code once the running agent exits by itself; rejects after timeoutMs. */
+  exited(timeoutMs?: number): Promise<number | null>;
   output(): string;
 }
 
@@ -28,25 +32,30 @@ export async function enrollAgent(
   t: TestGateway,
   owner: SvcClient,
   body: { kinds: string[]; name?: string; speed_factor?: number; models?: string[] } = { kinds: ['sandbox'] },
-  opts: { approve?: boolean } = {},
+  opts: { approve?: boolean; /** The control-plane URL the agent dials (a proxy, say); default t.url. */ url?: string } = {},
 ): Promise<TestAgent> {
   const enrolled = await owner.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body });
   if (opts.approve !== false) {
     const admin = new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: ADMIN_TOKEN } });
     await admin.request('POST', '/v1/admin/nodes/approve', { body: { node_id: enrolled.node.id, approved: true } });
   }
+  return agentWithKey(opts.url ?? t.url, enrolled.node_key, enrolled.node.id);
+}
+
+/** An agent configured (with the real `svc-node enroll --key`) to use a given key, enrolled or not. */
+export async function agentWithKey(url: string, nodeKey: string, nodeId = ''): Promise<TestAgent> {
   const configDir = mkdtempSync(join(tmpdir(), 'svc-node-'));
-  const e = await run(['enroll', '--config-dir', configDir, '--url', t.url, '--key', enrolled.node_key, '--data-dir', join(configDir, 'data')]);
+  const e = await run(['enroll', '--config-dir', configDir, '--url', url, '--key', nodeKey, '--data-dir', join(configDir, 'data')]);
   if (e.code !== 0) throw new Error(`svc-node enroll failed: ${e.out}`);
   let child: ChildProcess | undefined;
   let out = '';
   return {
-    nodeId: enrolled.node.id,
-    nodeKey: enrolled.node_key,
+    nodeId,
+    nodeKey,
     configDir,
-    start(env: Record<string, string> = {}) {
+    start(env: Record<string, string> = {}, args: string[] = []) {
       // No warm sandbox pool unless a test asks for one: fleet tests need no containers.
-      child = spawn(process.execPath, ['--import', 'tsx', 'node-agent/src/cli.ts', 'run', '--config-dir', configDir], { env: { PATH: process.env.PATH, SVC_SANDBOX_POOL: '0', ...env } });
+      child = spawn(process.execPath, ['--import', 'tsx', 'node-agent/src/cli.ts', 'run', '--config-dir', configDir, ...args], { env: { PATH: process.env.PATH, SVC_SANDBOX_POOL: '0', ...env } });
       child.stdout!.on('data', (d) => (out += d));
       child.stderr!.on('data', (d) => (out += d));
     },
@@ -58,7 +67,64 @@ export async function enrollAgent(
         c.kill(signal);
       });
     },
+    exited(timeoutMs = 30_000) {
+      const c = child;
+      if (!c) return Promise.reject(new Error('agent not started'));
+      if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve(c.exitCode);
+      return new Promise<number | null>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`agent still running after ${timeoutMs} ms:\n${out}`)), timeoutMs);
+        c.once('exit', (code) => {
+          clearTimeout(timer);
+          resolve(code);
+        });
+      });
+    },
     output: () => out,
+  };
+}
+
+/**
+ * A TCP relay between agents and a control plane: `cut()` drops every connection through it (a network
+ * blip: the agent stays up and reconnects), `block()` also refuses new ones until `unblock()`.
+ */
+export async function tcpProxy(target: string): Promise<{ url: string; cut(): void; block(): void; unblock(): void; close(): Promise<void> }> {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  let blocked = false;
+  const server = createServer((client) => {
+    if (blocked) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(Number(port), hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const cut = () => {
+    for (const s of sockets) s.destroy();
+  };
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    cut,
+    block: () => {
+      blocked = true;
+      cut();
+    },
+    unblock: () => {
+      blocked = false;
+    },
+    close: async () => {
+      cut();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
   };
 }
 

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { ServiceError, newId, type Clock, type JobFinish, type JobOutput, type ServerMessage } from '@svc/shared';
 import type { DB } from '../db/schema.ts';
 import { AsyncQueue } from './queue.ts';
-import type { NodeRegistry } from './registry.ts';
+import type { JobOutcome, NodeRegistry } from './registry.ts';
 import { pickNode } from './scheduler.ts';
 
 export interface JobSpec {
@@ -53,10 +53,17 @@ class NodeLost extends Error {}
 /**
  * The agent hub: live channels of the agents connected to this process, and the dispatch primitive.
  * dispatch() picks a node (scheduler), records the job, pushes it over the channel, streams output back
- * and resolves on finish; it cancels on timeout or when the caller aborts. If a node's channel drops, its
- * jobs wait `reconnectGraceMs` for the agent to come back and report them still running; a job lost
- * before any output is dispatched once more elsewhere (when retryable), otherwise it fails `node_lost`.
- * Every attempt and its end is recorded in `jobs`, so nothing is lost silently.
+ * and resolves on finish; it cancels on timeout or when the caller aborts.
+ *
+ * Node-drop rule: if a node's channel drops, its jobs wait `reconnectGraceMs` (30 s) for the agent to come
+ * back and report them in `hello(running_jobs)`; those carry on. A job not reported (or not back in time)
+ * is lost: lost before any output, it is dispatched once more on another node (unless `retryable: false`,
+ * pinned to a node, or already a retry); lost after output started, it is never re-run (the caller has
+ * seen part of it) and fails 502 `upstream_error` with `reason: "node_lost"` and its `job_id`.
+ *
+ * Outcomes (registry.recordOutcome): a finish the agent reports counts succeeded or failed and gives a
+ * latency sample; a lost job and a job the control plane times out count failed; a cancel by the caller
+ * (spec.signal) counts neither way. Every attempt and its end is recorded in `jobs`, so nothing is lost silently.
  */
 export class AgentHub {
   private readonly conns = new Map<string, Conn>();
@@ -133,26 +140,36 @@ export class AgentHub {
         this.log.warn({ job_id: jobId, node_id: node.id }, 'node lost before output; dispatching once more elsewhere');
         return this.dispatch(spec, [node.id]);
       }
-      if (e instanceof NodeLost) throw new ServiceError('upstream_error', `The node running this job went away (${e.message})`, { job_id: jobId });
+      if (e instanceof NodeLost) throw new ServiceError('upstream_error', `The node running this job went away (${e.message})`, { job_id: jobId, reason: 'node_lost' });
       throw e;
     }
   }
 
   private run(jobId: string, nodeId: string, spec: JobSpec): Promise<JobResult> {
     return new Promise<JobResult>((resolve, reject) => {
+      // The agent enforces timeout_ms itself and reports timed_out; this is the backstop for an agent that never answers.
       const timer = setTimeout(() => {
+        if (!this.pending.has(jobId)) return;
         this.cancel(jobId, 'timed out');
-        void this.end(jobId, 'timed_out', 'timed out').finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
+        void this.end(jobId, 'timed_out', 'timed out')
+          .then(() => this.record(nodeId, spec, { outcome: 'failed', durationMs: spec.timeoutMs }))
+          .catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not end a timed-out job'))
+          .finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
       }, spec.timeoutMs + 5_000);
       timer.unref();
       const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, timer, resolve, reject };
       this.pending.set(jobId, p);
-      spec.signal?.addEventListener('abort', () => {
+      this.conns.get(nodeId)!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
+      const onAbort = () => {
         if (!this.pending.has(jobId)) return;
         this.cancel(jobId, 'caller went away');
-        void this.end(jobId, 'canceled', 'caller went away').finally(() => reject(new ServiceError('conflict', 'Job canceled')));
-      });
-      this.conns.get(nodeId)!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
+        void this.end(jobId, 'canceled', 'caller went away')
+          .then(() => this.record(nodeId, spec, { outcome: 'canceled', durationMs: performance.now() - p.sentAt }))
+          .catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not end a canceled job'))
+          .finally(() => reject(new ServiceError('conflict', 'Job canceled')));
+      };
+      if (spec.signal?.aborted) onAbort();
+      else spec.signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -171,10 +188,14 @@ export class AgentHub {
 
   async onFinish(nodeId: string, f: JobFinish): Promise<void> {
     const p = this.pending.get(f.job_id);
-    if (!p || p.nodeId !== nodeId) return;
+    if (!p || p.nodeId !== nodeId) {
+      // A job already ended here (canceled, timed out): the node confirms it stopped; its outcome is recorded.
+      this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
+      return;
+    }
     const latencyMs = performance.now() - p.sentAt;
     await this.end(f.job_id, f.ok ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', f.error ?? null);
-    await this.registry.recordOutcome(nodeId, { ok: f.ok, latencyMs, kind: p.spec.nodeKind ?? p.spec.kind, workUnits: f.work_units, durationMs: f.duration_ms }).catch(() => undefined);
+    await this.record(nodeId, p.spec, { outcome: f.ok ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });
     if (f.ok) p.resolve({ jobId: f.job_id, nodeId, result: f.result, durationMs: f.duration_ms, workUnits: f.work_units });
     else if (f.timed_out) p.reject(new ServiceError('upstream_timeout', `Job timed out after ${p.spec.timeoutMs} ms`, { job_id: f.job_id }));
     else p.reject(new ServiceError('upstream_error', f.error ?? 'job failed on its node', { job_id: f.job_id }));
@@ -183,8 +204,16 @@ export class AgentHub {
   private lose(p: Pending): void {
     if (!this.pending.has(p.jobId)) return;
     const retry = !p.gotOutput;
-    void this.end(p.jobId, 'failed', 'node lost').then(() => this.registry.recordOutcome(p.nodeId, { ok: false, latencyMs: performance.now() - p.sentAt, kind: p.spec.kind, durationMs: 0 }).catch(() => undefined));
-    p.reject(retry ? new NodeLost(`node ${p.nodeId} dropped`) : new ServiceError('upstream_error', `Node ${p.nodeId} dropped mid-job`, { job_id: p.jobId }));
+    const ended = this.end(p.jobId, 'failed', 'node lost')
+      .then(() => this.record(p.nodeId, p.spec, { outcome: 'failed', durationMs: performance.now() - p.sentAt }))
+      .catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not end a lost job'));
+    void ended.finally(() =>
+      p.reject(retry ? new NodeLost(`node ${p.nodeId} dropped`) : new ServiceError('upstream_error', `Node ${p.nodeId} dropped after its output began; not re-run`, { job_id: p.jobId, reason: 'node_lost' })),
+    );
+  }
+
+  private async record(nodeId: string, spec: JobSpec, o: { outcome: JobOutcome; latencyMs?: number; workUnits?: number | undefined; durationMs: number }): Promise<void> {
+    await this.registry.recordOutcome(nodeId, { ...o, kind: spec.nodeKind ?? spec.kind }).catch((e: unknown) => this.log.error({ err: e, node_id: nodeId }, 'could not record a job outcome'));
   }
 
   private async end(jobId: string, status: 'succeeded' | 'failed' | 'canceled' | 'timed_out', error: string | null): Promise<void> {

@@ -1,8 +1,8 @@
-import type { Kysely, Selectable } from 'kysely';
-import { PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { HEARTBEAT_SECONDS, PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
-import { isOnline, reliability, type NodeSnapshot } from './scheduler.ts';
+import { isOnline, type NodeSnapshot } from './scheduler.ts';
 import { observeSpeed } from './speed.ts';
 
 export interface EnrollInput {
@@ -15,7 +15,26 @@ export interface EnrollInput {
 
 type NodeRow = Selectable<NodesTable>;
 export const HOUSE_ACCOUNT = 'acct_house_ops';
-const LATENCY_ALPHA = 0.2;
+/**
+ * `latency_ms` is an exponential moving average of the dispatch round trip (job sent -> the agent's finish
+ * report), over the jobs the node reported finished: the first sample seeds it, then
+ * latency = latency + LATENCY_ALPHA × (sample − latency). Lost, canceled and control-plane-timed-out jobs
+ * give no sample (no round trip completed).
+ */
+export const LATENCY_ALPHA = 0.2;
+
+/**
+ * How a dispatched job ended, for the node's record. `canceled` is a cancel by the caller: it counts as
+ * dispatched but neither for nor against the node (the node did nothing wrong). `failed` covers a failure the
+ * agent reported, its own time limit, a job lost with its node, and a job the control plane timed out.
+ */
+export type JobOutcome = 'succeeded' | 'failed' | 'canceled';
+
+/** The published reliability: the share of judged jobs (succeeded + failed; caller cancels excluded) that ended well, null before any. */
+export function publishedReliability(r: { succeeded: number; failed: number }): number | null {
+  const judged = r.succeeded + r.failed;
+  return judged === 0 ? null : Number((r.succeeded / judged).toFixed(4));
+}
 
 /** Enrolled nodes: enrollment, node-key auth, heartbeats, gates, approval, observed reliability and speed. */
 export class NodeRegistry {
@@ -58,17 +77,27 @@ export class NodeRegistry {
         latency_ms: null,
         observed_speed: null,
         created_at: now,
-        revoked_at: null,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
     return { node: this.ownerView(row), node_key: key };
   }
 
+  /**
+   * Node-key auth (heartbeat and channel). The spec has no node-key revoke route; a key is revoked when its
+   * owner account is suspended (`POST /v1/admin/accounts/suspend`: a suspended account's credentials are
+   * refused) and works again when the suspension is lifted. Either refusal is 401 `invalid_credential`, which
+   * the agent treats as fatal (exit 3). `nodes.revoked_at` is unused: nothing in the spec sets it.
+   */
   async authenticate(secret: string): Promise<NodePrincipal> {
-    const row = await this.db.selectFrom('nodes').select(['id', 'account_id', 'revoked_at']).where('key_hash', '=', sha256Hex(secret)).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select(['n.id', 'n.account_id', 'a.suspended_at'])
+      .where('n.key_hash', '=', sha256Hex(secret))
+      .executeTakeFirst();
     if (!row) throw new ServiceError('invalid_credential', 'Unknown node key');
-    if (row.revoked_at) throw new ServiceError('invalid_credential', 'This node key has been revoked');
+    if (row.suspended_at) throw new ServiceError('invalid_credential', "This node key is revoked: the node's owner account is suspended");
     return { kind: 'node', nodeId: row.id, accountId: row.account_id };
   }
 
@@ -86,7 +115,7 @@ export class NodeRegistry {
       .where('id', '=', nodeId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    return { node_id: row.id, approved: row.approved, disabled: row.disabled, draining: row.draining, next_heartbeat_seconds: 60, received_at: now.toISOString() };
+    return { node_id: row.id, approved: row.approved, disabled: row.disabled, draining: row.draining, next_heartbeat_seconds: HEARTBEAT_SECONDS, received_at: now.toISOString() };
   }
 
   async get(nodeId: string): Promise<NodeRow> {
@@ -108,8 +137,9 @@ export class NodeRegistry {
     return this.ownerView(row);
   }
 
+  /** What the scheduler sees: nodes whose owner is not suspended (a suspended owner's open channel gets no new work). */
   async snapshots(): Promise<Array<NodeSnapshot & { modelMap: Record<string, string> }>> {
-    const rows = await this.db.selectFrom('nodes').selectAll().where('revoked_at', 'is', null).execute();
+    const rows = await this.db.selectFrom('nodes as n').innerJoin('accounts as a', 'a.id', 'n.account_id').selectAll('n').where('a.suspended_at', 'is', null).execute();
     return rows.map((r) => ({
       id: r.id,
       kinds: r.kinds,
@@ -121,26 +151,30 @@ export class NodeRegistry {
       draining: r.draining,
       lastHeartbeatAt: r.last_heartbeat_at,
       runningJobs: r.running_jobs,
-      dispatched: r.dispatched,
       succeeded: r.succeeded,
+      failed: r.failed,
       latencyMs: r.latency_ms,
     }));
   }
 
-  /** Records how a dispatched job ended: counters, latency moving average, and the speed clamp rule. */
-  async recordOutcome(nodeId: string, o: { ok: boolean; latencyMs: number; kind: string; workUnits?: number | undefined; durationMs: number }) {
-    const row = await this.get(nodeId);
-    const latency = row.latency_ms === null ? o.latencyMs : row.latency_ms + LATENCY_ALPHA * (o.latencyMs - row.latency_ms);
-    const speed = o.ok ? observeSpeed(row, o) : null;
+  /**
+   * Records how a dispatched job ended: the counters (atomically), the latency moving average (a sample only
+   * when the node reported the finish), and the speed clamp rule (succeeded jobs that report work units).
+   */
+  async recordOutcome(nodeId: string, o: { outcome: JobOutcome; latencyMs?: number | undefined; kind: string; workUnits?: number | undefined; durationMs: number }) {
+    const ok = o.outcome === 'succeeded';
+    const row = ok ? await this.get(nodeId) : null;
+    const speed = row ? observeSpeed(row, o) : null;
+    const x = o.latencyMs;
     await this.db
       .updateTable('nodes')
-      .set({
-        dispatched: row.dispatched + 1,
-        succeeded: row.succeeded + (o.ok ? 1 : 0),
-        failed: row.failed + (o.ok ? 0 : 1),
-        latency_ms: latency,
-        ...(speed ? { observed_speed: speed.observed, speed_factor: speed.speedFactor, clamp_count: row.clamp_count + (speed.clamped ? 1 : 0) } : {}),
-      })
+      .set((eb) => ({
+        dispatched: eb('dispatched', '+', 1),
+        succeeded: eb('succeeded', '+', ok ? 1 : 0),
+        failed: eb('failed', '+', o.outcome === 'failed' ? 1 : 0),
+        ...(x === undefined ? {} : { latency_ms: sql<number>`coalesce(latency_ms + ${LATENCY_ALPHA}::double precision * (${x}::double precision - latency_ms), ${x}::double precision)` }),
+        ...(speed && row ? { observed_speed: speed.observed, speed_factor: speed.speedFactor, clamp_count: eb('clamp_count', '+', speed.clamped ? 1 : 0) } : {}),
+      }))
       .where('id', '=', nodeId)
       .execute();
   }
@@ -183,7 +217,7 @@ export class NodeRegistry {
             : r.draining
               ? ('draining' as const)
               : ('online' as const),
-      reliability: r.dispatched === 0 ? null : Number(reliability(r).toFixed(4)),
+      reliability: publishedReliability(r),
       jobs_dispatched: r.dispatched,
       latency_ms: r.latency_ms === null ? null : Math.round(r.latency_ms),
       last_heartbeat_at: r.last_heartbeat_at?.toISOString() ?? null,
@@ -192,7 +226,7 @@ export class NodeRegistry {
 
   async publicList() {
     const now = this.clock.now();
-    const rows = await this.db.selectFrom('nodes').selectAll().where('revoked_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db.selectFrom('nodes').selectAll().orderBy('created_at').orderBy('id').execute();
     return rows.map((r) => this.publicView(r, now));
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isEligible, isOnline, pickNode, reliability, score, type NodeSnapshot } from './scheduler.ts';
+import { isEligible, isOnline, pickNode, score, smoothedReliability, type NodeSnapshot } from './scheduler.ts';
 
 const now = new Date('2026-11-22T12:00:00Z');
 const node = (over: Partial<NodeSnapshot> = {}): NodeSnapshot => ({
@@ -12,8 +12,8 @@ const node = (over: Partial<NodeSnapshot> = {}): NodeSnapshot => ({
   draining: false,
   lastHeartbeatAt: new Date(now.getTime() - 10_000),
   runningJobs: 0,
-  dispatched: 0,
   succeeded: 0,
+  failed: 0,
   latencyMs: null,
   ...over,
 });
@@ -38,17 +38,19 @@ describe('eligibility', () => {
 });
 
 describe('score', () => {
-  it('smooths reliability so a new node starts at one half', () => {
-    expect(reliability({ dispatched: 0, succeeded: 0 })).toBe(0.5);
-    expect(reliability({ dispatched: 8, succeeded: 8 })).toBe(0.9);
+  it('smooths reliability (inside the score only) so a new node starts at one half', () => {
+    expect(smoothedReliability({ succeeded: 0, failed: 0 })).toBe(0.5);
+    expect(smoothedReliability({ succeeded: 8, failed: 0 })).toBe(0.9);
+    expect(smoothedReliability({ succeeded: 3, failed: 3 })).toBe(0.5);
+    expect(score(node())).toBeCloseTo(0.25);
   });
 
   it('prefers faster, more reliable, less loaded, lower-latency nodes', () => {
-    const base = score(node({ dispatched: 10, succeeded: 10 }));
-    expect(score(node({ dispatched: 10, succeeded: 10, speedFactor: 2 }))).toBeCloseTo(2 * base);
-    expect(score(node({ dispatched: 10, succeeded: 5 }))).toBeLessThan(base);
-    expect(score(node({ dispatched: 10, succeeded: 10, runningJobs: 1 }))).toBeCloseTo(base / 2);
-    expect(score(node({ dispatched: 10, succeeded: 10, latencyMs: 1000 }))).toBeCloseTo(base / 2);
+    const base = score(node({ succeeded: 10 }));
+    expect(score(node({ succeeded: 10, speedFactor: 2 }))).toBeCloseTo(2 * base);
+    expect(score(node({ succeeded: 5, failed: 5 }))).toBeLessThan(base);
+    expect(score(node({ succeeded: 10, runningJobs: 1 }))).toBeCloseTo(base / 2);
+    expect(score(node({ succeeded: 10, latencyMs: 1000 }))).toBeCloseTo(base / 2);
   });
 });
 

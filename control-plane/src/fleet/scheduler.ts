@@ -5,8 +5,10 @@ import { HEARTBEAT_SECONDS, OFFLINE_AFTER_MISSED } from '@svc/shared';
  *
  * Eligible: approved, not disabled, not draining, a heartbeat within 3 intervals (180 s), the job's node
  * kind (when it needs one) among the node's kinds, and for a model job the model among its declared models, and not excluded.
- * Score = speed_factor × reliability² × 1/(1 + running_jobs) × 1/(1 + latency_ms/1000), where
- * reliability = (succeeded + 1) / (dispatched + 2) (a new node starts at 0.5, not at 0 or 1).
+ * Score = speed_factor × r² × 1/(1 + running_jobs) × 1/(1 + latency_ms/1000), where r is the smoothed
+ * reliability (succeeded + 1) / (succeeded + failed + 2): a Laplace prior, so a new node scores 0.5, not 0 or 1.
+ * The smoothing lives only here; the registry publishes the plain share succeeded / (succeeded + failed).
+ * Caller cancels count neither way (registry.ts, JobOutcome).
  * The highest score wins; ties go to the lower id so the choice is deterministic.
  */
 export interface NodeSnapshot {
@@ -19,8 +21,8 @@ export interface NodeSnapshot {
   draining: boolean;
   lastHeartbeatAt: Date | null;
   runningJobs: number;
-  dispatched: number;
   succeeded: number;
+  failed: number;
   latencyMs: number | null;
 }
 
@@ -39,8 +41,9 @@ export function isOnline(n: Pick<NodeSnapshot, 'lastHeartbeatAt'>, now: Date): b
   return n.lastHeartbeatAt !== null && now.getTime() - n.lastHeartbeatAt.getTime() <= OFFLINE_AFTER_MS;
 }
 
-export function reliability(n: Pick<NodeSnapshot, 'dispatched' | 'succeeded'>): number {
-  return (n.succeeded + 1) / (n.dispatched + 2);
+/** The scheduler's reliability: smoothed with a prior of one success and one failure. Not the published figure. */
+export function smoothedReliability(n: Pick<NodeSnapshot, 'succeeded' | 'failed'>): number {
+  return (n.succeeded + 1) / (n.succeeded + n.failed + 2);
 }
 
 export function isEligible(n: NodeSnapshot, need: JobNeed, now: Date): boolean {
@@ -56,7 +59,7 @@ export function isEligible(n: NodeSnapshot, need: JobNeed, now: Date): boolean {
 }
 
 export function score(n: NodeSnapshot): number {
-  const r = reliability(n);
+  const r = smoothedReliability(n);
   return (n.speedFactor * r * r) / (1 + n.runningJobs) / (1 + (n.latencyMs ?? 0) / 1000);
 }
 

@@ -4,10 +4,11 @@ import type { JobHandler } from './types.ts';
 /**
  * Diagnostic jobs every node runs: the control plane uses them to measure dispatch latency and to check a
  * node end to end; operators use them to see their agent work. `diag.echo` streams its input back;
- * `diag.wait` holds a job open for a given time (cancellable), to exercise drains and timeouts.
+ * `diag.wait` holds a job open for a given time (cancellable), first emitting `say` when given, to exercise
+ * drains, timeouts and what happens to a job whose output has begun.
  */
 const Echo = z.object({ chunks: z.array(z.string().max(65536)).max(1000) });
-const Wait = z.object({ ms: z.number().int().min(0).max(600_000) });
+const Wait = z.object({ ms: z.number().int().min(0).max(600_000), say: z.string().max(65536).optional() });
 
 export const echo: JobHandler = async (payload, ctx) => {
   const { chunks } = Echo.parse(payload);
@@ -16,7 +17,8 @@ export const echo: JobHandler = async (payload, ctx) => {
 };
 
 export const wait: JobHandler = async (payload, ctx) => {
-  const { ms } = Wait.parse(payload);
+  const { ms, say } = Wait.parse(payload);
+  if (say !== undefined) ctx.emit('data', say);
   await new Promise<void>((resolve, reject) => {
     const t = setTimeout(resolve, ms);
     ctx.signal.addEventListener('abort', () => {

@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTRPCClient, createWSClient, wsLink, TRPCClientError } from '@trpc/client';
+import WebSocket from 'ws';
+import { HEARTBEAT_SECONDS, PROTOCOL_VERSION } from '@svc/shared';
+import { SvcClient } from '@svc/shared/client';
+import type { AgentRouter } from '../control-plane/src/fleet/channel.ts';
+import { HOUSE_ACCOUNT } from '../control-plane/src/fleet/registry.ts';
+import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { agentWithKey, enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { expectApiError } from './support/expect-error.ts';
+
+/**
+ * Node-key auth and refusals: a wrong key and a revoked one (the owner account suspended; the spec has no
+ * node-key revoke route) are 401 on the heartbeat and refused on the channel; a real agent refused for
+ * its key or its protocol version says why and exits 3 (the unit's RestartPreventExitStatus); house nodes.
+ */
+let t: TestGateway;
+const agents: TestAgent[] = [];
+beforeAll(async () => {
+  t = await startTestGateway();
+});
+afterAll(async () => {
+  for (const a of agents) await a.kill();
+  await t?.close();
+});
+
+const admin = () => new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: ADMIN_TOKEN } });
+const suspend = (accountId: string, suspended: boolean) => admin().request('POST', '/v1/admin/accounts/suspend', { body: { account_id: accountId, suspended, reason: 'test' } });
+const wellFormedKey = () => `nk-svc_${randomBytes(40).toString('base64url').slice(0, 43)}`;
+const CAPS = { cpu: { cores: 1, model: 't', load: 0 }, memory: { total_bytes: 1, available_bytes: 1 }, disk: { total_bytes: 1, available_bytes: 1 }, gpus: [], docker: { reachable: false, version: null }, os: 't' };
+const heartbeat = (key: string) =>
+  fetch(`${t.url}/v1/nodes/heartbeat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ capabilities: CAPS, load: { running_jobs: 0 }, agent_version: 'test' }),
+  });
+
+/** Dials the channel as an agent would and calls hello: the answer, or the refusal (code and message). */
+async function channelHello(nodeKey: string, protocolVersion = PROTOCOL_VERSION): Promise<{ ok: true; node_id: string } | { ok: false; code: string | undefined; message: string }> {
+  const ws = createWSClient({
+    url: `${t.url.replace('http', 'ws')}/v1/nodes/channel`,
+    WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
+    connectionParams: { node_key: nodeKey, protocol_version: String(protocolVersion), agent_version: 'test' },
+  });
+  const client = createTRPCClient<AgentRouter>({ links: [wsLink({ client: ws })] });
+  try {
+    const r = await client.hello.mutate({ running_jobs: [] });
+    return { ok: true, node_id: r.node_id };
+  } catch (e) {
+    const code = e instanceof TRPCClientError ? (e.data as { code?: string } | undefined)?.code : undefined;
+    return { ok: false, code, message: (e as Error).message };
+  } finally {
+    ws.close();
+  }
+}
+
+describe('wrong and revoked node keys', () => {
+  it('a wrong key is 401 on the heartbeat and refused on the channel', async () => {
+    const key = wellFormedKey();
+    const hb = await heartbeat(key);
+    expect(hb.status).toBe(401);
+    expect(((await hb.json()) as { error: { type: string } }).error.type).toBe('invalid_credential');
+    expect(await channelHello(key)).toEqual({ ok: false, code: 'UNAUTHORIZED', message: 'Unknown node key' });
+  });
+
+  it("suspending the owner's account revokes its node keys (401, channel refused) until the suspension is lifted", async () => {
+    const owner = await t.signIn();
+    const { node, node_key } = await owner.client.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } });
+    expect((await heartbeat(node_key)).status).toBe(200);
+    expect(await channelHello(node_key)).toEqual({ ok: true, node_id: node.id });
+
+    await suspend(owner.accountId, true);
+    const hb = await heartbeat(node_key);
+    expect(hb.status).toBe(401);
+    expect(((await hb.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'invalid_credential', message: expect.stringMatching(/revoked: the node's owner account is suspended/) });
+    const refused = await channelHello(node_key);
+    expect(refused).toMatchObject({ ok: false, code: 'UNAUTHORIZED' });
+    expect((refused as { message: string }).message).toMatch(/revoked: the node's owner account is suspended/);
+    // Nor does the scheduler see it (an already open channel gets no new work).
+    expect((await t.gw.fleet.registry.snapshots()).map((n) => n.id)).not.toContain(node.id);
+
+    await suspend(owner.accountId, false);
+    expect((await heartbeat(node_key)).status).toBe(200);
+    expect(await channelHello(node_key)).toEqual({ ok: true, node_id: node.id });
+  });
+
+  it('the heartbeat answer names the 60-second cadence', async () => {
+    const owner = await t.signIn();
+    const { node_key } = await owner.client.request<{ node_key: string }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } });
+    const body = (await (await heartbeat(node_key)).json()) as { next_heartbeat_seconds: number };
+    expect(HEARTBEAT_SECONDS).toBe(60);
+    expect(body.next_heartbeat_seconds).toBe(HEARTBEAT_SECONDS);
+  });
+});
+
+describe('a real agent refused for good exits 3 with a reason an operator can act on', () => {
+  const refused = /svc-node: not retrying \(exit status 3\); fix the cause above, then start the agent again/;
+
+  it('an incompatible protocol version', async () => {
+    const owner = await t.signIn();
+    const a = await enrollAgent(t, owner.client);
+    agents.push(a);
+    a.start({}, ['--protocol-version', '99']);
+    expect(await a.exited()).toBe(3);
+    expect(a.output()).toMatch(
+      /svc-node: the control plane refused this agent: agent protocol version 99 is not supported: this control plane speaks version 1; install the matching agent release/,
+    );
+    expect(a.output()).toMatch(refused);
+    expect(a.output()).not.toContain(a.nodeKey);
+  });
+
+  it('a wrong node key', async () => {
+    const a = await agentWithKey(t.url, wellFormedKey());
+    agents.push(a);
+    a.start();
+    expect(await a.exited()).toBe(3);
+    expect(a.output()).toMatch(/svc-node: the control plane refused the node key: Unknown node key/);
+    expect(a.output()).toMatch(refused);
+  });
+
+  it('a revoked node key (owner suspended)', async () => {
+    const owner = await t.signIn();
+    const a = await enrollAgent(t, owner.client);
+    agents.push(a);
+    await suspend(owner.accountId, true);
+    a.start();
+    expect(await a.exited()).toBe(3);
+    expect(a.output()).toMatch(/svc-node: the control plane refused the node key: This node key is revoked: the node's owner account is suspended/);
+    expect(a.output()).toMatch(refused);
+  });
+
+  it('an accepted agent keeps running (the refusals above are not a startup failure)', async () => {
+    const owner = await t.signIn();
+    const a = await enrollAgent(t, owner.client);
+    agents.push(a);
+    a.start();
+    await until('connected', async () => t.gw.fleet.hub.isConnected(a.nodeId));
+    await expect(a.exited(1000)).rejects.toThrow(/still running/);
+  });
+});
+
+describe('house nodes', () => {
+  it('POST /v1/admin/nodes/enroll enrolls under the house-ops account, shown as house', async () => {
+    await expectApiError((await t.signIn()).client.request('POST', '/v1/admin/nodes/enroll', { body: { kinds: ['sandbox'] } }), 401, 'invalid_credential');
+    const first = await admin().request<{ node: { id: string; house: boolean; approved: boolean; status: string }; node_key: string }>('POST', '/v1/admin/nodes/enroll', {
+      body: { kinds: ['sandbox'], name: 'house-1' },
+    });
+    const second = await admin().request<{ node: { id: string; house: boolean } }>('POST', '/v1/admin/nodes/enroll', { body: { kinds: ['inference'], models: ['m1'] } });
+    expect(first.node_key).toMatch(/^nk-svc_[A-Za-z0-9_-]{43}$/);
+    expect(first.node).toMatchObject({ house: true, approved: false, status: 'pending_approval' });
+    expect(second.node.house).toBe(true);
+    const rows = await t.gw.database.db.selectFrom('nodes').select(['id', 'account_id', 'house']).where('id', 'in', [first.node.id, second.node.id]).execute();
+    expect(rows.map((r) => ({ account_id: r.account_id, house: r.house }))).toEqual([
+      { account_id: HOUSE_ACCOUNT, house: true },
+      { account_id: HOUSE_ACCOUNT, house: true },
+    ]);
+    // The registry shows both as the house account's own; the public list shows them without the owner.
+    const owned = await t.gw.fleet.registry.listOwned(HOUSE_ACCOUNT);
+    expect(owned.filter((n) => [first.node.id, second.node.id].includes(n.id)).map((n) => n.house)).toEqual([true, true]);
+    const pub = await t.client.request<Array<{ id: string; status?: string }>>('GET', '/v1/nodes');
+    expect(pub.find((n) => n.id === first.node.id)).toMatchObject({ status: 'pending_approval' });
+    expect(JSON.stringify(pub)).not.toContain(HOUSE_ACCOUNT);
+    // Its key works like any node key.
+    expect((await heartbeat(first.node_key)).status).toBe(200);
+  });
+});

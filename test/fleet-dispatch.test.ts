@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createTRPCClient, createWSClient, wsLink } from '@trpc/client';
+import WebSocket from 'ws';
+import { PROTOCOL_VERSION, type JobFinish, type ServerMessage } from '@svc/shared';
+import { SvcClient } from '@svc/shared/client';
+import type { AgentRouter } from '../control-plane/src/fleet/channel.ts';
+import { LATENCY_ALPHA } from '../control-plane/src/fleet/registry.ts';
+import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { enrollAgent, tcpProxy, until, type TestAgent } from './support/agent.ts';
+import { expectApiError } from './support/expect-error.ts';
+
+/**
+ * The dispatch primitive with real agents: what a node's record learns from each outcome (reliability as a
+ * plain share, latency as a moving average), a caller's cancel reaching the node, the control plane's own
+ * timeout, and the node-drop rule (reconnect within the grace period carries on; a drop after output fails).
+ */
+const GRACE_MS = 4000;
+let t: TestGateway;
+let owner: Awaited<ReturnType<TestGateway['signIn']>>;
+let proxy: Awaited<ReturnType<typeof tcpProxy>>;
+const agents: TestAgent[] = [];
+beforeAll(async () => {
+  t = await startTestGateway({ reconnectGraceMs: GRACE_MS });
+  owner = await t.signIn();
+  proxy = await tcpProxy(t.url);
+});
+afterAll(async () => {
+  for (const a of agents) await a.kill();
+  await proxy?.close();
+  await t?.close();
+});
+
+type NodeEntry = { id: string; type: string; status?: string; reliability?: number | null; jobs_dispatched?: number; latency_ms?: number | null };
+const entry = async (id: string) => (await t.client.request<NodeEntry[]>('GET', '/v1/nodes')).find((n) => n.id === id)!;
+const hub = () => t.gw.fleet.hub;
+const jobRow = (id: string) => t.gw.database.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const jobCount = async () => (await t.gw.database.db.selectFrom('jobs').select('id').execute()).length;
+
+async function startAgent(url = t.url): Promise<TestAgent> {
+  const a = await enrollAgent(t, owner.client, { kinds: ['sandbox'] }, { url });
+  agents.push(a);
+  a.start();
+  await until(`${a.nodeId} online`, async () => hub().isConnected(a.nodeId) && (await entry(a.nodeId)).status === 'online');
+  return a;
+}
+
+/** Runs a pinned diag.wait job and measures it from outside: the round trip the hub measures lies within. */
+async function timedWait(nodeId: string, ms: number) {
+  const t0 = performance.now();
+  await hub().dispatch({ kind: 'diag.wait', payload: { ms }, timeoutMs: 10_000, nodeId });
+  return { ms, outside: performance.now() - t0 };
+}
+
+describe('what a node record learns from real dispatches', () => {
+  let a: TestAgent;
+  beforeAll(async () => {
+    a = await startAgent();
+  });
+
+  it('latency_ms is the documented moving average of the round trips; reliability is the plain share', async () => {
+    expect(LATENCY_ALPHA).toBe(0.2);
+    const recorded = vi.spyOn(t.gw.fleet.registry, 'recordOutcome');
+    const runs: Array<{ ms: number; outside: number }> = [];
+    for (const ms of [30, 400, 120, 250]) runs.push(await timedWait(a.nodeId, ms));
+    const samples = recorded.mock.calls.map(([nodeId, o]) => {
+      expect(nodeId).toBe(a.nodeId);
+      expect(o.outcome).toBe('succeeded');
+      return o.latencyMs!;
+    });
+    recorded.mockRestore();
+    expect(samples).toHaveLength(4);
+    // Each sample is a real round trip: at least the job's own time, at most what the caller waited.
+    samples.forEach((s, i) => {
+      expect(s).toBeGreaterThanOrEqual(runs[i]!.ms);
+      expect(s).toBeLessThanOrEqual(runs[i]!.outside);
+    });
+    // The first sample seeds it; then latency += 0.2 × (sample − latency).
+    const ema = samples.slice(1).reduce((l, s) => l + 0.2 * (s - l), samples[0]!);
+    const e = await entry(a.nodeId);
+    expect(e.latency_ms).toBe(Math.round(ema));
+    // Not a plain mean (the weights matter): 30, 400, 120, 250 average to 200; the EMA is near 145.
+    expect(Math.abs(e.latency_ms! - (samples.reduce((x, y) => x + y) / 4))).toBeGreaterThan(20);
+    expect(e).toMatchObject({ reliability: 1, jobs_dispatched: 4 });
+  });
+
+  it('a failure the agent reports counts against the node: 4 of 5 ended well', async () => {
+    const before = (await entry(a.nodeId)).latency_ms;
+    await expectApiError(hub().dispatch({ kind: 'diag.wait', payload: { ms: 10_000 }, timeoutMs: 200, nodeId: a.nodeId }), 504, 'upstream_timeout');
+    const e = await entry(a.nodeId);
+    expect(e).toMatchObject({ reliability: 0.8, jobs_dispatched: 5 });
+    expect(e.latency_ms).not.toBe(before); // the agent answered: a round trip, so a sample
+  });
+
+  it("a caller's cancel stops the job on the node, is recorded as canceled, and does not count against the node", async () => {
+    const before = await entry(a.nodeId);
+    const finishes = vi.spyOn(hub(), 'onFinish');
+    const ac = new AbortController();
+    let started!: () => void;
+    const output = new Promise<void>((r) => (started = r));
+    const job = hub().dispatch({ kind: 'diag.wait', payload: { ms: 30_000, say: 'started' }, timeoutMs: 60_000, nodeId: a.nodeId, signal: ac.signal, onOutput: () => started() });
+    await output;
+    const jobId = hub().openJobs().find((j) => j.nodeId === a.nodeId)!.jobId;
+    const t0 = Date.now();
+    ac.abort();
+    await expectApiError(job, 409, 'conflict');
+    expect(await jobRow(jobId)).toMatchObject({ status: 'canceled', error: 'caller went away', node_id: a.nodeId });
+    // The agent reports the job stopped (its handler aborted), long before the 30 s it would have run.
+    const report = await until('the node reports the job stopped', async () => finishes.mock.calls.map(([, f]) => f as JobFinish).find((f) => f.job_id === jobId));
+    finishes.mockRestore();
+    expect(report).toMatchObject({ ok: false, error: 'canceled: caller went away' });
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(hub().openJobs()).toEqual([]);
+    // Dispatched, but neither for nor against the node; no latency sample.
+    expect(await entry(a.nodeId)).toMatchObject({ reliability: before.reliability, jobs_dispatched: before.jobs_dispatched! + 1, latency_ms: before.latency_ms });
+    const row = await t.gw.database.db.selectFrom('nodes').select(['succeeded', 'failed']).where('id', '=', a.nodeId).executeTakeFirstOrThrow();
+    expect(row).toEqual({ succeeded: 4, failed: 1 });
+  });
+});
+
+describe('the control plane times out a job its node never answers', () => {
+  it('fails it upstream_timeout, cancels it on the node and records a failed outcome', async () => {
+    // An agent that takes jobs and never answers (a real agent enforces the time limit itself).
+    const { node, node_key } = await owner.client.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } });
+    await new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: ADMIN_TOKEN } }).request('POST', '/v1/admin/nodes/approve', { body: { node_id: node.id, approved: true } });
+    const caps = { cpu: { cores: 1, model: 't', load: 0 }, memory: { total_bytes: 1, available_bytes: 1 }, disk: { total_bytes: 1, available_bytes: 1 }, gpus: [], docker: { reachable: false, version: null }, os: 't' };
+    await fetch(`${t.url}/v1/nodes/heartbeat`, { method: 'POST', headers: { authorization: `Bearer ${node_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ capabilities: caps, load: { running_jobs: 0 }, agent_version: 'mute' }) });
+    const ws = createWSClient({ url: `${t.url.replace('http', 'ws')}/v1/nodes/channel`, WebSocket: WebSocket as unknown as typeof globalThis.WebSocket, connectionParams: { node_key, protocol_version: String(PROTOCOL_VERSION), agent_version: 'mute' } });
+    const got: ServerMessage[] = [];
+    const sub = createTRPCClient<AgentRouter>({ links: [wsLink({ client: ws })] }).jobs.subscribe(undefined, { onData: (m) => got.push(m as ServerMessage) });
+    try {
+      await until('mute agent connected', async () => hub().isConnected(node.id));
+      const e = await expectApiError(hub().dispatch({ kind: 'diag.wait', payload: { ms: 1 }, timeoutMs: 100, nodeId: node.id }), 504, 'upstream_timeout');
+      const jobId = String(e.body?.error.job_id);
+      expect(await jobRow(jobId)).toMatchObject({ status: 'timed_out' });
+      await until('cancel sent', async () => got.some((m) => m.type === 'cancel' && m.job_id === jobId && m.reason === 'timed out'));
+      expect(await entry(node.id)).toMatchObject({ reliability: 0, jobs_dispatched: 1, latency_ms: null });
+    } finally {
+      sub.unsubscribe();
+      ws.close();
+      await owner.client.request('POST', `/v1/nodes/${node.id}/disabled`, { body: { set: true } });
+    }
+  }, 20_000);
+});
+
+describe('the node-drop rule', () => {
+  it('an agent that reconnects within the grace period and reports the job in hello lets it finish', { timeout: 30_000 }, async () => {
+    const c = await startAgent(proxy.url);
+    const chunks: string[] = [];
+    // The job outlasts the grace period: without the agent's hello it would be declared lost mid-run.
+    const ms = GRACE_MS + 2000;
+    const job = hub().dispatch({ kind: 'diag.wait', payload: { ms, say: 'started' }, timeoutMs: 20_000, nodeId: c.nodeId, onOutput: (o) => chunks.push(o.data) });
+    await until('output began', async () => chunks.length > 0);
+    const jobId = hub().openJobs().find((j) => j.nodeId === c.nodeId)!.jobId;
+    const count = await jobCount();
+    proxy.cut(); // the network drops; the agent (and its job) keeps running
+    await until('channel dropped', async () => !hub().isConnected(c.nodeId), 5000);
+    await until('agent back', async () => hub().isConnected(c.nodeId), GRACE_MS);
+    const r = await job;
+    expect(r).toMatchObject({ jobId, nodeId: c.nodeId, result: { waited_ms: ms } });
+    expect(chunks).toEqual(['started']);
+    expect(await jobRow(jobId)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(await jobCount()).toBe(count); // carried on, not run again
+    expect(c.output()).toMatch(/channel closed/);
+  });
+
+  it('a drop after output began fails the job upstream_error / node_lost, without running it again', async () => {
+    await startAgent(); // a second direct node: a retry would have somewhere to go
+    const chunks: string[] = [];
+    const job = hub().dispatch({ kind: 'diag.wait', payload: { ms: 8000, say: 'started' }, timeoutMs: 30_000, onOutput: (o) => chunks.push(o.data) });
+    job.catch(() => undefined);
+    await until('output began', async () => chunks.length > 0);
+    const open = hub().openJobs()[0]!;
+    const count = await jobCount();
+    const victim = agents.find((a) => a.nodeId === open.nodeId)!;
+    await victim.kill();
+    const e = await expectApiError(job, 502, 'upstream_error');
+    expect(e.body?.error).toMatchObject({ reason: 'node_lost', job_id: open.jobId });
+    expect(await jobRow(open.jobId)).toMatchObject({ status: 'failed', error: 'node lost' });
+    expect(await jobCount()).toBe(count); // no second attempt anywhere
+    expect(hub().openJobs()).toEqual([]);
+    expect((await t.gw.database.db.selectFrom('nodes').select('failed').where('id', '=', victim.nodeId).executeTakeFirstOrThrow()).failed).toBeGreaterThanOrEqual(1);
+  }, 30_000);
+});
