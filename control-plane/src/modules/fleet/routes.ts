@@ -25,7 +25,7 @@ const PublicNode = z.object({
   speed_factor: z.number(),
   clamp_count: z.number(),
   status: z.enum(['online', 'offline', 'draining', 'disabled', 'pending_approval']),
-  reliability: z.number().nullable().describe('Share of dispatched jobs that ended well (null before any).'),
+  reliability: z.number().nullable().describe('Share of finished jobs that ended well: succeeded / (succeeded + failed, timed out or lost); jobs the caller canceled do not count. Null before any.'),
   jobs_dispatched: z.number(),
   latency_ms: z.number().nullable().describe('Moving average of dispatch round-trip latency.'),
   last_heartbeat_at: z.string().nullable(),
