@@ -178,6 +178,36 @@ describe('balance_low decided in the database', () => {
   const lows = (g: TestGateway, accountId: string) =>
     g.gw.database.db.selectFrom('webhook_events').select('data').where('account_id', '=', accountId).where('type', '=', 'balance_low').orderBy('created_at').execute();
 
+  it('a burst of observations for one account costs a couple of evaluations, and the crossing still fires once', async () => {
+    const a = await watched(5 * PRICE);
+    await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 3_500 });
+    await t.gw.services.alerts.idle();
+    const alerts = t.gw.services.alerts;
+    const evaluate = alerts.evaluate.bind(alerts);
+    let runs = 0;
+    alerts.evaluate = async (...args) => (runs++, evaluate(...args));
+    try {
+      // The balance drops to 3000 outside the money path's observer, then 100 settles report it at once.
+      await t.gw.database.db.updateTable('credit_accounts').set({ balance_micro_usd: 3_000 }).where('account_id', '=', a.accountId).execute();
+      for (let i = 0; i < 100; i++) alerts.observe({ accountId: a.accountId, balanceMicroUsd: 3_000 });
+      await alerts.idle();
+      expect(runs).toBe(1);
+      await a.flush();
+      expect(a.rec.events).toHaveLength(1);
+      // One running and more arriving: the ones that arrive while it runs queue exactly one more.
+      alerts.observe({ accountId: a.accountId, balanceMicroUsd: 3_000 });
+      await Promise.resolve();
+      await Promise.resolve();
+      for (let i = 0; i < 10; i++) alerts.observe({ accountId: a.accountId, balanceMicroUsd: 3_000 });
+      await alerts.idle();
+      expect(runs).toBe(3);
+      await a.flush();
+      expect(a.rec.events).toHaveLength(1);
+    } finally {
+      alerts.evaluate = evaluate;
+    }
+  });
+
   it('a stale observation (a higher balance reported late) neither re-arms nor fires: one event per crossing', async () => {
     const a = await watched(5 * PRICE);
     await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 3_500 });

@@ -42,10 +42,27 @@ export class AlertsService {
     private readonly log: { warn(o: object, msg: string): void } = { warn: () => undefined },
   ) {}
 
-  /** The Metering listener: queues the observation behind the account's previous one. */
+  /** Accounts with an evaluation queued that has not started yet. */
+  private readonly pending = new Set<string>();
+
+  /**
+   * The Metering listener: queues an evaluation behind the account's previous one. An evaluation reads the
+   * balance when it starts, so observations that arrive while one is still waiting to start are covered by
+   * it and queue nothing more: under load an account costs one read per evaluation, not one per settle.
+   */
   readonly observe = (o: BalanceObservation): void => {
+    if (this.pending.has(o.accountId)) return;
+    this.pending.add(o.accountId);
     const prev = this.chains.get(o.accountId) ?? Promise.resolve();
-    const next = prev.then(async () => void (await this.evaluate(o.accountId, o.balanceMicroUsd))).catch((err) => this.log.warn({ err, account_id: o.accountId }, 'balance alert evaluation failed'));
+    const next = prev
+      .then(async () => {
+        this.pending.delete(o.accountId);
+        await this.evaluate(o.accountId, o.balanceMicroUsd);
+      })
+      .catch((err) => {
+        this.pending.delete(o.accountId);
+        this.log.warn({ err, account_id: o.accountId }, 'balance alert evaluation failed');
+      });
     this.chains.set(o.accountId, next);
     void next.finally(() => {
       if (this.chains.get(o.accountId) === next) this.chains.delete(o.accountId);
