@@ -4,6 +4,7 @@ import { randomId } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { expectApiError } from './support/expect-error.ts';
+import { MAX_ROTATIONS } from '../control-plane/src/modules/keys/auth-row.ts';
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -215,6 +216,44 @@ describe('rotation carries the spend accounting', () => {
     for (const id of [old.id, fresh.id, child.id]) expect((await keyRow(id)).held_micro_usd, id).toBe(0);
     expect((await keyRow(old.id)).spent_micro_usd).toBe(2 * NOTARY_PRICE);
     await expectSpend(s, { [fresh.id]: [NOTARY_PRICE, 2 * NOTARY_PRICE], [child.id]: [NOTARY_PRICE, NOTARY_PRICE], [old.id]: [0, 0] });
+  });
+
+  it('a principal resolved before a rotation (a stale auth cache) is held against the live keys, under their caps', async () => {
+    const s = await t.signIn();
+    const parent = await s.client.createKey({ spend_cap_micro_usd: 3 * NOTARY_PRICE });
+    const child = await asKey(parent.key).delegateKey();
+    const { keys, metering } = t.gw.services;
+    // Resolved now, used after the rotation, as another process's cache would until the NOTIFY arrives.
+    const [staleChild, staleParent] = [await keys.authenticate(child.key), await keys.authenticate(parent.key)];
+    expect((await notarize(child.key)).status).toBe(201);
+    const fresh = await s.client.rotateKey(parent.id);
+    expect((await keyRow(parent.id)).spent_micro_usd).toBe(0); // moved to the replacement
+    const hold = (principal: typeof staleChild, amount: number) =>
+      metering.hold({ principal, requestId: `req_${randomId(20)}`, runId: null, maxCostMicroUsd: amount, route: 'POST /test', resource: t.url });
+    const h = await hold(staleChild, NOTARY_PRICE);
+    expect(h.chain).toEqual([child.id, fresh.id]);
+    expect((await keyRow(fresh.id)).held_micro_usd).toBe(NOTARY_PRICE);
+    expect((await keyRow(parent.id)).held_micro_usd).toBe(0);
+    // The cap counts the spend the rotation moved: 1 spent + 1 held + 2 more would be 4 of 3.
+    await expect(hold(staleParent, 2 * NOTARY_PRICE)).rejects.toMatchObject({ type: 'spend_cap_reached', extra: { key_id: fresh.id } });
+    await metering.settle(h, { costMicroUsd: NOTARY_PRICE, kind: 'test', units: {} });
+    expect(await keyRow(fresh.id)).toMatchObject({ spent_micro_usd: 2 * NOTARY_PRICE, held_micro_usd: 0 });
+  });
+
+  it(`a secret more than ${MAX_ROTATIONS} rotations from the live key is refused, not left acting as a retired key`, async () => {
+    const s = await t.signIn();
+    const first = await s.client.createKey({ spend_cap_micro_usd: NOTARY_PRICE });
+    let id = first.id;
+    const secrets: string[] = [first.key];
+    for (let i = 0; i <= MAX_ROTATIONS; i++) {
+      const next = await t.gw.services.keys.rotate(s.accountId, id, 3600);
+      secrets.push(next.key);
+      id = next.id;
+    }
+    await expectApiError(asKey(secrets[0]!).delegateKey(), 401, 'invalid_credential');
+    // One rotation less deep acts as the live key.
+    const child = await asKey(secrets[1]!).delegateKey();
+    expect((await keyRow(child.id)).parent_id).toBe(id);
   });
 
   it('rotating a frozen key does not lift the freeze', async () => {

@@ -97,6 +97,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
   const signerSvc = new ReceiptSigner(signer);
   const metering = new Metering(db, clock, signerSvc, config.billing);
+  metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd);
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);

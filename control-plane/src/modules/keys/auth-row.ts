@@ -1,10 +1,14 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
+import { ServiceError } from '@svc/shared';
 import type { ApiKeysTable, DB } from '../../db/schema.ts';
 
 type KeyRow = Selectable<ApiKeysTable>;
 
-/** How many rotations a presented secret is followed through to the live key. */
-const MAX_ROTATIONS = 16;
+/**
+ * How many rotations a presented secret is followed through to the live key. A secret more rotations away
+ * than this (still in its grace window) is refused rather than acting as a rotated-out key.
+ */
+export const MAX_ROTATIONS = 64;
 
 type WalkRow = Pick<KeyRow, 'id' | 'account_id' | 'parent_id' | 'scopes' | 'spend_cap_micro_usd' | 'expires_at' | 'revoked_at' | 'frozen_at' | 'rotated_to'> & {
   suspended_at: Date | null;
@@ -72,6 +76,9 @@ export async function loadAuthRow(db: Kysely<DB>, hash: string): Promise<AuthRow
   const presented = walk.rows[0];
   const head = walk.rows[walk.rows.length - 1];
   if (!presented || !head) return undefined;
+  if (head.rotated_to !== null) {
+    throw new ServiceError('invalid_credential', `This API key was rotated more than ${MAX_ROTATIONS} times since; use its live replacement`);
+  }
   const earliest = (dates: Array<Date | null>) => dates.reduce<Date | null>((m, d) => (d && (!m || d < m) ? d : m), null);
   const chain = await sql<{ id: string }>`
     with recursive up(id, parent_id, d) as (

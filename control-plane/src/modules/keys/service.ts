@@ -325,6 +325,12 @@ export class KeysService {
     return this.resolve(k.secret_hash);
   }
 
+  /** A key principal resolved again from the database (its cached entry dropped): after a rotation it is the live key's. */
+  async refreshPrincipal(p: KeyPrincipal): Promise<KeyPrincipal> {
+    this.invalidate(p.keyId);
+    return this.principalOf(p.keyId);
+  }
+
   private async resolve(hash: string): Promise<KeyPrincipal> {
     const now = this.clock.now();
     let row = this.cache.get(hash);

@@ -176,8 +176,23 @@ export class Metering {
     return this.cfg.enforced;
   }
 
+  /**
+   * Resolves a key principal again, bypassing caches (KeysService.refreshPrincipal). The hold calls it when a
+   * key of the chain was rotated out after the principal was resolved (outcome `key_stale`).
+   */
+  refreshPrincipal: ((p: KeyPrincipal) => Promise<KeyPrincipal>) | null = null;
+
   async hold(req: HoldRequest): Promise<Hold> {
     if (!Number.isSafeInteger(req.maxCostMicroUsd) || req.maxCostMicroUsd < 0) throw new Error('hold amount must be a non-negative integer');
+    for (let attempt = 0; ; attempt++) {
+      const held = await this.holdOnce(req);
+      if (held !== 'key_stale') return held;
+      if (!this.refreshPrincipal || attempt > 0) throw new ServiceError('invalid_credential', `API key ${req.principal.keyId} was rotated; send the request again`);
+      req = { ...req, principal: await this.refreshPrincipal(req.principal) };
+    }
+  }
+
+  private async holdOnce(req: HoldRequest): Promise<Hold | 'key_stale'> {
     const id = newId('hold_', 20);
     const row = await this.holds.submit({
       id,
@@ -221,6 +236,8 @@ export class Metering {
         );
       case 'key_invalid':
         throw new ServiceError('invalid_credential', `API key ${row.key_id} was revoked or has expired`);
+      case 'key_stale':
+        return 'key_stale';
       default:
         throw new Error(`hold failed: ${row.outcome} ${row.error ?? ''}`);
     }
