@@ -11,9 +11,10 @@ import { agentWithKey, enrollAgent, until, type TestAgent } from './support/agen
 import { expectApiError } from './support/expect-error.ts';
 
 /**
- * Node-key auth and refusals: a wrong key and a revoked one (the owner account suspended; the spec has no
- * node-key revoke route) are 401 on the heartbeat and refused on the channel; a real agent refused for
- * its key or its protocol version says why and exits 3 (the unit's RestartPreventExitStatus); house nodes.
+ * Node-key auth and refusals: a wrong key is 401 on the heartbeat and refused on the channel; a suspended
+ * owner's key (the spec has no node-key revoke route) is 403 `account_suspended` and refused until the
+ * suspension is lifted; a real agent refused for its key or its protocol version says why and exits 3 (the
+ * unit's RestartPreventExitStatus), one refused for a suspension waits it out; house nodes.
  */
 let t: TestGateway;
 const agents: TestAgent[] = [];
@@ -64,7 +65,7 @@ describe('wrong and revoked node keys', () => {
     expect(await channelHello(key)).toEqual({ ok: false, code: 'UNAUTHORIZED', message: 'Unknown node key' });
   });
 
-  it("suspending the owner's account revokes its node keys (401, channel refused) until the suspension is lifted", async () => {
+  it("suspending the owner's account refuses its node keys (403, channel refused) until the suspension is lifted", async () => {
     const owner = await t.signIn();
     const { node, node_key } = await owner.client.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } });
     expect((await heartbeat(node_key)).status).toBe(200);
@@ -72,11 +73,11 @@ describe('wrong and revoked node keys', () => {
 
     await suspend(owner.accountId, true);
     const hb = await heartbeat(node_key);
-    expect(hb.status).toBe(401);
-    expect(((await hb.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'invalid_credential', message: expect.stringMatching(/revoked: the node's owner account is suspended/) });
+    expect(hb.status).toBe(403);
+    expect(((await hb.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'account_suspended', message: expect.stringMatching(/refused while the node's owner account is suspended/) });
     const refused = await channelHello(node_key);
-    expect(refused).toMatchObject({ ok: false, code: 'UNAUTHORIZED' });
-    expect((refused as { message: string }).message).toMatch(/revoked: the node's owner account is suspended/);
+    expect(refused).toMatchObject({ ok: false, code: 'FORBIDDEN' });
+    expect((refused as { message: string }).message).toMatch(/refused while the node's owner account is suspended/);
     // Nor does the scheduler see it (an already open channel gets no new work).
     expect((await t.gw.fleet.registry.snapshots()).map((n) => n.id)).not.toContain(node.id);
 
@@ -119,15 +120,18 @@ describe('a real agent refused for good exits 3 with a reason an operator can ac
     expect(a.output()).toMatch(refused);
   });
 
-  it('a revoked node key (owner suspended)', async () => {
+  it("an agent whose owner is suspended keeps retrying, and comes back by itself once the suspension is lifted", async () => {
     const owner = await t.signIn();
     const a = await enrollAgent(t, owner.client);
     agents.push(a);
     await suspend(owner.accountId, true);
     a.start();
-    expect(await a.exited()).toBe(3);
-    expect(a.output()).toMatch(/svc-node: the control plane refused the node key: This node key is revoked: the node's owner account is suspended/);
-    expect(a.output()).toMatch(refused);
+    await until('the refusal logged', async () => /refuses the node for now: This node key is refused while the node's owner account is suspended; retrying with backoff/.test(a.output()));
+    await expect(a.exited(1000)).rejects.toThrow(/still running/);
+    expect(t.gw.fleet.hub.isConnected(a.nodeId)).toBe(false);
+    await suspend(owner.accountId, false);
+    await until('connected', async () => t.gw.fleet.hub.isConnected(a.nodeId), 20_000);
+    expect(a.output()).not.toMatch(/not retrying/);
   });
 
   it('an accepted agent keeps running (the refusals above are not a startup failure)', async () => {

@@ -33,6 +33,7 @@ export class Channel {
   private readonly ws: ReturnType<typeof createWSClient>;
   private readonly client: ReturnType<typeof createTRPCClient<AgentRouter>>;
   private sub: { unsubscribe(): void } | undefined;
+  private wanted = false;
 
   constructor(
     url: string,
@@ -50,6 +51,8 @@ export class Channel {
       retryDelayMs: backoffMs,
       onOpen: () => {
         h.log('channel open');
+        // A subscription that a refusal ended (FORBIDDEN) is made again on the new connection.
+        if (this.wanted && !this.sub) this.subscribe();
         void this.client.hello
           .mutate({ running_jobs: h.runningJobs() })
           .then((r) => r.cancelled.length && h.log(`control plane cancelled orphaned jobs: ${r.cancelled.join(', ')}`))
@@ -65,10 +68,20 @@ export class Channel {
     const message = e instanceof Error ? e.message : String(e);
     if (code === 'UNAUTHORIZED') this.h.onFatal(`the control plane refused the node key: ${message}`);
     else if (code === 'PRECONDITION_FAILED') this.h.onFatal(`the control plane refused this agent: ${message}`);
+    else if (code === 'FORBIDDEN') {
+      this.h.log(`the control plane refuses the node for now: ${message}; retrying with backoff`);
+      this.sub?.unsubscribe();
+      this.sub = undefined;
+    }
     else this.h.log(`channel error: ${message}`);
   }
 
   start(): void {
+    this.wanted = true;
+    this.subscribe();
+  }
+
+  private subscribe(): void {
     this.sub = this.client.jobs.subscribe(undefined, {
       onData: (data) => {
         const msg = ServerMessage.safeParse(data);
@@ -88,6 +101,7 @@ export class Channel {
   }
 
   close(): void {
+    this.wanted = false;
     this.sub?.unsubscribe();
     this.ws.close();
   }

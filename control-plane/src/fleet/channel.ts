@@ -55,8 +55,8 @@ export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry
     wss,
     router: makeRouter(hub),
     keepAlive: { enabled: true, pingMs: 20_000, pongWaitMs: 10_000 },
-    createContext: async ({ info }): Promise<ChannelContext> => {
-      const refuse = (code: 'UNAUTHORIZED' | 'PRECONDITION_FAILED', message: string) => ({ nodeId: null, refusal: new TRPCError({ code, message }) });
+    createContext: async ({ info, res }): Promise<ChannelContext> => {
+      const refuse = (code: 'UNAUTHORIZED' | 'FORBIDDEN' | 'PRECONDITION_FAILED', message: string) => ({ nodeId: null, refusal: new TRPCError({ code, message }) });
       const parsed = ConnectionParams.safeParse(info.connectionParams ?? {});
       if (!parsed.success) return refuse('UNAUTHORIZED', 'connection params must carry node_key, protocol_version and agent_version');
       if (parsed.data.protocol_version !== PROTOCOL_VERSION) {
@@ -69,6 +69,12 @@ export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry
         const node = await registry.authenticate(parsed.data.node_key);
         return { nodeId: node.nodeId, refusal: null };
       } catch (e) {
+        if (e instanceof ServiceError && e.type === 'account_suspended') {
+          // Refused for now, not for good: close the connection once the refusal is answered, so the agent
+          // dials again with its backoff and is judged afresh (a connection's context is made once).
+          setTimeout(() => res.close(4403, 'owner account suspended'), 250).unref();
+          return refuse('FORBIDDEN', e.message);
+        }
         return refuse('UNAUTHORIZED', e instanceof ServiceError ? e.message : 'node key refused');
       }
     },

@@ -86,8 +86,10 @@ export class NodeRegistry {
   /**
    * Node-key auth (heartbeat and channel). The spec has no node-key revoke route; a key is revoked when its
    * owner account is suspended (`POST /v1/admin/accounts/suspend`: a suspended account's credentials are
-   * refused) and works again when the suspension is lifted. Either refusal is 401 `invalid_credential`, which
-   * the agent treats as fatal (exit 3). `nodes.revoked_at` is unused: nothing in the spec sets it.
+   * refused) and works again when the suspension is lifted. An unknown key is 401 `invalid_credential`, which
+   * the agent treats as fatal (exit 3); a suspended owner is 403 `account_suspended`, which the agent waits
+   * out (it keeps retrying with backoff, so lifting the suspension brings the node back by itself).
+   * `nodes.revoked_at` is unused: nothing in the spec sets it.
    */
   async authenticate(secret: string): Promise<NodePrincipal> {
     const row = await this.db
@@ -97,7 +99,7 @@ export class NodeRegistry {
       .where('n.key_hash', '=', sha256Hex(secret))
       .executeTakeFirst();
     if (!row) throw new ServiceError('invalid_credential', 'Unknown node key');
-    if (row.suspended_at) throw new ServiceError('invalid_credential', "This node key is revoked: the node's owner account is suspended");
+    if (row.suspended_at) throw new ServiceError('account_suspended', "This node key is refused while the node's owner account is suspended");
     return { kind: 'node', nodeId: row.id, accountId: row.account_id };
   }
 
