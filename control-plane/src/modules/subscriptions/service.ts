@@ -212,15 +212,11 @@ export class SubscriptionService {
 
   private paymentRequired(plan: PlanConfig, balance: number, held: number): ServiceError {
     const spendable = balance - held;
-    // x402 terms only where they can name a treasury and a token to pay with (a deposit tops credit up).
-    const terms =
-      this.d.billing.treasury && this.d.billing.usdtContract
-        ? paymentTerms(this.d.billing, {
-            shortfallMicroUsd: plan.monthlyFeeMicroUsd - spendable,
-            resource: new URL('/v1/billing/subscription', this.d.publicUrl).toString(),
-            description: `Monthly fee of the ${plan.name} plan`,
-          })
-        : {};
+    const terms = paymentTerms(this.d.billing, {
+      shortfallMicroUsd: plan.monthlyFeeMicroUsd - spendable,
+      resource: new URL('/v1/billing/subscription', this.d.publicUrl).toString(),
+      description: `Monthly fee of the ${plan.name} plan`,
+    });
     return new ServiceError(
       'insufficient_credit',
       `Not enough credit for plan ${plan.id}: its monthly fee is ${plan.monthlyFeeMicroUsd} micro-USD and ${Math.max(0, spendable)} is spendable`,
