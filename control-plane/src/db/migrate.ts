@@ -10,7 +10,6 @@ import * as setHold from './migrations/20261122_0008_set_based_hold.ts';
 import * as creditOnce from './migrations/20261122_0009_credit_once.ts';
 import * as dropItemHold from './migrations/20261122_0010_drop_item_hold.ts';
 import * as fewerMoneyStatements from './migrations/20261122_0011_fewer_money_statements.ts';
-import * as holdRefusesRotatedKeys from './migrations/20261122_0012_hold_refuses_rotated_keys.ts';
 import * as billingDeposits from './migrations/20261122_0100_billing_deposits.ts';
 import * as payRequests from './migrations/20261122_0101_pay_requests.ts';
 import * as fleet from './migrations/20261122_0200_fleet.ts';
@@ -34,7 +33,6 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122_0009_credit_once': creditOnce,
   '20261122_0010_drop_item_hold': dropItemHold,
   '20261122_0011_fewer_money_statements': fewerMoneyStatements,
-  '20261122_0012_hold_refuses_rotated_keys': holdRefusesRotatedKeys,
   '20261122_0100_billing_deposits': billingDeposits,
   '20261122_0101_pay_requests': payRequests,
   '20261122_0200_fleet': fleet,

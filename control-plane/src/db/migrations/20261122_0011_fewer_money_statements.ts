@@ -7,7 +7,13 @@ import { sql, type Kysely } from 'kysely';
  * statement and creates a missing one only when an account has none yet (its first hold), instead of an
  * upsert on every call; its three writes (held on accounts, held on keys, the hold rows) are one statement.
  * The settle decides in one pass whether a batch has run-chain items and plain items, and sends its NOTIFY
- * without the chunking query when the batch fits one payload. Decisions and results are unchanged.
+ * without the chunking query when the batch fits one payload. Decisions and results are unchanged, but one:
+ *
+ * The hold refuses a key chain that contains a rotated-out key, with the outcome `key_stale`. Rotation moves
+ * a key's spend and breaker window to its replacement (keys/service.ts), so a principal resolved before the
+ * rotation (an auth cache that has not yet heard the NOTIFY, in this process or another) would count caps
+ * and the breaker against an emptied row. On `key_stale` the money path resolves the key again, which
+ * follows the rotation to the live key, and holds once more (Metering.hold).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`
@@ -38,9 +44,10 @@ export async function up(db: Kysely<any>): Promise<void> {
       select coalesce(jsonb_object_agg(id, jsonb_build_array(spend_cap_micro_usd, spent_micro_usd, held_micro_usd,
                case when window_start is null or window_start <= p_now - make_interval(secs => p_window_s) then 0 else window_spent_micro_usd end,
                case when revoked_at is not null or (expires_at is not null and expires_at <= p_now) then 'invalid'
-                    when frozen_at is not null then 'frozen' end)), '{}'::jsonb)
+                    when frozen_at is not null then 'frozen' end,
+               rotated_to is not null)), '{}'::jsonb)
         into keys from (
-        select id, spend_cap_micro_usd, spent_micro_usd, held_micro_usd, window_start, window_spent_micro_usd, revoked_at, expires_at, frozen_at from api_keys
+        select id, spend_cap_micro_usd, spent_micro_usd, held_micro_usd, window_start, window_spent_micro_usd, revoked_at, expires_at, frozen_at, rotated_to from api_keys
         where id in (select jsonb_array_elements_text(value->'chain') from jsonb_array_elements(p_items)) order by id for update) k;
 
       -- Each item with its key chain as given and sorted by id, parsed in this one query rather than per item.
@@ -61,6 +68,9 @@ export async function up(db: Kysely<any>): Promise<void> {
           exit when v_outcome <> 'held';
           v_key := keys->v_id;
           if v_key is null then continue; end if;
+          -- Rotated out since the caller resolved the key: its spend and window moved to the replacement, so
+          -- caps and the breaker would count against an emptied row. The caller resolves the key again.
+          if (v_key->>5)::boolean then v_outcome := 'key_stale'; v_key_id := v_id; exit; end if;
           if v_id = v_chain[1] and p_limit > 0 and (v_key->>2)::bigint + v_amount + (v_key->>3)::bigint > p_limit then
             update api_keys set frozen_at = p_now,
               frozen_reason = format('circuit breaker: spend would exceed %s micro-USD within %s s', p_limit, p_window_s)
