@@ -19,7 +19,7 @@ let database: Database;
 let metering: Metering;
 
 const billing = {
-  enforced: true, holdTtlSeconds: 900, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: 1000,
+  enforced: true, holdTtlSeconds: 900, leaseSeconds: 0, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: 1000,
   treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
 };
 

@@ -147,7 +147,7 @@ describe('billing not enforced', () => {
       expect(res.status).toBe(201);
       expect(res.headers.get(RECEIPT_HEADERS.signature)).toMatch(/^0x[0-9a-f]{130}$/);
       const pos = await u.gw.services.metering.position(s.accountId);
-      expect(pos).toEqual({ balance_micro_usd: -PRICE, held_micro_usd: 0, spendable_micro_usd: -PRICE, billing_enforced: false });
+      expect(pos).toEqual({ balance_micro_usd: -PRICE, held_micro_usd: 0, leased_micro_usd: expect.any(Number), spendable_micro_usd: -PRICE, billing_enforced: false });
     } finally {
       await u.close();
     }

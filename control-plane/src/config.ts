@@ -42,6 +42,7 @@ const EnvSchema = z.object({
   SVC_HEALTH_SAMPLE_SECONDS: intWithDefault(60, 1),
   SVC_BILLING_ENFORCED: flag(false),
   SVC_HOLD_TTL_SECONDS: intWithDefault(900, 10),
+  SVC_CREDIT_LEASE_SECONDS: intWithDefault(60, 0),
   SVC_BREAKER_WINDOW_SECONDS: intWithDefault(60, 1),
   SVC_BREAKER_LIMIT_MICRO_USD: intWithDefault(100_000_000, 0),
   SVC_NOTARY_PRICE_MICRO_USD: intWithDefault(1_000, 0),
@@ -123,6 +124,8 @@ export interface BillingConfig {
   /** When false (the embedded default) everything is metered and receipted but never refused for credit. */
   enforced: boolean;
   holdTtlSeconds: number;
+  /** Credit leases (money/leases.ts): their lifetime, renewed while in use; 0 turns them off. */
+  leaseSeconds: number;
   /** Circuit breaker: a key whose spend within the window would exceed the limit is frozen. 0 disables. */
   breakerWindowSeconds: number;
   breakerLimitMicroUsd: number;
@@ -174,6 +177,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     billing: {
       enforced: e.SVC_BILLING_ENFORCED,
       holdTtlSeconds: e.SVC_HOLD_TTL_SECONDS,
+      leaseSeconds: Math.min(e.SVC_CREDIT_LEASE_SECONDS, e.SVC_HOLD_TTL_SECONDS),
       breakerWindowSeconds: e.SVC_BREAKER_WINDOW_SECONDS,
       breakerLimitMicroUsd: e.SVC_BREAKER_LIMIT_MICRO_USD,
       notaryPriceMicroUsd: e.SVC_NOTARY_PRICE_MICRO_USD,

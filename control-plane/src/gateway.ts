@@ -12,6 +12,7 @@ import { IdentityService } from './modules/identity/service.ts';
 import { KeysService } from './modules/keys/service.ts';
 import { HealthService } from './modules/platform/health.ts';
 import { Metering } from './modules/money/metering.ts';
+import { LEASES_CHANNEL } from './modules/money/leases.ts';
 import { ReceiptSigner } from './modules/money/signer.ts';
 import { NotaryService } from './modules/notary/service.ts';
 import { Cursors } from './http/cursor.ts';
@@ -98,6 +99,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const signerSvc = new ReceiptSigner(signer);
   const metering = new Metering(db, clock, signerSvc, config.billing);
   metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
+  keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
+  const unlistenLeases = await database.listen(LEASES_CHANNEL, (accountId) => void metering.leases.returnAccount(accountId));
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd);
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
@@ -202,6 +205,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       await app.close();
       await denylist.stop();
       await keys.stop();
+      await unlistenLeases();
+      await metering.close();
       await alerts.idle();
       await database.close();
     },

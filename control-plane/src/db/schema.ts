@@ -59,6 +59,7 @@ export interface ApiKeysTable {
   rotated_to: string | null;
   last_used_at: Date | null;
   held_micro_usd: Generated<number>;
+  leased_micro_usd: Generated<number>;
   window_start: Date | null;
   window_spent_micro_usd: Generated<number>;
 }
@@ -67,6 +68,7 @@ export interface CreditAccountsTable {
   account_id: string;
   balance_micro_usd: number;
   held_micro_usd: number;
+  leased_micro_usd: Generated<number>;
   updated_at: Date;
 }
 
@@ -88,6 +90,7 @@ export interface HoldsTable {
   request_id: string;
   created_at: Date;
   expires_at: Date;
+  lease: Generated<boolean>;
 }
 
 export interface UsageEventsTable {

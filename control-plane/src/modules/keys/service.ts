@@ -362,10 +362,18 @@ export class KeysService {
 
   /** Drops cached credentials of a key (and keys below it), or of a whole account ("account:<id>"). */
   invalidate(target: string): void {
+    for (const l of this.changeListeners) l(target);
     const account = target.startsWith('account:') ? target.slice(8) : undefined;
     for (const [h, r] of this.cache) {
       if (account ? r.account_id === account : r.ids.includes(target)) this.cache.delete(h);
     }
+  }
+
+  private readonly changeListeners: Array<(target: string) => void> = [];
+
+  /** Called with every invalidation (a key id or "account:<id>"), from this process at once and from others by NOTIFY. */
+  onChange(listener: (target: string) => void): void {
+    this.changeListeners.push(listener);
   }
 
   /** Tells every process (and this one, at once) that keys of an account changed. */

@@ -90,7 +90,7 @@ export class VideoService {
     const seconds = this.seconds(model, body.seconds);
     const size = this.size(model, body.size, body.aspect_ratio);
     const price = model.pricePerSecondMicroUsd;
-    const hold = await this.d.metering.hold({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: model.maxSeconds * price, route: ctx.route, resource: ctx.resource });
+    const hold = await this.d.metering.hold({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: model.maxSeconds * price, route: ctx.route, resource: ctx.resource, durable: true });
     const now = this.d.clock.now();
     const id = newId(PREFIX.video, 24);
     const token = randomId(20);

@@ -6,6 +6,7 @@ import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { ReceiptSigner } from './signer.ts';
 import { Batcher } from '../../db/batcher.ts';
 import { paymentTerms } from './x402.ts';
+import { CreditLeases, type Lease, type LeaseAsk } from './leases.ts';
 
 export interface HoldRequest {
   principal: KeyPrincipal;
@@ -17,6 +18,11 @@ export interface HoldRequest {
   route: string;
   /** Absolute URL of the resource, for the x402 terms of a 402. */
   resource: string;
+  /**
+   * A hold that outlives this process's request (a video job settled by the leader loop, maybe after a
+   * restart) must be a row of its own; other holds may be admitted from a credit lease.
+   */
+  durable?: boolean;
 }
 
 export interface Hold {
@@ -30,6 +36,8 @@ export interface Hold {
   runHead: string | null;
   runCount: number;
   chain: string[];
+  /** Admitted from a credit lease (`id` is the lease's): settled out of it, released in memory. */
+  lease: boolean;
 }
 
 export interface Usage {
@@ -63,6 +71,7 @@ interface HoldItem {
   amount: number;
   request: string;
   run: string | null;
+  lease?: LeaseAsk;
 }
 interface HoldResult {
   id: string;
@@ -70,6 +79,10 @@ interface HoldResult {
   key_id: string | null;
   balance: number;
   held: number;
+  leased?: number;
+  recall?: boolean;
+  lease?: number;
+  lease_gone?: boolean;
   run_head: string | null;
   run_count: number | null;
   error?: string;
@@ -91,6 +104,7 @@ interface SettleItem {
   run: string | null;
   prev: string | null;
   seq: number | null;
+  lease: boolean;
 }
 interface SettleResult {
   hold: string;
@@ -129,6 +143,7 @@ export class Metering {
   private readonly holds: Batcher<HoldItem, HoldResult>;
   private readonly settles: Batcher<SettleItem, SettleResult>;
   private readonly balanceListeners: Array<(o: BalanceObservation) => unknown> = [];
+  readonly leases: CreditLeases;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -138,6 +153,7 @@ export class Metering {
   ) {
     this.holds = new Batcher((items) => runBatch(items, (i) => this.holdMany(i)));
     this.settles = new Batcher((items) => runBatch(items, (i) => this.settleMany(i)));
+    this.leases = new CreditLeases(db, clock, { ttlSeconds: cfg.leaseSeconds, wantRequests: 64, idleMs: 2000 });
   }
 
   private async holdMany(items: HoldItem[]): Promise<HoldResult[]> {
@@ -145,7 +161,7 @@ export class Metering {
     const expires = new Date(now.getTime() + this.cfg.holdTtlSeconds * 1000);
     const r = await sql<{ out: HoldResult[] }>`
       select svc_hold_many(${JSON.stringify(items)}::jsonb, ${this.cfg.enforced}, ${now}, ${expires},
-        ${this.cfg.breakerWindowSeconds}, ${this.cfg.breakerLimitMicroUsd}::bigint) as out`.execute(this.db);
+        ${this.cfg.breakerWindowSeconds}, ${this.cfg.breakerLimitMicroUsd}::bigint, ${new Date(now.getTime() + this.cfg.leaseSeconds * 1000)}) as out`.execute(this.db);
     const byId = new Map(r.rows[0]!.out.map((o) => [o.id, o]));
     return items.map((i) => byId.get(i.id)!);
   }
@@ -184,24 +200,62 @@ export class Metering {
 
   async hold(req: HoldRequest): Promise<Hold> {
     if (!Number.isSafeInteger(req.maxCostMicroUsd) || req.maxCostMicroUsd < 0) throw new Error('hold amount must be a non-negative integer');
+    const leasable = this.leases.enabled && !req.durable && req.runId === null && req.maxCostMicroUsd > 0;
+    if (leasable) {
+      const l = this.leases.reserve(req.principal.accountId, req.principal.chain, req.maxCostMicroUsd);
+      if (l) {
+        this.topUp(l, req);
+        return this.leaseHold(l, req);
+      }
+    }
+    let recalled = false;
     for (let attempt = 0; ; attempt++) {
-      const held = await this.holdOnce(req);
+      const held = await this.holdOnce(req, leasable && attempt === 0, !recalled);
+      if (held === 'recalled') recalled = true;
+      if (held === 'retry' || held === 'recalled') continue;
       if (held !== 'key_stale') return held;
-      if (!this.refreshPrincipal || attempt > 0) throw new ServiceError('invalid_credential', `API key ${req.principal.keyId} was rotated; send the request again`);
+      if (!this.refreshPrincipal || attempt > 1) throw new ServiceError('invalid_credential', `API key ${req.principal.keyId} was rotated; send the request again`);
       req = { ...req, principal: await this.refreshPrincipal(req.principal) };
     }
   }
 
-  private async holdOnce(req: HoldRequest): Promise<Hold | 'key_stale'> {
+  private leaseHold(l: Lease, req: HoldRequest): Hold {
+    return { id: l.id, accountId: req.principal.accountId, keyId: req.principal.keyId, amount: req.maxCostMicroUsd, requestId: req.requestId, runId: null, route: req.route, runHead: null, runCount: 0, chain: l.chain, lease: true };
+  }
+
+  /** Tops a lease up in the background before it runs out; the top-up holds nothing when no lease can be granted. */
+  private topUp(l: Lease, req: HoldRequest): void {
+    const ask = this.leases.topUpDue(l);
+    if (!ask) return;
+    this.holds
+      .submit({ id: newId('hold_', 20), account: l.account, chain: l.chain, amount: req.maxCostMicroUsd, request: `${l.id}:top-up`, run: null, lease: ask })
+      .then(
+        (row) => this.leases.toppedUp(l, row.outcome === 'held' ? Number(row.lease ?? 0) : 0, row.lease_gone === true),
+        () => this.leases.toppedUp(l, 0, false),
+      );
+  }
+
+  private async holdOnce(req: HoldRequest, leasable: boolean, mayRecall: boolean): Promise<Hold | 'key_stale' | 'retry' | 'recalled'> {
     const id = newId('hold_', 20);
-    const row = await this.holds.submit({
-      id,
-      account: req.principal.accountId,
-      chain: req.principal.chain,
-      amount: req.maxCostMicroUsd,
-      request: req.requestId,
-      run: req.runId,
-    });
+    const ask = leasable ? this.leases.ask(req.principal.accountId, req.principal.chain, req.maxCostMicroUsd) : null;
+    let row: HoldResult;
+    try {
+      row = await this.holds.submit({ id, account: req.principal.accountId, chain: req.principal.chain, amount: req.maxCostMicroUsd, request: req.requestId, run: req.runId, ...(ask ? { lease: ask } : {}) });
+    } catch (e) {
+      if (ask) this.leases.answered(req.principal.accountId, req.principal.chain, ask, 0, 0, false);
+      throw e;
+    }
+    const granted = ask
+      ? this.leases.answered(req.principal.accountId, req.principal.chain, ask, row.outcome === 'held' ? Number(row.lease ?? 0) : 0, req.maxCostMicroUsd, row.lease_gone === true)
+      : null;
+    if (granted === 'lost') return 'retry';
+    if (granted) return this.leaseHold(granted, req);
+    // Refused only because credit is leased to processes: this one gives its leases of the account back at
+    // once and holds again; others were notified (svc_leases) and give theirs back within moments.
+    if (mayRecall && row.recall && row.outcome !== 'held' && this.leases.hasLeases(req.principal.accountId)) {
+      await this.leases.returnAccount(req.principal.accountId);
+      return 'recalled';
+    }
     switch (row.outcome) {
       case 'held':
         return {
@@ -215,6 +269,7 @@ export class Metering {
           runHead: row.run_head,
           runCount: row.run_count ?? 0,
           chain: req.principal.chain,
+          lease: false,
         };
       case 'insufficient_credit': {
         const spendable = Number(row.balance) - Number(row.held);
@@ -293,8 +348,10 @@ export class Metering {
         run: hold.runId,
         prev: hold.runId ? prev : null,
         seq: hold.runId ? count + 1 : null,
+        lease: hold.lease,
       });
       if (row.outcome === 'settled') {
+        if (hold.lease) await this.leases.finished(hold.id, hold.amount, usage.costMicroUsd);
         this.observed(hold.accountId, Number(row.balance));
         return { receipt, usageEventId, balanceMicroUsd: Number(row.balance) };
       }
@@ -310,6 +367,10 @@ export class Metering {
 
   /** Releases a hold whose request failed; nothing is charged. */
   async release(hold: Hold): Promise<boolean> {
+    if (hold.lease) {
+      await this.leases.finished(hold.id, hold.amount, 0);
+      return true;
+    }
     const r = await sql<{ ok: boolean }>`select svc_release_hold(${hold.id}, ${this.clock.now()}) as ok`.execute(this.db);
     return r.rows[0]?.ok === true;
   }
@@ -331,10 +392,16 @@ export class Metering {
   }
 
   async position(accountId: string) {
-    const row = await this.db.selectFrom('credit_accounts').select(['balance_micro_usd', 'held_micro_usd']).where('account_id', '=', accountId).executeTakeFirst();
+    const row = await this.db.selectFrom('credit_accounts').select(['balance_micro_usd', 'held_micro_usd', 'leased_micro_usd']).where('account_id', '=', accountId).executeTakeFirst();
     const balance = row?.balance_micro_usd ?? 0;
     const held = row?.held_micro_usd ?? 0;
-    return { balance_micro_usd: balance, held_micro_usd: held, spendable_micro_usd: balance - held, billing_enforced: this.cfg.enforced };
+    const leased = row?.leased_micro_usd ?? 0;
+    return { balance_micro_usd: balance, held_micro_usd: held, leased_micro_usd: leased, spendable_micro_usd: balance - held, billing_enforced: this.cfg.enforced };
+  }
+
+  /** Gives this process's credit leases back (shutdown). */
+  async close(): Promise<void> {
+    await this.leases.closeAll();
   }
 
   /** Runs a unit of billable work between hold and settle, releasing the hold if the work throws. */

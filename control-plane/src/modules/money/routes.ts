@@ -17,7 +17,10 @@ import { UsageService } from './usage.ts';
 
 const Position = z.object({
   balance_micro_usd: z.number().describe('Sum of the append-only ledger.'),
-  held_micro_usd: z.number().describe('Reserved by requests in flight.'),
+  held_micro_usd: z.number().describe('Reserved by requests in flight that hold on their own.'),
+  leased_micro_usd: z
+    .number()
+    .describe('Set aside by gateway processes to admit this account\'s requests without a database round trip (credit leases; requests in flight reserve from it). Still this account\'s to spend; given back when idle.'),
   spendable_micro_usd: z.number().describe('balance minus held.'),
   billing_enforced: z.boolean().describe('When false, requests are metered and receipted but never refused for credit.'),
 });

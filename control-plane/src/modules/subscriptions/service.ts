@@ -29,7 +29,7 @@ export type Change = 'started' | 'upgraded' | 'scheduled' | 'resumed' | 'unchang
 export interface SubscriptionDeps {
   db: Kysely<DB>;
   clock: Clock;
-  metering: Pick<Metering, 'position'>;
+  metering: Pick<Metering, 'position' | 'leases'>;
   events: EventEmitter;
   plans: PlanConfig[];
   billing: BillingConfig;
@@ -84,6 +84,7 @@ export class SubscriptionService {
     const target = this.byId.get(planId);
     if (!target) throw invalid(`plan: unknown plan "${planId}"; see GET /v1/billing/plans (${[...this.byId.keys()].join(', ')})`, 'plan');
     let balance: number | undefined;
+    await this.d.metering.leases.returnAccount(accountId); // credit this process leased for requests is free for the fee again
     const out = await this.d.db.transaction().execute(async (trx) => {
       const now = this.d.clock.now();
       const cur = await this.lock(trx, accountId, now);
@@ -104,6 +105,7 @@ export class SubscriptionService {
       // Starts now: from Free, or up to a plan with a higher fee.
       const debit = await this.debit(trx, accountId, target, now, now);
       if (debit.outcome === 'insufficient_credit') throw this.paymentRequired(target, debit.balance, debit.held);
+      if (debit.outcome === 'leased') throw new ServiceError('conflict', 'Part of this credit is leased to another gateway process for requests in flight and is being given back; retry in a moment');
       balance = debit.balance;
       await set({ plan_id: target.id, period_start: now, period_end: addMonth(now), auto_renew: true, scheduled_plan_id: null, fee_micro_usd: target.monthlyFeeMicroUsd });
       return { change: (paid ? 'upgraded' : 'started') as Change, charged: debit.outcome === 'debited' ? target.monthlyFeeMicroUsd : 0 };
@@ -139,6 +141,7 @@ export class SubscriptionService {
 
   private async renewOne(accountId: string, periodEnd: Date): Promise<boolean> {
     let observed: BalanceObservation | undefined;
+    await this.d.metering.leases.returnAccount(accountId);
     const moved = await this.d.db.transaction().execute(async (trx) => {
       // Locked and still ending where we read it: otherwise another process renewed it already.
       const cur = await trx.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId).where('period_end', '=', periodEnd).forUpdate().executeTakeFirst();
@@ -164,6 +167,8 @@ export class SubscriptionService {
         end = addMonth(now);
       }
       const debit = await this.debit(trx, accountId, next, start, now);
+      // Covered only once other processes give leased credit back (they were notified): the next run renews.
+      if (debit.outcome === 'leased') return false;
       if (debit.outcome === 'insufficient_credit') {
         await toFree();
         await this.d.events.emit(
@@ -204,7 +209,7 @@ export class SubscriptionService {
 
   /** Debits a plan fee; always refused when the spendable credit cannot cover it (whatever SVC_BILLING_ENFORCED says). */
   private async debit(trx: Kysely<DB>, accountId: string, plan: PlanConfig, periodStart: Date, now: Date) {
-    const r = await sql<{ outcome: 'debited' | 'duplicate' | 'insufficient_credit'; balance: number; held: number }>`
+    const r = await sql<{ outcome: 'debited' | 'duplicate' | 'insufficient_credit' | 'leased'; balance: number; held: number }>`
       select * from svc_debit(${accountId}, ${plan.monthlyFeeMicroUsd}::bigint, ${LEDGER_KIND}, ${feeRef(accountId, plan.id, periodStart)}, ${now}, true)`.execute(trx);
     const row = r.rows[0]!;
     return { outcome: row.outcome, balance: Number(row.balance), held: Number(row.held) };

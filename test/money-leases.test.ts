@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { ManualClock, generatePrivateKey, newId, randomId } from '@svc/shared';
+import { openDatabase, type Database } from '../control-plane/src/db/database.ts';
+import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
+import { Metering, type Hold } from '../control-plane/src/modules/money/metering.ts';
+import { LEASES_CHANNEL } from '../control-plane/src/modules/money/leases.ts';
+import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
+import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
+import { freshDatabase, type TestDatabase } from './support/database.ts';
+
+/**
+ * Credit leases (migration 0700, money/leases.ts): a process admits a chain's requests from credit the
+ * database set aside for it, so most holds cost no round trip. These check that nothing can be spent twice
+ * (exact admission counts under credit and caps, one process and two), that the books stay exact (balance =
+ * ledger, leased = the lease rows, all of it back at close), that a dead process's lease expires, and that
+ * a process gives a lease back when another needs the credit or the key changes.
+ */
+let tdb: TestDatabase;
+let database: Database;
+const clock = new ManualClock(Date.now());
+const A = 1_000;
+
+const billing = {
+  enforced: true, holdTtlSeconds: 900, leaseSeconds: 60, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: A,
+  treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
+};
+const processes: Metering[] = [];
+const newProcess = (cfg: Partial<typeof billing> = {}) => {
+  const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), { ...billing, ...cfg });
+  processes.push(m);
+  return m;
+};
+
+async function tenant(m: Metering, credit: number, cap: number | null = null, chainLength = 1): Promise<KeyPrincipal> {
+  const { db } = database;
+  const acct = newId('acct_');
+  await db.insertInto('accounts').values({ id: acct, created_at: new Date(), suspended_at: null, suspended_reason: null }).execute();
+  const chain: string[] = [];
+  for (let i = 0; i < chainLength; i++) {
+    const id = newId('key_');
+    await db
+      .insertInto('api_keys')
+      .values({ id, account_id: acct, parent_id: chain[0] ?? null, name: null, prefix: 'x', secret_hash: randomId(40), scopes: '[]', spend_cap_micro_usd: cap, created_at: new Date(), expires_at: null, revoked_at: null, frozen_at: null, frozen_reason: null, rotated_to: null, last_used_at: null })
+      .execute();
+    chain.unshift(id);
+  }
+  await m.credit(acct, credit, 'grant', `grant-${acct}`);
+  return { kind: 'key', accountId: acct, keyId: chain[0]!, parentId: chain[1] ?? null, chain, scopes: [], spendCapMicroUsd: cap, expiresAt: null };
+}
+
+const hold = (m: Metering, p: KeyPrincipal, amount = A) =>
+  m.hold({ principal: p, requestId: newId('req_', 20), runId: null, maxCostMicroUsd: amount, route: 'POST /test', resource: 'test' });
+
+/** balance = sum(ledger); leased = the lease rows, on the account and on each key of the chain. */
+async function books(p: KeyPrincipal) {
+  const r = await sql<{ balance: number; ledger: number; held: number; leased: number; rows: number; lease_rows: number }>`
+    select c.balance_micro_usd::int as balance, c.held_micro_usd::int as held, c.leased_micro_usd::int as leased,
+      (select coalesce(sum(amount_micro_usd), 0)::int from ledger_entries l where l.account_id = c.account_id) as ledger,
+      (select coalesce(sum(amount_micro_usd), 0)::int from holds h where h.account_id = c.account_id and h.lease) as rows,
+      (select count(*)::int from holds h where h.account_id = c.account_id and h.lease) as lease_rows
+    from credit_accounts c where c.account_id = ${p.accountId}`.execute(database.db);
+  const keys = await database.db.selectFrom('api_keys').select(['id', 'leased_micro_usd', 'spent_micro_usd', 'held_micro_usd']).where('id', 'in', p.chain).execute();
+  return { ...r.rows[0]!, keys };
+}
+
+beforeAll(async () => {
+  tdb = await freshDatabase();
+  database = await openDatabase({ databaseUrl: tdb.url, memory: tdb.url === undefined });
+  await migrateToLatest(database.db);
+});
+
+afterAll(async () => {
+  for (const m of processes) await m.close();
+  await database?.close();
+  await tdb?.drop();
+});
+
+describe('credit leases', () => {
+  it('admits from a lease without a hold row per request, settles out of it, and gives everything back at close', async () => {
+    const m = newProcess();
+    const p = await tenant(m, 1_000_000, null, 2);
+    const first = await hold(m, p);
+    expect(first.lease).toBe(true);
+    // room = 999,000 spendable after the request; a quarter of it caps the lease, and 64 requests are wanted.
+    let b = await books(p);
+    expect(b).toMatchObject({ leased: 64 * A, rows: 64 * A, lease_rows: 1, held: 0 });
+    expect(b.keys.map((k) => Number(k.leased_micro_usd))).toEqual([64 * A, 64 * A]);
+
+    const more = await Promise.all(Array.from({ length: 20 }, () => hold(m, p)));
+    expect(more.every((h) => h.lease && h.id === first.id)).toBe(true);
+    expect((await books(p)).lease_rows).toBe(1); // no new rows: admitted in memory
+    const all = [first, ...more];
+    await Promise.all(all.map((h, i) => (i % 5 === 0 ? m.release(h) : m.settle(h, { costMicroUsd: 300 + i, kind: 'test', units: { n: 1 } }))));
+    const spent = all.reduce((s, _, i) => s + (i % 5 === 0 ? 0 : 300 + i), 0);
+
+    b = await books(p);
+    expect(b).toMatchObject({ balance: 1_000_000 - spent, ledger: 1_000_000 - spent, held: 0, leased: 64 * A - spent, rows: 64 * A - spent });
+    for (const k of b.keys) expect(k).toMatchObject({ spent_micro_usd: spent, held_micro_usd: 0, leased_micro_usd: 64 * A - spent });
+
+    await m.leases.returnAccount(p.accountId);
+    b = await books(p);
+    expect(b).toMatchObject({ balance: 1_000_000 - spent, leased: 0, lease_rows: 0 });
+    for (const k of b.keys) expect(Number(k.leased_micro_usd)).toBe(0);
+  });
+
+  it('never admits more than the credit: 1,000 parallel holds on credit for 200 get exactly 200, in one process', async () => {
+    const m = newProcess();
+    const p = await tenant(m, 200 * A);
+    const out = await Promise.allSettled(Array.from({ length: 1000 }, () => hold(m, p)));
+    const ok = out.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Hold>).value);
+    expect(ok).toHaveLength(200);
+    expect(ok.some((h) => h.lease)).toBe(true);
+    for (const r of out) if (r.status === 'rejected') expect(r.reason).toMatchObject({ type: 'insufficient_credit' });
+    await Promise.all(ok.map((h) => m.settle(h, { costMicroUsd: A, kind: 'test', units: { n: 1 } })));
+    expect(await books(p)).toMatchObject({ balance: 0, ledger: 0, held: 0, leased: 0 });
+  });
+
+  it('never admits more than a key cap along the chain, and never more than the credit across two processes', async () => {
+    const m1 = newProcess();
+    const m2 = newProcess();
+    const capped = await tenant(m1, 10_000_000, 150 * A, 2);
+    const out = await Promise.allSettled(Array.from({ length: 600 }, (_, i) => hold(i % 2 ? m1 : m2, capped)));
+    const ok = out.filter((r) => r.status === 'fulfilled');
+    expect(ok.length).toBeLessThanOrEqual(150);
+    for (const r of out) if (r.status === 'rejected') expect(r.reason).toMatchObject({ type: 'spend_cap_reached' });
+
+    const shared = await tenant(m1, 300 * A);
+    const both = await Promise.allSettled(Array.from({ length: 900 }, (_, i) => hold(i % 2 ? m1 : m2, shared)));
+    const admitted = both.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Hold>).value);
+    expect(admitted.length).toBeLessThanOrEqual(300);
+    // Once both give their leases back, whatever the other one had set aside can be held: 300 in all.
+    await m1.leases.returnAccount(shared.accountId);
+    await m2.leases.returnAccount(shared.accountId);
+    const rest = await Promise.allSettled(Array.from({ length: 300 }, () => hold(m1, shared)));
+    expect(admitted.length + rest.filter((r) => r.status === 'fulfilled').length).toBe(300);
+  });
+
+  it('a process asked for the credit by another (NOTIFY svc_leases) gives its lease back', async () => {
+    const m1 = newProcess();
+    const m2 = newProcess();
+    const unlisten = await database.listen(LEASES_CHANNEL, (account) => void m1.leases.returnAccount(account));
+    try {
+      const p = await tenant(m1, 41 * A);
+      const h = await hold(m1, p); // m1 leases A and a quarter of the 40 A left
+      expect(h.lease).toBe(true);
+      expect((await books(p)).leased).toBe(11 * A);
+      // m2 wants everything else plus one more than what is free outside the lease: refused, and m1 is asked.
+      const big = await hold(m2, p, 30 * A);
+      await expect(hold(m2, p, 9 * A)).rejects.toMatchObject({ type: 'insufficient_credit' });
+      for (let i = 0; i < 200 && (await books(p)).leased > A; i++) await new Promise((r) => setImmediate(r));
+      // m1 kept only what its request in flight reserved; the other 10 A can be held again.
+      expect((await books(p)).leased).toBe(A);
+      const again = await hold(m2, p, 9 * A);
+      expect(again.lease).toBe(false);
+      await m1.settle(h, { costMicroUsd: A, kind: 'test', units: { n: 1 } });
+      await m2.release(big);
+      await m2.release(again);
+      expect(await books(p)).toMatchObject({ balance: 40 * A, held: 0, leased: 0, lease_rows: 0 });
+    } finally {
+      await unlisten();
+    }
+  });
+
+  it("a key's change gives its leases back, so the next hold is decided under the key's row lock", async () => {
+    const m = newProcess();
+    const p = await tenant(m, 1_000_000);
+    const h = await hold(m, p);
+    expect(h.lease).toBe(true);
+    await database.db.updateTable('api_keys').set({ frozen_at: clock.now(), frozen_reason: 'test' }).where('id', '=', p.keyId).execute();
+    m.leases.dropFor(p.keyId); // what KeysService's invalidation (local, or NOTIFY svc_keys) calls
+    await expect(hold(m, p)).rejects.toMatchObject({ type: 'circuit_breaker_tripped' });
+    await m.settle(h, { costMicroUsd: A, kind: 'test', units: { n: 1 } });
+    expect(await books(p)).toMatchObject({ balance: 1_000_000 - A, leased: 0, lease_rows: 0 });
+  });
+
+  it("a dead process's lease expires like a hold; its requests in flight are still charged", async () => {
+    const dead = newProcess();
+    const p = await tenant(dead, 1_000_000);
+    const h = await hold(dead, p);
+    expect(h.lease).toBe(true);
+    // The process is gone: nothing renews the lease. After its lifetime the leader releases it.
+    clock.advance(61_000);
+    const leader = newProcess();
+    expect(await leader.expireHolds()).toBeGreaterThanOrEqual(1);
+    expect(await books(p)).toMatchObject({ leased: 0, lease_rows: 0, balance: 1_000_000 });
+    // A late settle of a request admitted from it is charged, and releases nothing twice.
+    await dead.settle(h, { costMicroUsd: A, kind: 'test', units: { n: 1 } });
+    expect(await books(p)).toMatchObject({ balance: 1_000_000 - A, ledger: 1_000_000 - A, leased: 0, held: 0 });
+    // Its own clock says the lease is over too: the next hold asks the database again.
+    const next = await hold(dead, p);
+    expect(next.id).not.toBe(h.id);
+    await dead.release(next);
+  });
+
+  it('small balances and tight caps never lease: every hold is decided in the database', async () => {
+    const m = newProcess();
+    const poor = await tenant(m, 10 * A);
+    const hs = await Promise.all(Array.from({ length: 10 }, () => hold(m, poor)));
+    expect(hs.some((h) => h.lease)).toBe(false);
+    expect((await books(poor)).held).toBe(10 * A);
+    await Promise.all(hs.map((h) => m.release(h)));
+    const off = newProcess({ leaseSeconds: 0 });
+    const rich = await tenant(off, 1_000_000);
+    expect((await hold(off, rich)).lease).toBe(false);
+  });
+});
