@@ -193,6 +193,22 @@ describe('credit leases', () => {
     await dead.release(next);
   });
 
+  it('renews a lease in use before it expires, so the leader does not release it', async () => {
+    const m = newProcess();
+    const p = await tenant(m, 1_000_000);
+    const h = await hold(m, p);
+    const expiry = async () => (await database.db.selectFrom('holds').select('expires_at').where('id', '=', h.id).executeTakeFirstOrThrow()).expires_at.getTime();
+    const first = await expiry();
+    clock.advance(31_000); // past half its life, with a request in flight
+    await m.leases.tick();
+    expect(await expiry()).toBe(first + 31_000);
+    clock.advance(31_000); // past the first expiry
+    await newProcess().expireHolds();
+    expect((await books(p)).lease_rows).toBe(1);
+    expect((await hold(m, p)).id).toBe(h.id); // still usable here
+    await m.settle(h, { costMicroUsd: A, kind: 'test', units: { n: 1 } });
+  });
+
   it('small balances and tight caps never lease: every hold is decided in the database', async () => {
     const m = newProcess();
     const poor = await tenant(m, 10 * A);
