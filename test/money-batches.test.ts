@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { generatePrivateKey, newId, randomId, systemClock } from '@svc/shared';
+import { generatePrivateKey, newId, systemClock } from '@svc/shared';
 import { openDatabase, type Database } from '../control-plane/src/db/database.ts';
 import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
 import { Metering, type Hold } from '../control-plane/src/modules/money/metering.ts';
 import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
 import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
 import { freshDatabase, type TestDatabase } from './support/database.ts';
+import { tenant as makeTenant } from './support/tenant.ts';
 
 /**
  * The money path's batches: many holds and settles in flight at once go to the database together
@@ -23,22 +24,7 @@ const billing = {
   treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
 };
 
-async function tenant(credit: number, chainLength = 1, cap: number | null = null): Promise<KeyPrincipal> {
-  const { db } = database;
-  const acct = newId('acct_');
-  await db.insertInto('accounts').values({ id: acct, created_at: new Date(), suspended_at: null, suspended_reason: null }).execute();
-  const chain: string[] = [];
-  for (let i = 0; i < chainLength; i++) {
-    const id = newId('key_');
-    await db
-      .insertInto('api_keys')
-      .values({ id, account_id: acct, parent_id: chain[0] ?? null, name: null, prefix: 'x', secret_hash: randomId(40), scopes: '[]', spend_cap_micro_usd: cap, created_at: new Date(), expires_at: null, revoked_at: null, frozen_at: null, frozen_reason: null, rotated_to: null, last_used_at: null })
-      .execute();
-    chain.unshift(id);
-  }
-  await metering.credit(acct, credit, 'grant', `grant-${acct}`);
-  return { kind: 'key', accountId: acct, keyId: chain[0]!, parentId: chain[1] ?? null, chain, scopes: [], spendCapMicroUsd: cap, expiresAt: null };
-}
+const tenant = (credit: number, chainLength = 1, cap: number | null = null): Promise<KeyPrincipal> => makeTenant(database.db, metering, { credit, chainLength, cap });
 
 const hold = (p: KeyPrincipal, amount: number) =>
   metering.hold({ principal: p, requestId: newId('req_', 20), runId: null, maxCostMicroUsd: amount, route: 'POST /test', resource: 'test' });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock, generatePrivateKey, newId, randomId } from '@svc/shared';
+import { ManualClock, generatePrivateKey, newId } from '@svc/shared';
 import { openDatabase, type Database } from '../control-plane/src/db/database.ts';
 import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
 import { Metering, type Hold } from '../control-plane/src/modules/money/metering.ts';
@@ -8,6 +8,7 @@ import { LEASES_CHANNEL } from '../control-plane/src/modules/money/leases.ts';
 import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
 import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
 import { freshDatabase, type TestDatabase } from './support/database.ts';
+import { tenant as makeTenant } from './support/tenant.ts';
 
 /**
  * Credit leases (migration 0700, money/leases.ts): a process admits a chain's requests from credit the
@@ -32,22 +33,7 @@ const newProcess = (cfg: Partial<typeof billing> = {}) => {
   return m;
 };
 
-async function tenant(m: Metering, credit: number, cap: number | null = null, chainLength = 1): Promise<KeyPrincipal> {
-  const { db } = database;
-  const acct = newId('acct_');
-  await db.insertInto('accounts').values({ id: acct, created_at: new Date(), suspended_at: null, suspended_reason: null }).execute();
-  const chain: string[] = [];
-  for (let i = 0; i < chainLength; i++) {
-    const id = newId('key_');
-    await db
-      .insertInto('api_keys')
-      .values({ id, account_id: acct, parent_id: chain[0] ?? null, name: null, prefix: 'x', secret_hash: randomId(40), scopes: '[]', spend_cap_micro_usd: cap, created_at: new Date(), expires_at: null, revoked_at: null, frozen_at: null, frozen_reason: null, rotated_to: null, last_used_at: null })
-      .execute();
-    chain.unshift(id);
-  }
-  await m.credit(acct, credit, 'grant', `grant-${acct}`);
-  return { kind: 'key', accountId: acct, keyId: chain[0]!, parentId: chain[1] ?? null, chain, scopes: [], spendCapMicroUsd: cap, expiresAt: null };
-}
+const tenant = (m: Metering, credit: number, cap: number | null = null, chainLength = 1): Promise<KeyPrincipal> => makeTenant(database.db, m, { credit, cap, chainLength });
 
 const hold = (m: Metering, p: KeyPrincipal, amount = A) =>
   m.hold({ principal: p, requestId: newId('req_', 20), runId: null, maxCostMicroUsd: amount, route: 'POST /test', resource: 'test' });

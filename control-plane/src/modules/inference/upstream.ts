@@ -52,13 +52,28 @@ async function readBody(res: IncomingMessage): Promise<unknown> {
 /** Keep-alive connection pools to the providers (node:http is markedly cheaper per call than fetch). */
 const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 1024 }), https: new https.Agent({ keepAlive: true, maxSockets: 1024 }) };
 
-/** POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body. */
-function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<IncomingMessage> {
+/** How a kept-alive connection the server closed while it sat idle fails when it is reused. */
+const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body.
+ * A server closes idle keep-alive connections on its own schedule (Node's after 5 s), and a request written
+ * to one just as it closes fails before any answer. That request is sent once more on a new connection,
+ * and only then: never after an answer began, never on a fresh connection, never twice.
+ */
+export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, retried = false): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const mod = u.protocol === 'https:' ? https : http;
-    const req = mod.request(u, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: u.protocol === 'https:' ? agents.https : agents.http, signal }, resolve);
-    req.on('error', reject);
+    let answered = false;
+    const req = mod.request(u, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: u.protocol === 'https:' ? agents.https : agents.http, signal }, (res) => {
+      answered = true;
+      resolve(res);
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      if (!answered && !retried && req.reusedSocket && !signal.aborted && STALE_CONNECTION.has(e.code ?? '')) resolve(post(url, headers, body, signal, true));
+      else reject(e);
+    });
     req.end(body);
   });
 }

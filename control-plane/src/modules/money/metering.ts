@@ -6,7 +6,8 @@ import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { ReceiptSigner } from './signer.ts';
 import { Batcher } from '../../db/batcher.ts';
 import { paymentTerms } from './x402.ts';
-import { CreditLeases, type Lease, type LeaseAsk } from './leases.ts';
+import { CreditLeases, type Lease } from './leases.ts';
+import { holdMany, runBatch, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
 
 export interface HoldRequest {
   principal: KeyPrincipal;
@@ -64,75 +65,6 @@ export interface BalanceObservation {
   balanceMicroUsd: number;
 }
 
-interface HoldItem {
-  id: string;
-  account: string;
-  chain: string[];
-  amount: number;
-  request: string;
-  run: string | null;
-  lease?: LeaseAsk;
-}
-interface HoldResult {
-  id: string;
-  outcome: string;
-  key_id: string | null;
-  balance: number;
-  held: number;
-  leased?: number;
-  recall?: boolean;
-  lease?: number;
-  lease_gone?: boolean;
-  run_head: string | null;
-  run_count: number | null;
-  error?: string;
-}
-interface SettleItem {
-  hold: string;
-  account: string;
-  chain: string[];
-  cost: number;
-  event: string;
-  kind: string;
-  route: string;
-  model: string | null;
-  units: Record<string, number | string>;
-  receipt: string;
-  payload: string;
-  hash: string;
-  signature: string;
-  run: string | null;
-  prev: string | null;
-  seq: number | null;
-  lease: boolean;
-}
-interface SettleResult {
-  hold: string;
-  outcome: string;
-  balance: number | null;
-  run_head: string | null;
-  run_count: number | null;
-  error?: string;
-}
-
-/**
- * Runs a batch; a deadlock victim (there should be none, given the lock order) is run again, and a batch
- * that fails for any other reason is split so that only the faulty item fails.
- */
-async function runBatch<I, O>(items: I[], run: (items: I[]) => Promise<O[]>): Promise<O[]> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await run(items);
-    } catch (e) {
-      if ((e as { code?: string }).code === '40P01' && attempt < 2) continue;
-      if (items.length === 1) throw e;
-      const out: O[] = [];
-      for (const item of items) out.push(await run([item]).then((o) => o[0]!, (err: unknown) => ({ outcome: 'error', error: String(err) }) as O));
-      return out;
-    }
-  }
-}
-
 /**
  * The money path every billable route calls: hold the maximum cost (one conditional round trip that
  * never overspends), do the work, then settle in one transaction (ledger entry, usage event, signed
@@ -151,26 +83,9 @@ export class Metering {
     private readonly signer: ReceiptSigner,
     private readonly cfg: BillingConfig,
   ) {
-    this.holds = new Batcher((items) => runBatch(items, (i) => this.holdMany(i)));
-    this.settles = new Batcher((items) => runBatch(items, (i) => this.settleMany(i)));
+    this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
+    this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
     this.leases = new CreditLeases(db, clock, { ttlSeconds: cfg.leaseSeconds, wantRequests: 64, idleMs: 2000 });
-  }
-
-  private async holdMany(items: HoldItem[]): Promise<HoldResult[]> {
-    const now = this.clock.now();
-    const expires = new Date(now.getTime() + this.cfg.holdTtlSeconds * 1000);
-    const r = await sql<{ out: HoldResult[] }>`
-      select svc_hold_many(${JSON.stringify(items)}::jsonb, ${this.cfg.enforced}, ${now}, ${expires},
-        ${this.cfg.breakerWindowSeconds}, ${this.cfg.breakerLimitMicroUsd}::bigint, ${new Date(now.getTime() + this.cfg.leaseSeconds * 1000)}) as out`.execute(this.db);
-    const byId = new Map(r.rows[0]!.out.map((o) => [o.id, o]));
-    return items.map((i) => byId.get(i.id)!);
-  }
-
-  private async settleMany(items: SettleItem[]): Promise<SettleResult[]> {
-    const r = await sql<{ out: SettleResult[] }>`
-      select svc_settle_many(${JSON.stringify(items)}::jsonb, ${this.clock.now()}, ${this.cfg.breakerWindowSeconds}) as out`.execute(this.db);
-    const byHold = new Map(r.rows[0]!.out.map((o) => [o.hold, o]));
-    return items.map((i) => byHold.get(i.hold)!);
   }
 
   /** Observes the balance after each settle and credit. Best-effort: a listener never delays or fails the money path. */

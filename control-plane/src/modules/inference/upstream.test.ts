@@ -1,0 +1,74 @@
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { post } from './upstream.ts';
+
+/**
+ * The provider connection pool meets servers that close idle keep-alive connections: a request written to
+ * a connection as the server closes it is sent once more on a new one, and nothing else is ever re-sent.
+ */
+let server: Server | null = null;
+afterEach(async () => {
+  await new Promise((r) => (server ? (server.closeAllConnections(), server.close(r)) : r(null)));
+  server = null;
+});
+
+/** A server that answers a connection's first request and drops the connection at its `dropAt`-th. */
+async function start(opts: { dropAt: number; dropAfterHead?: boolean }) {
+  const perSocket = new Map<Socket, number>();
+  const seen: Array<{ socket: number; n: number }> = [];
+  const sockets: Socket[] = [];
+  server = createServer((req, res) => {
+    req.resume();
+    const n = (perSocket.get(req.socket) ?? 0) + 1;
+    perSocket.set(req.socket, n);
+    if (!sockets.includes(req.socket)) sockets.push(req.socket);
+    seen.push({ socket: sockets.indexOf(req.socket), n });
+    if (n === opts.dropAt && !opts.dropAfterHead) return req.socket.destroy();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (n === opts.dropAt) {
+      res.write('{"partial":');
+      setImmediate(() => req.socket.destroy());
+      return;
+    }
+    res.end('{"ok":true}');
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/chat/completions`;
+  return { url, seen };
+}
+
+async function call(url: string): Promise<string> {
+  const res = await post(url, { 'content-type': 'application/json' }, '{}', new AbortController().signal);
+  let text = '';
+  for await (const c of res) text += c;
+  await new Promise((r) => setImmediate(r)); // the socket goes back to the pool
+  return text;
+}
+
+describe('provider connections', () => {
+  it('sends a request once more on a new connection when its kept-alive connection was closed under it', async () => {
+    const s = await start({ dropAt: 2 });
+    expect(await call(s.url)).toBe('{"ok":true}');
+    expect(await call(s.url)).toBe('{"ok":true}');
+    // The second request went out on the first connection (dropped there) and again on a new one.
+    expect(s.seen).toEqual([
+      { socket: 0, n: 1 },
+      { socket: 0, n: 2 },
+      { socket: 1, n: 1 },
+    ]);
+  });
+
+  it('never re-sends on a fresh connection', async () => {
+    const s = await start({ dropAt: 1 });
+    await expect(call(s.url)).rejects.toMatchObject({ code: 'ECONNRESET' });
+    expect(s.seen).toHaveLength(1);
+  });
+
+  it('never re-sends once the answer began', async () => {
+    const s = await start({ dropAt: 2, dropAfterHead: true });
+    await call(s.url);
+    await expect(call(s.url)).rejects.toThrow();
+    expect(s.seen).toHaveLength(2);
+  });
+});

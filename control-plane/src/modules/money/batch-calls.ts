@@ -1,0 +1,96 @@
+import { sql, type Kysely } from 'kysely';
+import type { BillingConfig } from '../../config.ts';
+import type { DB } from '../../db/schema.ts';
+import type { LeaseAsk } from './leases.ts';
+
+/*
+ * The money path's batched database calls: the items Metering hands to svc_hold_many and svc_settle_many
+ * (migrations 0011, 0402, 0700) and what each answers per item.
+ */
+
+export interface HoldItem {
+  id: string;
+  account: string;
+  chain: string[];
+  amount: number;
+  request: string;
+  run: string | null;
+  lease?: LeaseAsk;
+}
+export interface HoldResult {
+  id: string;
+  outcome: string;
+  key_id: string | null;
+  balance: number;
+  held: number;
+  leased?: number;
+  recall?: boolean;
+  lease?: number;
+  lease_gone?: boolean;
+  run_head: string | null;
+  run_count: number | null;
+  error?: string;
+}
+export interface SettleItem {
+  hold: string;
+  account: string;
+  chain: string[];
+  cost: number;
+  event: string;
+  kind: string;
+  route: string;
+  model: string | null;
+  units: Record<string, number | string>;
+  receipt: string;
+  payload: string;
+  hash: string;
+  signature: string;
+  run: string | null;
+  prev: string | null;
+  seq: number | null;
+  lease: boolean;
+}
+export interface SettleResult {
+  hold: string;
+  outcome: string;
+  balance: number | null;
+  run_head: string | null;
+  run_count: number | null;
+  error?: string;
+}
+
+/**
+ * Runs a batch; a deadlock victim (there should be none, given the lock order) is run again, and a batch
+ * that fails for any other reason is split so that only the faulty item fails.
+ */
+export async function runBatch<I, O>(items: I[], run: (items: I[]) => Promise<O[]>): Promise<O[]> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await run(items);
+    } catch (e) {
+      if ((e as { code?: string }).code === '40P01' && attempt < 2) continue;
+      if (items.length === 1) throw e;
+      const out: O[] = [];
+      for (const item of items) out.push(await run([item]).then((o) => o[0]!, (err: unknown) => ({ outcome: 'error', error: String(err) }) as O));
+      return out;
+    }
+  }
+}
+
+/** Places a batch of holds (and lease asks) in one round trip; answers in the items' order. */
+export async function holdMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, items: HoldItem[]): Promise<HoldResult[]> {
+  const expires = new Date(now.getTime() + cfg.holdTtlSeconds * 1000);
+  const r = await sql<{ out: HoldResult[] }>`
+    select svc_hold_many(${JSON.stringify(items)}::jsonb, ${cfg.enforced}, ${now}, ${expires},
+      ${cfg.breakerWindowSeconds}, ${cfg.breakerLimitMicroUsd}::bigint, ${new Date(now.getTime() + cfg.leaseSeconds * 1000)}) as out`.execute(db);
+  const byId = new Map(r.rows[0]!.out.map((o) => [o.id, o]));
+  return items.map((i) => byId.get(i.id)!);
+}
+
+/** Settles a batch in one transaction (ledger entries, usage events, receipts, run chains); answers in the items' order. */
+export async function settleMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, items: SettleItem[]): Promise<SettleResult[]> {
+  const r = await sql<{ out: SettleResult[] }>`
+    select svc_settle_many(${JSON.stringify(items)}::jsonb, ${now}, ${cfg.breakerWindowSeconds}) as out`.execute(db);
+  const byHold = new Map(r.rows[0]!.out.map((o) => [o.hold, o]));
+  return items.map((i) => byHold.get(i.hold)!);
+}
