@@ -67,7 +67,7 @@ async function main() {
     await migrateToLatest(db);
     const signer = new ReceiptSigner(generatePrivateKey());
     const metering = new Metering(db, systemClock, signer, {
-      enforced: true, holdTtlSeconds: 900, leaseSeconds: 60, breakerWindowSeconds: 60, breakerLimitMicroUsd: 100_000_000, notaryPriceMicroUsd: 1000, // the deployment defaults (breaker on)
+      enforced: true, holdTtlSeconds: 900, leaseSeconds: 60, settleBehind: false, breakerWindowSeconds: 60, breakerLimitMicroUsd: 100_000_000, notaryPriceMicroUsd: 1000, // the deployment defaults (breaker on)
       treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
     });
 

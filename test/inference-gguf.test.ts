@@ -53,12 +53,13 @@ const CONTEXT = 256;
 /** The receipt and the ledger entry of one billed response. */
 async function charged(receiptId: string) {
   const db = t.gw.database.db;
+  await t.gw.services.metering.settledAll(); // answers come before their settle commits (write-behind)
   const receipt = JSON.parse((await db.selectFrom('receipts').select('payload').where('id', '=', receiptId).executeTakeFirstOrThrow()).payload);
   const event = await db.selectFrom('usage_events').select(['id', 'cost_micro_usd']).where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
   const ledger = await db.selectFrom('ledger_entries').select(['amount_micro_usd', 'kind']).where('ref', '=', event.id).execute();
   return { receipt, event, ledger };
 }
-const balance = async () => (await t.gw.database.db.selectFrom('credit_accounts').select('balance_micro_usd').where('account_id', '=', owner.accountId).executeTakeFirstOrThrow()).balance_micro_usd;
+const balance = async () => (await t.gw.services.metering.settledAll(), await t.gw.database.db.selectFrom('credit_accounts').select('balance_micro_usd').where('account_id', '=', owner.accountId).executeTakeFirstOrThrow()).balance_micro_usd;
 
 describe('a node running a real model engine (llama.cpp, tiny random GGUF)', () => {
   it('the local server lists its local name; the gateway lists the public id at node prices', async () => {

@@ -50,7 +50,7 @@ async function inferenceAgent(url: string, speed = 1): Promise<TestAgent> {
   await until(`${a.nodeId} online`, async () => t.gw.fleet.hub.isConnected(a.nodeId) && (await t.gw.database.db.selectFrom('nodes').select('last_heartbeat_at').where('id', '=', a.nodeId).executeTakeFirst())?.last_heartbeat_at);
   return a;
 }
-const receipt = async (id: string) => JSON.parse((await t.gw.database.db.selectFrom('receipts').select('payload').where('id', '=', id).executeTakeFirstOrThrow()).payload);
+const receipt = async (id: string) => JSON.parse((await t.gw.services.metering.settledAll(), await t.gw.database.db.selectFrom('receipts').select('payload').where('id', '=', id).executeTakeFirstOrThrow()).payload);
 const jobsOf = (nodeId: string) => t.gw.database.db.selectFrom('jobs').selectAll().where('node_id', '=', nodeId).orderBy('created_at').execute();
 
 let a: TestAgent;

@@ -55,11 +55,14 @@ beforeEach(() => up.reset());
 
 const funded = (micro: number) => fundedKey(t, micro);
 const position = (id: string) => t.gw.services.metering.position(id);
+/** Answers come before their settle commits (write-behind); reads of the database wait for those commits. */
+const committed = () => t.gw.services.metering.settledAll();
 async function receipt(id: string) {
+  await committed();
   const row = await t.gw.database.db.selectFrom('receipts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
   return JSON.parse(row.payload) as { cost_micro_usd: number; model: string; units: { input_tokens: number; output_tokens: number }; detail: Record<string, unknown>; route: string };
 }
-const usageEvents = async (accountId: string) => (await t.gw.database.db.selectFrom('usage_events').select('id').where('account_id', '=', accountId).execute()).length;
+const usageEvents = async (accountId: string) => (await committed(), await t.gw.database.db.selectFrom('usage_events').select('id').where('account_id', '=', accountId).execute()).length;
 const REPLY = () => up.switches.reply;
 const user = (content: string) => [{ role: 'user' as const, content }];
 
@@ -160,6 +163,7 @@ describe('chat completions (openai SDK)', () => {
     const output = estimateTokens(REPLY());
     expect(text).toBe(REPLY());
     expect(usage).toEqual({ prompt_tokens: input, completion_tokens: output, total_tokens: input + output });
+    await committed();
     const ev = await t.gw.database.db.selectFrom('usage_events').selectAll().where('account_id', '=', acct.accountId).orderBy('n', 'desc').executeTakeFirstOrThrow();
     const r = await receipt(ev.receipt_id);
     expect(r.units).toEqual({ input_tokens: input, output_tokens: output });

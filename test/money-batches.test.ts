@@ -20,7 +20,7 @@ let database: Database;
 let metering: Metering;
 
 const billing = {
-  enforced: true, holdTtlSeconds: 900, leaseSeconds: 0, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: 1000,
+  enforced: true, holdTtlSeconds: 900, leaseSeconds: 0, settleBehind: false, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: 1000,
   treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
 };
 
@@ -72,7 +72,7 @@ describe('batched settlement', () => {
       const keys = await db.selectFrom('api_keys').select(['id', 'spent_micro_usd', 'held_micro_usd', 'window_spent_micro_usd']).where('id', 'in', p.chain).execute();
       for (const k of keys) expect(k).toMatchObject({ spent_micro_usd: spent, held_micro_usd: 0 });
       // The settle reported each request's balance right after it: the lowest equals the final balance.
-      const balances = settled.filter((_, i) => holds[i]!.p === p).map((s) => s.balanceMicroUsd);
+      const balances = settled.filter((_, i) => holds[i]!.p === p).map((s) => s.balanceMicroUsd!);
       expect(Math.min(...balances)).toBe(1_000_000 - spent);
       // One usage event and one receipt per request, linked to each other.
       const events = await db.selectFrom('usage_events').select(['id', 'receipt_id', 'cost_micro_usd', 'key_id']).where('account_id', '=', p.accountId).execute();

@@ -1,3 +1,6 @@
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { ManualClock, generatePrivateKey, newId } from '@svc/shared';
@@ -6,6 +9,8 @@ import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
 import { Metering, type Hold } from '../control-plane/src/modules/money/metering.ts';
 import { LEASES_CHANNEL } from '../control-plane/src/modules/money/leases.ts';
 import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
+import { SettleJournal } from '../control-plane/src/modules/money/settle-journal.ts';
+import type { SettleItem } from '../control-plane/src/modules/money/batch-calls.ts';
 import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
 import { freshDatabase, type TestDatabase } from './support/database.ts';
 import { tenant as makeTenant } from './support/tenant.ts';
@@ -23,7 +28,7 @@ const clock = new ManualClock(Date.now());
 const A = 1_000;
 
 const billing = {
-  enforced: true, holdTtlSeconds: 900, leaseSeconds: 60, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: A,
+  enforced: true, holdTtlSeconds: 900, leaseSeconds: 60, settleBehind: false, breakerWindowSeconds: 60, breakerLimitMicroUsd: 0, notaryPriceMicroUsd: A,
   treasury: '0x1111111111111111111111111111111111111111', usdtContract: '0x2222222222222222222222222222222222222222', usdtDecimals: 6, network: 'base',
 };
 const processes: Metering[] = [];
@@ -63,6 +68,31 @@ afterAll(async () => {
 });
 
 describe('credit leases', () => {
+  it('write-behind: a settle out of a lease answers before it commits, the position waits for it, the journal empties', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-journal-'));
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, new SettleJournal<SettleItem>(dir));
+    processes.push(m);
+    const p = await tenant(m, 1_000_000);
+    let spent = 0;
+    for (let i = 0; i < 30; i++) {
+      const h = await hold(m, p);
+      expect(h.lease).toBe(true);
+      const s = await m.settle(h, { costMicroUsd: 100 + i, kind: 'test', units: { n: i } }, { behind: true });
+      expect(s.balanceMicroUsd).toBeNull(); // answered before its commit
+      spent += 100 + i;
+      // The account's own read waits for its settles: never a balance older than the answers it got.
+      expect((await m.position(p.accountId)).balance_micro_usd).toBe(1_000_000 - spent);
+    }
+    await m.settledAll();
+    const b = await books(p);
+    expect(b).toMatchObject({ balance: 1_000_000 - spent, ledger: 1_000_000 - spent, held: 0 });
+    expect(b.leased).toBe(b.rows);
+    expect(await database.db.selectFrom('receipts').select('id').where('account_id', '=', p.accountId).execute()).toHaveLength(30);
+    await m.close();
+    expect((await books(p)).leased).toBe(0);
+    expect(readdirSync(dir)).toEqual([]); // every segment committed and removed
+  });
+
   it('admits from a lease without a hold row per request, settles out of it, and gives everything back at close', async () => {
     const m = newProcess();
     const p = await tenant(m, 1_000_000, null, 2);

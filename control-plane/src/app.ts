@@ -110,6 +110,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     resolvers: { apiKey: (s) => d.keys.authenticate(s), session: (t) => d.identity.authenticate(t), nodeKey: (s) => d.registry.authenticate(s) },
     adminToken: d.config.adminToken,
     metricsToken: d.config.metricsToken,
+    readBarrier: (accountId) => d.metering.settled(accountId),
   });
   await registerOpenApi(app, VERSION);
 

@@ -43,6 +43,7 @@ const EnvSchema = z.object({
   SVC_BILLING_ENFORCED: flag(false),
   SVC_HOLD_TTL_SECONDS: intWithDefault(900, 10),
   SVC_CREDIT_LEASE_SECONDS: intWithDefault(60, 0),
+  SVC_SETTLE_BEHIND: flag(true),
   SVC_BREAKER_WINDOW_SECONDS: intWithDefault(60, 1),
   SVC_BREAKER_LIMIT_MICRO_USD: intWithDefault(100_000_000, 0),
   SVC_NOTARY_PRICE_MICRO_USD: intWithDefault(1_000, 0),
@@ -126,6 +127,8 @@ export interface BillingConfig {
   holdTtlSeconds: number;
   /** Credit leases (money/leases.ts): their lifetime, renewed while in use; 0 turns them off. */
   leaseSeconds: number;
+  /** Write-behind settles (money/settle-journal.ts): lease-admitted inference answers once its settle is journaled. */
+  settleBehind: boolean;
   /** Circuit breaker: a key whose spend within the window would exceed the limit is frozen. 0 disables. */
   breakerWindowSeconds: number;
   breakerLimitMicroUsd: number;
@@ -178,6 +181,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       enforced: e.SVC_BILLING_ENFORCED,
       holdTtlSeconds: e.SVC_HOLD_TTL_SECONDS,
       leaseSeconds: Math.min(e.SVC_CREDIT_LEASE_SECONDS, e.SVC_HOLD_TTL_SECONDS),
+      settleBehind: e.SVC_SETTLE_BEHIND,
       breakerWindowSeconds: e.SVC_BREAKER_WINDOW_SECONDS,
       breakerLimitMicroUsd: e.SVC_BREAKER_LIMIT_MICRO_USD,
       notaryPriceMicroUsd: e.SVC_NOTARY_PRICE_MICRO_USD,

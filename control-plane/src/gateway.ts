@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { newId, systemClock, type Clock } from '@svc/shared';
 import type { Config } from './config.ts';
@@ -12,6 +13,8 @@ import { IdentityService } from './modules/identity/service.ts';
 import { KeysService } from './modules/keys/service.ts';
 import { HealthService } from './modules/platform/health.ts';
 import { Metering } from './modules/money/metering.ts';
+import { SettleJournal } from './modules/money/settle-journal.ts';
+import type { SettleItem } from './modules/money/batch-calls.ts';
 import { LEASES_CHANNEL } from './modules/money/leases.ts';
 import { ReceiptSigner } from './modules/money/signer.ts';
 import { NotaryService } from './modules/notary/service.ts';
@@ -97,7 +100,15 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
   const signerSvc = new ReceiptSigner(signer);
-  const metering = new Metering(db, clock, signerSvc, config.billing);
+  const journal = config.billing.settleBehind ? new SettleJournal<SettleItem>(join(config.dataDir, 'settle-journal')) : null;
+  const metering = new Metering(db, clock, signerSvc, config.billing, journal, { error: (o, m) => app.log.error(o, m) });
+  try {
+    await metering.recoverJournal(); // settles that a process which died here answered but had not committed
+  } catch (e) {
+    journal?.close();
+    await database.close();
+    throw e;
+  }
   metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
   keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
   const unlistenLeases = await database.listen(LEASES_CHANNEL, (accountId) => void metering.leases.returnAccount(accountId));

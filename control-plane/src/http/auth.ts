@@ -9,6 +9,12 @@ export interface AuthOptions {
   resolvers: CredentialResolvers;
   adminToken: string | undefined;
   metricsToken: string | undefined;
+  /**
+   * Awaited before every non-billable request of an account (key or session): its write-behind settles
+   * committed first, so right after an answer the caller reads its latest charges (balance, usage,
+   * receipts, key spend) and can act on them (share a receipt). Billable requests never wait for it.
+   */
+  readBarrier?: (accountId: string) => Promise<void>;
 }
 
 function bearer(req: FastifyRequest): string | undefined {
@@ -91,10 +97,12 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
           throw new ServiceError('insufficient_scope', `This API key lacks the "${cfg.scope}" scope`, { required_scope: cfg.scope });
         }
         req.principal = p;
+        if (!cfg.billable && opts.readBarrier) await opts.readBarrier(p.accountId);
         return;
       }
       case 'session':
         req.principal = await resolveSession(req, opts.resolvers);
+        if (!cfg.billable && opts.readBarrier) await opts.readBarrier(req.principal.accountId);
         return;
       case 'admin':
       case 'metrics': {

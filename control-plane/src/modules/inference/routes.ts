@@ -14,7 +14,7 @@ const BODY_LIMIT = 16 * 1024 * 1024;
 const billable = { auth: 'key', scope: 'inference', billable: true } as const;
 
 function context(req: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, path: string, publicUrl: URL): CallContext {
-  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource: new URL(path, publicUrl).toString(), endpoint, signal: callerSignal(reply) };
+  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource: new URL(path, publicUrl).toString(), endpoint, signal: callerSignal(reply), settleBehind: true };
 }
 
 /** JSON with the receipt headers; a string payload skips the response serializer (the upstream's fields pass through). */

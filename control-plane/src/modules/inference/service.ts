@@ -22,6 +22,12 @@ export interface CallContext {
   discountPercent?: number;
   /** Batches: runs with the answer before the charge settles (a throw releases the hold, nothing is charged). */
   beforeSettle?: (body: Record<string, unknown>) => Promise<void>;
+  /**
+   * HTTP callers: answer once the settle is signed and journaled, commit right after (Metering's
+   * write-behind, for requests admitted from a credit lease). Batches leave it off: a line is recorded as
+   * charged only once its settle committed.
+   */
+  settleBehind?: boolean;
 }
 
 export type Chunk = Record<string, unknown> & { choices?: Array<Record<string, unknown> & { delta?: Record<string, unknown>; finish_reason?: string | null }>; usage?: TokenUsage | null };
@@ -129,7 +135,7 @@ export class InferenceService {
       if (!u) a.body.usage = toUsage(input, output);
       await ctx.beforeSettle?.(a.body);
       return { result: a.body, usage: this.usage(prep, hold, a.price, input, output, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: source, outcome: 'completed' }, ctx.discountPercent) };
-    });
+    }, { behind: ctx.settleBehind });
     return { body: out.result, receipt: out.receipt };
   }
 
@@ -241,6 +247,7 @@ export class InferenceService {
       const settled = await this.metering.settle(
         hold,
         this.usage(prep, hold, up.price, input, output, { endpoint: ctx.endpoint, backend, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated', outcome }),
+        { behind: ctx.settleBehind },
       );
       receipt = settled.receipt;
     } catch (e) {
@@ -268,7 +275,7 @@ export class InferenceService {
       if (!u) a.body.usage = { prompt_tokens: input, total_tokens: input };
       await ctx.beforeSettle?.(a.body);
       return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: u ? 'upstream' : 'estimated', outcome: 'completed' }, ctx.discountPercent) };
-    });
+    }, { behind: ctx.settleBehind });
     return { body: out.result, receipt: out.receipt };
   }
 

@@ -49,6 +49,8 @@ export interface SettleItem {
   prev: string | null;
   seq: number | null;
   lease: boolean;
+  /** Write-behind: what the request reserved from its lease (given back to the lease when the settle commits); not read by the database. */
+  reserved?: number;
 }
 export interface SettleResult {
   hold: string;

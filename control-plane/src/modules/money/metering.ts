@@ -7,6 +7,7 @@ import type { ReceiptSigner } from './signer.ts';
 import { Batcher } from '../../db/batcher.ts';
 import { paymentTerms } from './x402.ts';
 import { CreditLeases, type Lease } from './leases.ts';
+import type { SettleJournal } from './settle-journal.ts';
 import { holdMany, runBatch, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
 
 export interface HoldRequest {
@@ -54,10 +55,13 @@ export interface Usage {
 export interface Settled {
   receipt: SignedReceipt;
   usageEventId: string;
-  balanceMicroUsd: number;
+  /** The balance after the settle; null when it was answered before it committed (write-behind). */
+  balanceMicroUsd: number | null;
 }
 
 const MAX_CHAIN_RETRIES = 16;
+/** Write-behind settles in flight past which a settle waits for its commit again (two full batches). */
+const MAX_BEHIND = 512;
 
 /** A balance after a settle or credit, for observers (alerts). */
 export interface BalanceObservation {
@@ -76,12 +80,21 @@ export class Metering {
   private readonly settles: Batcher<SettleItem, SettleResult>;
   private readonly balanceListeners: Array<(o: BalanceObservation) => unknown> = [];
   readonly leases: CreditLeases;
+  /** Write-behind settles not yet committed, per account. */
+  private readonly behind = new Map<string, Set<Promise<void>>>();
+  private behindCount = 0;
+  /** How many journaled settles of dead processes this process settled at boot. */
+  recovered = 0;
+  private closing = false;
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
     private readonly signer: ReceiptSigner,
     private readonly cfg: BillingConfig,
+    /** Journal of write-behind settles (none: every settle commits before it answers). */
+    private readonly journal: SettleJournal<SettleItem> | null = null,
+    private readonly log: { error(o: object, msg: string): void } = { error: () => undefined },
   ) {
     this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
     this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
@@ -213,8 +226,19 @@ export class Metering {
     }
   }
 
-  /** Settles a hold at the actual cost and returns the signed receipt; if settling fails the hold is released. */
-  async settle(hold: Hold, usage: Usage): Promise<Settled> {
+  /**
+   * Settles a hold at the actual cost and returns the signed receipt; if settling fails the hold is released.
+   * With `behind`, a hold admitted from a lease is answered as soon as its receipt is signed and its settle
+   * journaled; the settle commits right after, in the next batch (see `settleBehind`).
+   */
+  async settle(hold: Hold, usage: Usage, opts: { behind?: boolean } = {}): Promise<Settled> {
+    if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
+    if (opts.behind && hold.lease && this.journal && !this.closing) {
+      const { settled, committed } = this.settleBehind(hold, usage);
+      // Backpressure: when the database falls behind, callers wait for their commit again.
+      if (this.behindCount > MAX_BEHIND) await committed;
+      return settled;
+    }
     try {
       return await this.settleOnce(hold, usage);
     } catch (e) {
@@ -223,48 +247,55 @@ export class Metering {
     }
   }
 
+  /** The signed receipt of a settle and the batch item that records it. */
+  private settlement(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number): { receipt: SignedReceipt; item: SettleItem } {
+    const receipt = this.signer.signReceipt({
+      v: 1,
+      id: hold.requestId,
+      kind: usage.kind,
+      account_id: hold.accountId,
+      key_id: hold.chain[0] ?? null,
+      usage_event_id: usageEventId,
+      route: hold.route,
+      model: usage.model ?? null,
+      units: usage.units,
+      cost_micro_usd: usage.costMicroUsd,
+      created_at: now.toISOString(),
+      run: hold.runId ? { id: hold.runId, seq: count + 1, prev } : null,
+      policy: usage.policy ?? null,
+      ...(usage.detail ? { detail: usage.detail } : {}),
+    });
+    const item: SettleItem = {
+      hold: hold.id,
+      account: hold.accountId,
+      chain: hold.chain,
+      cost: usage.costMicroUsd,
+      event: usageEventId,
+      kind: usage.kind,
+      route: hold.route,
+      model: usage.model ?? null,
+      units: usage.units,
+      receipt: hold.requestId,
+      payload: receipt.canonical,
+      hash: receipt.hash,
+      signature: receipt.signature,
+      run: hold.runId,
+      prev: hold.runId ? prev : null,
+      seq: hold.runId ? count + 1 : null,
+      lease: hold.lease,
+      reserved: hold.lease ? hold.amount : undefined,
+    };
+    return { receipt, item };
+  }
+
   private async settleOnce(hold: Hold, usage: Usage): Promise<Settled> {
-    if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
     const now = this.clock.now();
     const usageEventId = newId('ue_', 20);
     let prev = hold.runHead;
     let count = hold.runCount;
     for (let attempt = 0; attempt < MAX_CHAIN_RETRIES; attempt++) {
-      const receipt = this.signer.signReceipt({
-        v: 1,
-        id: hold.requestId,
-        kind: usage.kind,
-        account_id: hold.accountId,
-        key_id: hold.chain[0] ?? null,
-        usage_event_id: usageEventId,
-        route: hold.route,
-        model: usage.model ?? null,
-        units: usage.units,
-        cost_micro_usd: usage.costMicroUsd,
-        created_at: now.toISOString(),
-        run: hold.runId ? { id: hold.runId, seq: count + 1, prev } : null,
-        policy: usage.policy ?? null,
-        ...(usage.detail ? { detail: usage.detail } : {}),
-      });
-      const row = await this.settles.submit({
-        hold: hold.id,
-        account: hold.accountId,
-        chain: hold.chain,
-        cost: usage.costMicroUsd,
-        event: usageEventId,
-        kind: usage.kind,
-        route: hold.route,
-        model: usage.model ?? null,
-        units: usage.units,
-        receipt: hold.requestId,
-        payload: receipt.canonical,
-        hash: receipt.hash,
-        signature: receipt.signature,
-        run: hold.runId,
-        prev: hold.runId ? prev : null,
-        seq: hold.runId ? count + 1 : null,
-        lease: hold.lease,
-      });
+      const { receipt, item } = this.settlement(hold, usage, usageEventId, now, prev, count);
+      const row = await this.settles.submit(item);
       if (row.outcome === 'settled') {
         if (hold.lease) await this.leases.finished(hold.id, hold.amount, usage.costMicroUsd);
         this.observed(hold.accountId, Number(row.balance));
@@ -278,6 +309,98 @@ export class Metering {
       throw new Error(`settle of ${hold.id} failed: ${row.outcome} ${row.error ?? ''}`);
     }
     throw new ServiceError('conflict', `Run ${hold.runId} is being extended by too many concurrent requests; retry`);
+  }
+
+  /**
+   * Write-behind settle of a lease hold: the receipt is signed and the settle appended to the journal, then
+   * the caller is answered while the settle goes to the database in the next batch. It cannot be refused: the
+   * lease already set the credit aside and holds no run chain. Until it commits, the lease keeps the
+   * request's reservation; reads of the account wait for it (`settled`); a process that dies first leaves it
+   * in the journal for the next process on this data dir.
+   */
+  private settleBehind(hold: Hold, usage: Usage): { settled: Settled; committed: Promise<void> } {
+    const usageEventId = newId('ue_', 20);
+    const { receipt, item } = this.settlement(hold, usage, usageEventId, this.clock.now(), null, 0);
+    const segment = this.journal!.append(item);
+    const committed = this.commitBehind(item, segment);
+    let set = this.behind.get(hold.accountId);
+    if (!set) this.behind.set(hold.accountId, (set = new Set()));
+    set.add(committed);
+    this.behindCount++;
+    void committed.finally(() => {
+      this.behindCount--;
+      set.delete(committed);
+      if (set.size === 0 && this.behind.get(hold.accountId) === set) this.behind.delete(hold.accountId);
+    });
+    return { settled: { receipt, usageEventId, balanceMicroUsd: null }, committed };
+  }
+
+  /** Commits a journaled settle, retrying while the database is unreachable; a settle already stored counts as done. */
+  private async commitBehind(item: SettleItem, segment: string): Promise<void> {
+    await new Promise((r) => setImmediate(r)); // the answer is written first
+    for (let attempt = 0; ; attempt++) {
+      let row: SettleResult | null = null;
+      try {
+        row = await this.settles.submit(item);
+      } catch (e) {
+        row = { hold: item.hold, outcome: 'error', balance: null, run_head: null, run_count: null, error: String(e) };
+      }
+      if (row.outcome !== 'settled' && (await this.receiptStored(item.receipt))) row = { ...row, outcome: 'settled', balance: null };
+      if (row.outcome === 'settled') {
+        this.journal!.done(segment);
+        if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
+        if (row.balance !== null) this.observed(item.account, Number(row.balance));
+        return;
+      }
+      this.log.error({ request_id: item.receipt, attempt, error: row.error }, 'settle not committed yet; it stays in the journal and is retried');
+      if (this.closing) return; // the next process on this data dir settles it from the journal
+      await new Promise((r) => setTimeout(r, Math.min(30_000, 100 * 2 ** attempt)).unref());
+    }
+  }
+
+  private async receiptStored(id: string): Promise<boolean> {
+    return this.db
+      .selectFrom('receipts')
+      .select('id')
+      .where('id', '=', id)
+      .executeTakeFirst()
+      .then((r) => r !== undefined, () => false);
+  }
+
+  /** Resolves once this account's write-behind settles committed (its own reads see its latest charges). */
+  async settled(accountId: string): Promise<void> {
+    const set = this.behind.get(accountId);
+    if (set) await Promise.all(set);
+  }
+
+  /** Resolves once every write-behind settle of this process committed (tests, shutdown). */
+  async settledAll(): Promise<void> {
+    await Promise.all([...this.behind.values()].flatMap((s) => [...s]));
+  }
+
+  /**
+   * Settles what processes that died left in the journal (at boot, before serving). A settle whose receipt is
+   * stored already committed before the process died and is skipped. Returns how many were settled now.
+   */
+  async recoverJournal(): Promise<number> {
+    if (!this.journal) return 0;
+    const { items, files } = this.journal.recover();
+    let settled = 0;
+    for (let i = 0; i < items.length; i += 256) {
+      const chunk = items.slice(i, i + 256);
+      const stored = new Set(
+        (await this.db.selectFrom('receipts').select('id').where('id', 'in', chunk.map((c) => c.receipt)).execute()).map((r) => r.id),
+      );
+      const todo = chunk.filter((c) => !stored.has(c.receipt));
+      if (todo.length === 0) continue;
+      const out = await runBatch(todo, (t) => settleMany(this.db, this.clock.now(), this.cfg, t));
+      const failed = out.filter((o) => o.outcome !== 'settled');
+      if (failed.length) throw new Error(`journaled settles could not be recovered: ${failed.map((f) => `${f.hold} ${f.error ?? f.outcome}`).join('; ')}`);
+      settled += todo.length;
+    }
+    this.journal.discard(files);
+    this.recovered += settled;
+    return settled;
   }
 
   /** Releases a hold whose request failed; nothing is charged. */
@@ -307,6 +430,7 @@ export class Metering {
   }
 
   async position(accountId: string) {
+    await this.settled(accountId);
     const row = await this.db.selectFrom('credit_accounts').select(['balance_micro_usd', 'held_micro_usd', 'leased_micro_usd']).where('account_id', '=', accountId).executeTakeFirst();
     const balance = row?.balance_micro_usd ?? 0;
     const held = row?.held_micro_usd ?? 0;
@@ -316,11 +440,15 @@ export class Metering {
 
   /** Gives this process's credit leases back (shutdown). */
   async close(): Promise<void> {
+    // Write-behind settles commit first (a database that stays away leaves them to the journal).
+    await Promise.race([this.settledAll(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    this.closing = true;
+    this.journal?.close();
     await this.leases.closeAll();
   }
 
   /** Runs a unit of billable work between hold and settle, releasing the hold if the work throws. */
-  async meter<T>(req: HoldRequest, work: (hold: Hold) => Promise<{ result: T; usage: Usage }>): Promise<{ result: T } & Settled> {
+  async meter<T>(req: HoldRequest, work: (hold: Hold) => Promise<{ result: T; usage: Usage }>, opts: { behind?: boolean } = {}): Promise<{ result: T } & Settled> {
     const hold = await this.hold(req);
     let out: { result: T; usage: Usage };
     try {
@@ -329,6 +457,6 @@ export class Metering {
       await this.release(hold).catch(() => undefined);
       throw e;
     }
-    return { result: out.result, ...(await this.settle(hold, out.usage)) };
+    return { result: out.result, ...(await this.settle(hold, out.usage, opts)) };
   }
 }

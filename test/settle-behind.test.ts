@@ -1,0 +1,131 @@
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, RECEIPT_HEADERS } from '@svc/shared';
+import { ADMIN_TOKEN, ENFORCED_BILLING, freePort, fundedKey, startTestGateway } from './support/gateway.ts';
+import { startUpstream, type TestUpstream } from './support/upstream.ts';
+
+/**
+ * Write-behind settles (Metering.settleBehind, money/settle-journal.ts): an inference request admitted from
+ * a credit lease is answered once its receipt is signed and its settle journaled; the settle commits right
+ * after. The caller's own next read waits for that commit, and a process killed before it commits leaves
+ * the settle in the journal, which the next process on the data dir settles at boot.
+ */
+let up: TestUpstream;
+beforeAll(async () => {
+  up = await startUpstream();
+});
+afterAll(async () => {
+  await up?.close();
+});
+
+const providers = () =>
+  JSON.stringify([{ name: 'local', base_url: up.url, models: [{ id: 'test-chat', input_micro_usd_per_mtok: 2_000_000, output_micro_usd_per_mtok: 5_000_000, max_output_tokens: 1000 }] }]);
+const chatBody = JSON.stringify({ model: 'test-chat', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 50 });
+
+async function chat(url: string, key: string): Promise<{ status: number; receiptId: string | null; cost: number }> {
+  const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: chatBody });
+  await r.arrayBuffer();
+  return { status: r.status, receiptId: r.headers.get(RECEIPT_HEADERS.id), cost: Number(r.headers.get(RECEIPT_HEADERS.cost) ?? 0) };
+}
+
+describe('write-behind settles', () => {
+  it("an account's next read sees every charge it was answered for", async () => {
+    const t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_PROVIDERS: providers() } });
+    try {
+      const FUND = 10_000_000;
+      const a = await fundedKey(t, FUND);
+      let spent = 0;
+      for (let i = 0; i < 25; i++) {
+        const r = await chat(t.url, a.key);
+        expect(r.status).toBe(200);
+        spent += r.cost;
+        // Straight after the answer: the balance, the receipt and the usage already show this request.
+        const credit = await fetch(`${t.url}/v1/credit`, { headers: { authorization: `Bearer ${a.key}` } }).then((x) => x.json());
+        expect(credit.balance_micro_usd).toBe(FUND - spent);
+        const usage = await a.client.raw('GET', '/v1/usage/events', { query: { limit: 1 } }).then((x) => x.json());
+        expect(usage.events[0]).toMatchObject({ receipt_id: r.receiptId, cost_micro_usd: r.cost });
+      }
+      expect(spent).toBeGreaterThan(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a process killed before its settles commit leaves them in the journal; the next process settles each once', async () => {
+    const FUND = 1_000_000_000;
+    const first = await startTestGateway({ persistent: true, env: { ...ENFORCED_BILLING } });
+    const share = { databaseUrl: first.databaseUrl, dataDir: first.dataDir };
+    const s = await first.signIn();
+    await first.gw.services.metering.credit(s.accountId, FUND, 'grant', 'behind-test');
+    const key = (await s.client.createKey()).key;
+    await first.stop();
+
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'control-plane/src/main.ts'], {
+      env: {
+        PATH: process.env.PATH,
+        PORT: String(port),
+        SVC_DATA_DIR: share.dataDir,
+        ...(share.databaseUrl ? { DATABASE_URL: share.databaseUrl } : {}),
+        ...ENFORCED_BILLING,
+        SVC_PROVIDERS: providers(),
+        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+        SVC_LOG_LEVEL: 'silent',
+        SVC_LOCAL_AGENT: 'off',
+      },
+      stdio: 'ignore',
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 90_000;
+    while (!(await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error('the gateway child process did not come up');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // Callers keep 8 requests in flight; every answer they got carries a receipt id.
+    const answered: string[] = [];
+    let stop = false;
+    const load = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const r = await chat(url, key).catch(() => null);
+        if (!r) return;
+        if (r.status === 200 && r.receiptId) answered.push(r.receiptId);
+      }
+    });
+    const loadDeadline = Date.now() + 60_000;
+    while (answered.length < 60) {
+      if (Date.now() > loadDeadline) throw new Error(`only ${answered.length} answers within 60 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(load);
+    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
+    const journal = join(share.dataDir, 'settle-journal');
+    const left = readdirSync(journal).filter((f) => f.endsWith('.jsonl'));
+    expect(left.length).toBeGreaterThan(0); // the killed process's segment
+
+    // The next process, an hour later: the journal is settled at boot, then the leader expires the lease.
+    const after = await startTestGateway({ share, clock: new ManualClock(Date.now() + 3600_000) });
+    try {
+      const db = after.gw.database.db;
+      console.log(`killed after ${answered.length} answers; ${after.gw.services.metering.recovered} settle(s) recovered from the journal`);
+      const stored = new Set((await db.selectFrom('receipts').select('id').where('account_id', '=', s.accountId).execute()).map((r) => r.id));
+      expect(answered.filter((id) => !stored.has(id))).toEqual([]); // every answer's charge is in the books
+      expect(readdirSync(journal).filter((f) => left.includes(f))).toEqual([]); // and its segments are gone
+      expect(await after.gw.leader.runAllOnce()).toBe(true);
+      const pos = await db.selectFrom('credit_accounts').selectAll().where('account_id', '=', s.accountId).executeTakeFirstOrThrow();
+      const ledger = await db.selectFrom('ledger_entries').select((eb) => eb.fn.sum<number>('amount_micro_usd').as('s')).where('account_id', '=', s.accountId).executeTakeFirstOrThrow();
+      const costs = await db.selectFrom('usage_events').select((eb) => [eb.fn.sum<number>('cost_micro_usd').as('c'), eb.fn.countAll<number>().as('n')]).where('account_id', '=', s.accountId).executeTakeFirstOrThrow();
+      expect(Number(costs.n)).toBe(stored.size); // one usage event per receipt: nothing settled twice
+      expect(pos.balance_micro_usd).toBe(Number(ledger.s));
+      expect(pos.balance_micro_usd).toBe(FUND - Number(costs.c));
+      expect({ held: pos.held_micro_usd, leased: pos.leased_micro_usd }).toEqual({ held: 0, leased: 0 });
+      expect(await db.selectFrom('holds').selectAll().execute()).toEqual([]);
+    } finally {
+      await after.stop();
+      await first.close();
+    }
+  }, 300_000);
+});
