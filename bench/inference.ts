@@ -7,7 +7,7 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 5] [--requests 2000] [--pg postgres://...] [--profile DIR]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 5] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false]
  * The load comes from wrk (apt-get install wrk) when it is installed, else from Node's http client
  * (`--requests` per row).
  * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools).
@@ -96,6 +96,7 @@ async function role(name: string): Promise<void> {
       SVC_TREASURY_ADDRESS: '0x1111111111111111111111111111111111111111',
       SVC_USDT_CONTRACT: '0x2222222222222222222222222222222222222222',
       SVC_BREAKER_LIMIT_MICRO_USD: '0',
+      SVC_SETTLE_BEHIND: arg('settle-behind', 'true'),
       SVC_PROVIDERS: JSON.stringify([{ name: 'bench', base_url: upstream, models: [{ id: MODEL, input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 2_000_000 }] }]),
     });
     const gw = await createGateway(config, { logger: false });
@@ -214,7 +215,7 @@ async function main() {
     const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port)]);
     children.push(proxy.child);
     const profile = arg('profile', '');
-    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString()], profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
+    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true')], profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
     children.push(gateway.child);
 
     const measure = (url: string, key: string | null, conc: number) => (CLIENT === 'wrk' ? loadWrk(url, key, conc, SECONDS) : load(url, key, conc, TOTAL));

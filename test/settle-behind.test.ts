@@ -42,9 +42,9 @@ describe('write-behind settles', () => {
         expect(r.status).toBe(200);
         spent += r.cost;
         // Straight after the answer: the balance, the receipt and the usage already show this request.
-        const credit = await fetch(`${t.url}/v1/credit`, { headers: { authorization: `Bearer ${a.key}` } }).then((x) => x.json());
+        const credit = (await fetch(`${t.url}/v1/credit`, { headers: { authorization: `Bearer ${a.key}` } }).then((x) => x.json())) as { balance_micro_usd: number };
         expect(credit.balance_micro_usd).toBe(FUND - spent);
-        const usage = await a.client.raw('GET', '/v1/usage/events', { query: { limit: 1 } }).then((x) => x.json());
+        const usage = (await a.client.raw('GET', '/v1/usage/events', { query: { limit: 1 } }).then((x) => x.json())) as { events: Array<Record<string, unknown>> };
         expect(usage.events[0]).toMatchObject({ receipt_id: r.receiptId, cost_micro_usd: r.cost });
       }
       expect(spent).toBeGreaterThan(0);

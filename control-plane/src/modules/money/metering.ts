@@ -61,7 +61,7 @@ export interface Settled {
 
 const MAX_CHAIN_RETRIES = 16;
 /** Write-behind settles in flight past which a settle waits for its commit again (two full batches). */
-const MAX_BEHIND = 512;
+const MAX_BEHIND = 8;
 
 /** A balance after a settle or credit, for observers (alerts). */
 export interface BalanceObservation {
@@ -233,12 +233,9 @@ export class Metering {
    */
   async settle(hold: Hold, usage: Usage, opts: { behind?: boolean } = {}): Promise<Settled> {
     if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
-    if (opts.behind && hold.lease && this.journal && !this.closing) {
-      const { settled, committed } = this.settleBehind(hold, usage);
-      // Backpressure: when the database falls behind, callers wait for their commit again.
-      if (this.behindCount > MAX_BEHIND) await committed;
-      return settled;
-    }
+    // Under load (settles already waiting for their commit) an answer waits for its commit again: batches are
+    // full then, so write-behind would only add the journal's cost and grow the queue.
+    if (opts.behind && hold.lease && this.journal && !this.closing && this.behindCount < MAX_BEHIND) return this.settleBehind(hold, usage).settled;
     try {
       return await this.settleOnce(hold, usage);
     } catch (e) {
@@ -321,6 +318,10 @@ export class Metering {
   private settleBehind(hold: Hold, usage: Usage): { settled: Settled; committed: Promise<void> } {
     const usageEventId = newId('ue_', 20);
     const { receipt, item } = this.settlement(hold, usage, usageEventId, this.clock.now(), null, 0);
+    // The lease gets back at once what the request reserved beyond its cost; the cost stays reserved until
+    // the commit takes it out of the lease row (so the lease cannot close under a settle still on its way).
+    item.reserved = usage.costMicroUsd;
+    void this.leases.finished(hold.id, hold.amount - usage.costMicroUsd, 0);
     const segment = this.journal!.append(item);
     const committed = this.commitBehind(item, segment);
     let set = this.behind.get(hold.accountId);
