@@ -1,5 +1,9 @@
 import { closeSync, fsync, mkdirSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+
+/** Journals open in this process (several gateways can run in one process, as in tests). */
+const LIVE = new Set<string>();
 
 /**
  * The journal of settles answered before they committed (Metering's write-behind). A settle is appended
@@ -9,12 +13,13 @@ import { join } from 'node:path';
  * Appends go to the page cache with one write each (no fsync per request): they survive the process dying,
  * and a background fsync once a second bounds what a crash of the machine itself can lose.
  *
- * Files are segments named `settles-<pid>-<start ms>-<n>.jsonl`; a segment is deleted once every settle in
- * it committed and a newer one is being written. `recover` takes the segments of processes that are gone:
- * another pid that is not running, or this pid with another start time (a container restarts as pid 1).
+ * Files are segments named `settles-<pid>-<journal id>-<n>.jsonl`; a segment is deleted once every settle in
+ * it committed and a newer one is being written. `recover` takes the segments of journals that are gone:
+ * another pid that is not running, or this pid and a journal not open in this process (a container
+ * restarts as pid 1).
  */
 export class SettleJournal<T> {
-  private readonly start = Date.now();
+  private readonly id = randomBytes(6).toString('hex');
   private seq = 0;
   private current: { name: string; fd: number; entries: number } | null = null;
   /** Settles appended and not yet committed, per segment. */
@@ -27,12 +32,13 @@ export class SettleJournal<T> {
     private readonly segmentEntries = 4096,
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    LIVE.add(this.id);
     this.timer = setInterval(() => this.sync(), 1000);
     this.timer.unref();
   }
 
   private prefix(): string {
-    return `settles-${process.pid}-${this.start}-`;
+    return `settles-${process.pid}-${this.id}-`;
   }
 
   /** Appends a settle; returns its segment, to hand back to `done` once the settle committed. */
@@ -93,10 +99,10 @@ export class SettleJournal<T> {
     const items: T[] = [];
     const files: string[] = [];
     for (const name of readdirSync(this.dir)) {
-      const m = /^settles-(\d+)-(\d+)-\d+\.jsonl$/.exec(name);
-      if (!m || name.startsWith(this.prefix())) continue;
+      const m = /^settles-(\d+)-([0-9a-f]+)-\d+\.jsonl$/.exec(name);
+      if (!m) continue;
       const pid = Number(m[1]);
-      if (pid !== process.pid && alive(pid)) continue;
+      if (pid === process.pid ? LIVE.has(m[2]!) : alive(pid)) continue;
       files.push(name);
       for (const line of readFileSync(join(this.dir, name), 'utf8').split('\n')) {
         if (!line) continue;
@@ -117,6 +123,7 @@ export class SettleJournal<T> {
   /** Stops the journal; the current segment is deleted when nothing in it is waiting. */
   close(): void {
     clearInterval(this.timer);
+    LIVE.delete(this.id);
     const c = this.current;
     if (!c) return;
     this.current = null;
