@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SvcClient } from '@svc/shared/client';
 import { ManualClock } from '@svc/shared';
-import { ADMIN_TOKEN, freePort, startTestGateway } from './support/gateway.ts';
+import { startTestGateway } from './support/gateway.ts';
+import { startChildGateway } from './support/child-gateway.ts';
 
 /**
  * A control-plane process is killed (SIGKILL) while billable requests are in flight. Afterwards every hold
@@ -22,26 +22,7 @@ describe('a process killed mid-request', () => {
     const key = await s.client.createKey();
     await first.stop();
 
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'control-plane/src/main.ts'], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: String(port),
-        SVC_DATA_DIR: share.dataDir,
-        ...(share.databaseUrl ? { DATABASE_URL: share.databaseUrl } : {}),
-        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
-        SVC_LOG_LEVEL: 'silent',
-        SVC_LOCAL_AGENT: 'off',
-      },
-      stdio: 'ignore',
-    });
-    const url = `http://127.0.0.1:${port}`;
-    // A real child process has to boot: poll its health (bounded), then load it.
-    const deadline = Date.now() + 90_000;
-    while (!(await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error('the gateway child process did not come up');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const { url, kill } = await startChildGateway(share);
     const api = new SvcClient({ baseUrl: url, credential: { kind: 'key', token: key.key } });
     const body = { input_sha256: 'a'.repeat(64), output_sha256: 'b'.repeat(64) };
     let ok = 0;
@@ -57,9 +38,8 @@ describe('a process killed mid-request', () => {
       if (Date.now() > loadDeadline) throw new Error(`only ${ok} requests settled within 60 s`);
       await new Promise((r) => setTimeout(r, 20));
     }
-    child.kill('SIGKILL');
+    await kill();
     await Promise.all(load);
-    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
 
     // A new process on the same database, an hour later: open holds have expired.
     const clock = new ManualClock(Date.now() + 3600_000);

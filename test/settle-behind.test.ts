@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, RECEIPT_HEADERS } from '@svc/shared';
-import { ADMIN_TOKEN, ENFORCED_BILLING, freePort, fundedKey, startTestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, fundedKey, startTestGateway } from './support/gateway.ts';
+import { startChildGateway } from './support/child-gateway.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
 
 /**
@@ -62,27 +62,7 @@ describe('write-behind settles', () => {
     const key = (await s.client.createKey()).key;
     await first.stop();
 
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'control-plane/src/main.ts'], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: String(port),
-        SVC_DATA_DIR: share.dataDir,
-        ...(share.databaseUrl ? { DATABASE_URL: share.databaseUrl } : {}),
-        ...ENFORCED_BILLING,
-        SVC_PROVIDERS: providers(),
-        SVC_ADMIN_TOKEN: ADMIN_TOKEN,
-        SVC_LOG_LEVEL: 'silent',
-        SVC_LOCAL_AGENT: 'off',
-      },
-      stdio: 'ignore',
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 90_000;
-    while (!(await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error('the gateway child process did not come up');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const { url, kill } = await startChildGateway(share, { ...ENFORCED_BILLING, SVC_PROVIDERS: providers() });
     // Callers keep 8 requests in flight; every answer they got carries a receipt id.
     const answered: string[] = [];
     let stop = false;
@@ -98,10 +78,9 @@ describe('write-behind settles', () => {
       if (Date.now() > loadDeadline) throw new Error(`only ${answered.length} answers within 60 s`);
       await new Promise((r) => setTimeout(r, 10));
     }
-    child.kill('SIGKILL');
+    await kill();
     stop = true;
     await Promise.all(load);
-    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
     const journal = join(share.dataDir, 'settle-journal');
     const left = readdirSync(journal).filter((f) => f.endsWith('.jsonl'));
     expect(left.length).toBeGreaterThan(0); // the killed process's segment

@@ -8,6 +8,7 @@ import { Batcher } from '../../db/batcher.ts';
 import { paymentTerms } from './x402.ts';
 import { CreditLeases, type Lease } from './leases.ts';
 import type { SettleJournal } from './settle-journal.ts';
+import { WriteBehind } from './write-behind.ts';
 import { holdMany, runBatch, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
 
 export interface HoldRequest {
@@ -60,8 +61,6 @@ export interface Settled {
 }
 
 const MAX_CHAIN_RETRIES = 16;
-/** Write-behind settles in flight past which a settle waits for its commit again (two full batches). */
-const MAX_BEHIND = 8;
 
 /** A balance after a settle or credit, for observers (alerts). */
 export interface BalanceObservation {
@@ -80,12 +79,8 @@ export class Metering {
   private readonly settles: Batcher<SettleItem, SettleResult>;
   private readonly balanceListeners: Array<(o: BalanceObservation) => unknown> = [];
   readonly leases: CreditLeases;
-  /** Write-behind settles not yet committed, per account. */
-  private readonly behind = new Map<string, Set<Promise<void>>>();
-  private behindCount = 0;
-  /** How many journaled settles of dead processes this process settled at boot. */
-  recovered = 0;
-  private closing = false;
+  /** Write-behind settles (null without a journal: every settle commits before it answers). */
+  private readonly behind: WriteBehind | null;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -93,12 +88,25 @@ export class Metering {
     private readonly signer: ReceiptSigner,
     private readonly cfg: BillingConfig,
     /** Journal of write-behind settles (none: every settle commits before it answers). */
-    private readonly journal: SettleJournal<SettleItem> | null = null,
-    private readonly log: { error(o: object, msg: string): void } = { error: () => undefined },
+    journal: SettleJournal<SettleItem> | null = null,
+    log: { error(o: object, msg: string): void } = { error: () => undefined },
   ) {
     this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
     this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
     this.leases = new CreditLeases(db, clock, { ttlSeconds: cfg.leaseSeconds, wantRequests: 64, idleMs: 2000 });
+    this.behind = journal
+      ? new WriteBehind({
+          db,
+          journal,
+          log,
+          submit: (item) => this.settles.submit(item),
+          recover: (items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)),
+          committed: async (item, balance) => {
+            if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
+            if (balance !== null) this.observed(item.account, balance);
+          },
+        })
+      : null;
   }
 
   /** Observes the balance after each settle and credit. Best-effort: a listener never delays or fails the money path. */
@@ -235,7 +243,7 @@ export class Metering {
     if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
     // Under load (settles already waiting for their commit) an answer waits for its commit again: batches are
     // full then, so write-behind would only add the journal's cost and grow the queue.
-    if (opts.behind && hold.lease && this.journal && !this.closing && this.behindCount < MAX_BEHIND) return this.settleBehind(hold, usage).settled;
+    if (opts.behind && hold.lease && this.behind?.open) return this.settleBehind(hold, usage);
     try {
       return await this.settleOnce(hold, usage);
     } catch (e) {
@@ -309,99 +317,39 @@ export class Metering {
   }
 
   /**
-   * Write-behind settle of a lease hold: the receipt is signed and the settle appended to the journal, then
-   * the caller is answered while the settle goes to the database in the next batch. It cannot be refused: the
-   * lease already set the credit aside and holds no run chain. Until it commits, the lease keeps the
-   * request's reservation; reads of the account wait for it (`settled`); a process that dies first leaves it
-   * in the journal for the next process on this data dir.
+   * Write-behind settle of a lease hold: the receipt is signed and the settle handed to `behind` (journaled,
+   * committed right after); the caller is answered at once. It cannot be refused: the lease already set
+   * the credit aside and holds no run chain.
    */
-  private settleBehind(hold: Hold, usage: Usage): { settled: Settled; committed: Promise<void> } {
+  private settleBehind(hold: Hold, usage: Usage): Settled {
     const usageEventId = newId('ue_', 20);
     const { receipt, item } = this.settlement(hold, usage, usageEventId, this.clock.now(), null, 0);
     // The lease gets back at once what the request reserved beyond its cost; the cost stays reserved until
     // the commit takes it out of the lease row (so the lease cannot close under a settle still on its way).
     item.reserved = usage.costMicroUsd;
     void this.leases.finished(hold.id, hold.amount - usage.costMicroUsd, 0);
-    const segment = this.journal!.append(item);
-    const committed = this.commitBehind(item, segment);
-    let set = this.behind.get(hold.accountId);
-    if (!set) this.behind.set(hold.accountId, (set = new Set()));
-    set.add(committed);
-    this.behindCount++;
-    void committed.finally(() => {
-      this.behindCount--;
-      set.delete(committed);
-      if (set.size === 0 && this.behind.get(hold.accountId) === set) this.behind.delete(hold.accountId);
-    });
-    return { settled: { receipt, usageEventId, balanceMicroUsd: null }, committed };
-  }
-
-  /** Commits a journaled settle, retrying while the database is unreachable; a settle already stored counts as done. */
-  private async commitBehind(item: SettleItem, segment: string): Promise<void> {
-    await new Promise((r) => setImmediate(r)); // the answer is written first
-    for (let attempt = 0; ; attempt++) {
-      let row: SettleResult | null = null;
-      try {
-        row = await this.settles.submit(item);
-      } catch (e) {
-        row = { hold: item.hold, outcome: 'error', balance: null, run_head: null, run_count: null, error: String(e) };
-      }
-      if (row.outcome !== 'settled' && (await this.receiptStored(item.receipt))) row = { ...row, outcome: 'settled', balance: null };
-      if (row.outcome === 'settled') {
-        this.journal!.done(segment);
-        if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
-        if (row.balance !== null) this.observed(item.account, Number(row.balance));
-        return;
-      }
-      this.log.error({ request_id: item.receipt, attempt, error: row.error }, 'settle not committed yet; it stays in the journal and is retried');
-      if (this.closing) return; // the next process on this data dir settles it from the journal
-      await new Promise((r) => setTimeout(r, Math.min(30_000, 100 * 2 ** attempt)).unref());
-    }
-  }
-
-  private async receiptStored(id: string): Promise<boolean> {
-    return this.db
-      .selectFrom('receipts')
-      .select('id')
-      .where('id', '=', id)
-      .executeTakeFirst()
-      .then((r) => r !== undefined, () => false);
+    this.behind!.add(item);
+    return { receipt, usageEventId, balanceMicroUsd: null };
   }
 
   /** Resolves once this account's write-behind settles committed (its own reads see its latest charges). */
-  async settled(accountId: string): Promise<void> {
-    const set = this.behind.get(accountId);
-    if (set) await Promise.all(set);
+  settled(accountId: string): Promise<void> {
+    return this.behind?.settled(accountId) ?? Promise.resolve();
   }
 
   /** Resolves once every write-behind settle of this process committed (tests, shutdown). */
-  async settledAll(): Promise<void> {
-    await Promise.all([...this.behind.values()].flatMap((s) => [...s]));
+  settledAll(): Promise<void> {
+    return this.behind?.settledAll() ?? Promise.resolve();
   }
 
-  /**
-   * Settles what processes that died left in the journal (at boot, before serving). A settle whose receipt is
-   * stored already committed before the process died and is skipped. Returns how many were settled now.
-   */
-  async recoverJournal(): Promise<number> {
-    if (!this.journal) return 0;
-    const { items, files } = this.journal.recover();
-    let settled = 0;
-    for (let i = 0; i < items.length; i += 256) {
-      const chunk = items.slice(i, i + 256);
-      const stored = new Set(
-        (await this.db.selectFrom('receipts').select('id').where('id', 'in', chunk.map((c) => c.receipt)).execute()).map((r) => r.id),
-      );
-      const todo = chunk.filter((c) => !stored.has(c.receipt));
-      if (todo.length === 0) continue;
-      const out = await runBatch(todo, (t) => settleMany(this.db, this.clock.now(), this.cfg, t));
-      const failed = out.filter((o) => o.outcome !== 'settled');
-      if (failed.length) throw new Error(`journaled settles could not be recovered: ${failed.map((f) => `${f.hold} ${f.error ?? f.outcome}`).join('; ')}`);
-      settled += todo.length;
-    }
-    this.journal.discard(files);
-    this.recovered += settled;
-    return settled;
+  /** Settles what processes that died left in the journal (at boot, before serving); how many. */
+  recoverJournal(): Promise<number> {
+    return this.behind?.recover() ?? Promise.resolve(0);
+  }
+
+  /** How many journaled settles of dead processes this process settled at boot. */
+  get recovered(): number {
+    return this.behind?.recovered ?? 0;
   }
 
   /** Releases a hold whose request failed; nothing is charged. */
@@ -441,10 +389,7 @@ export class Metering {
 
   /** Gives this process's credit leases back (shutdown). */
   async close(): Promise<void> {
-    // Write-behind settles commit first (a database that stays away leaves them to the journal).
-    await Promise.race([this.settledAll(), new Promise((r) => setTimeout(r, 10_000).unref())]);
-    this.closing = true;
-    this.journal?.close();
+    await this.behind?.close(); // write-behind settles commit first (or stay in the journal)
     await this.leases.closeAll();
   }
 

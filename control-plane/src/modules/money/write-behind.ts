@@ -1,0 +1,122 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import type { SettleItem, SettleResult } from './batch-calls.ts';
+import type { SettleJournal } from './settle-journal.ts';
+
+/** Settles waiting for their commit past which answers wait for their own commit again. */
+const MAX_WAITING = 8;
+
+export interface WriteBehindDeps {
+  db: Kysely<DB>;
+  journal: SettleJournal<SettleItem>;
+  log: { error(o: object, msg: string): void };
+  /** Sends one settle to the database (Metering's settle batches). */
+  submit(item: SettleItem): Promise<SettleResult>;
+  /** Settles journaled items of a dead process in one batch (split on failure). */
+  recover(items: SettleItem[]): Promise<SettleResult[]>;
+  /** A settle committed (balance null when it was found already stored). */
+  committed(item: SettleItem, balance: number | null): Promise<void>;
+}
+
+/**
+ * Write-behind settles (Metering.settleBehind): a settle that was signed and answered is appended to the
+ * journal, then committed in the next batch; while the database is unreachable it is retried, and a
+ * process that dies first leaves it to the next process on the data dir (`recover`). Reads of an account
+ * wait for its settles (`settled`). Only a few wait at a time (`open`): under load the batches are full and
+ * answers wait for their commit as before.
+ */
+export class WriteBehind {
+  private readonly waiting = new Map<string, Set<Promise<void>>>();
+  private count = 0;
+  private closing = false;
+  recovered = 0;
+
+  constructor(private readonly d: WriteBehindDeps) {}
+
+  /** Whether the next settle may be answered before it commits. */
+  get open(): boolean {
+    return !this.closing && this.count < MAX_WAITING;
+  }
+
+  /** Journals a signed settle and commits it right after the caller was answered. */
+  add(item: SettleItem): void {
+    const segment = this.d.journal.append(item);
+    const committed = this.commit(item, segment);
+    let set = this.waiting.get(item.account);
+    if (!set) this.waiting.set(item.account, (set = new Set()));
+    set.add(committed);
+    this.count++;
+    void committed.finally(() => {
+      this.count--;
+      set.delete(committed);
+      if (set.size === 0 && this.waiting.get(item.account) === set) this.waiting.delete(item.account);
+    });
+  }
+
+  /** Commits a journaled settle, retrying while the database is unreachable; a settle already stored counts as done. */
+  private async commit(item: SettleItem, segment: string): Promise<void> {
+    await new Promise((r) => setImmediate(r)); // the answer is written first
+    for (let attempt = 0; ; attempt++) {
+      let row: SettleResult;
+      try {
+        row = await this.d.submit(item);
+      } catch (e) {
+        row = { hold: item.hold, outcome: 'error', balance: null, run_head: null, run_count: null, error: String(e) };
+      }
+      if (row.outcome !== 'settled' && (await this.stored([item.receipt])).size > 0) row = { ...row, outcome: 'settled', balance: null };
+      if (row.outcome === 'settled') {
+        this.d.journal.done(segment);
+        await this.d.committed(item, row.balance === null ? null : Number(row.balance));
+        return;
+      }
+      this.d.log.error({ request_id: item.receipt, attempt, error: row.error }, 'settle not committed yet; it stays in the journal and is retried');
+      if (this.closing) return; // the next process on this data dir settles it from the journal
+      await new Promise((r) => setTimeout(r, Math.min(30_000, 100 * 2 ** attempt)).unref());
+    }
+  }
+
+  private async stored(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.d.db.selectFrom('receipts').select('id').where('id', 'in', ids).execute().catch(() => []);
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** Resolves once this account's settles committed. */
+  async settled(accountId: string): Promise<void> {
+    const set = this.waiting.get(accountId);
+    if (set) await Promise.all(set);
+  }
+
+  /** Resolves once every settle of this process committed. */
+  async settledAll(): Promise<void> {
+    await Promise.all([...this.waiting.values()].flatMap((s) => [...s]));
+  }
+
+  /**
+   * Settles what processes that died left in the journal (at boot, before serving). A settle whose receipt
+   * is stored already committed before its process died and is skipped. Returns how many were settled now.
+   */
+  async recover(): Promise<number> {
+    const { items, files } = this.d.journal.recover();
+    let settled = 0;
+    for (let i = 0; i < items.length; i += 256) {
+      const chunk = items.slice(i, i + 256);
+      const stored = await this.stored(chunk.map((c) => c.receipt));
+      const todo = chunk.filter((c) => !stored.has(c.receipt));
+      if (todo.length === 0) continue;
+      const failed = (await this.d.recover(todo)).filter((o) => o.outcome !== 'settled');
+      if (failed.length) throw new Error(`journaled settles could not be recovered: ${failed.map((f) => `${f.hold} ${f.error ?? f.outcome}`).join('; ')}`);
+      settled += todo.length;
+    }
+    this.d.journal.discard(files);
+    this.recovered += settled;
+    return settled;
+  }
+
+  /** Waits (up to 10 s) for the settles on their way, then stops; any left stay in the journal. */
+  async close(): Promise<void> {
+    await Promise.race([this.settledAll(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    this.closing = true;
+    this.d.journal.close();
+  }
+}
