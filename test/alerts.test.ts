@@ -159,8 +159,29 @@ describe('balance_low', () => {
     expect(a.rec.events.map((e) => e.data)).toEqual([{ balance_micro_usd: 8_000, threshold_micro_usd: 8_500 }]);
   });
 
+  it('settles that leave an armed alert above its threshold read nothing; the crossing is still evaluated', async () => {
+    const a = await watched(10 * PRICE);
+    await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 2 * PRICE });
+    await spend(a.key); // 9: this observation reads the alert, armed
+    await t.gw.services.alerts.idle();
+    const evaluate = vi.spyOn(t.gw.services.alerts, 'evaluate');
+    try {
+      for (let i = 0; i < 6; i++) await spend(a.key); // 8 .. 3: still above the threshold
+      await t.gw.services.alerts.idle();
+      expect(evaluate).not.toHaveBeenCalled();
+      await spend(a.key);
+      await spend(a.key); // 1: crossed
+      await t.gw.services.alerts.idle();
+      expect(evaluate).toHaveBeenCalledWith(a.accountId, PRICE);
+    } finally {
+      evaluate.mockRestore();
+    }
+  });
+
   it('a failing alert never fails the money path', async () => {
     const a = await watched(5 * PRICE);
+    await call(a.client, 'PUT', '/v1/billing/alerts', { balance_low_micro_usd: 4.5 * PRICE }); // the spend crosses it
+    await t.gw.services.alerts.idle();
     const evaluate = vi.spyOn(t.gw.services.alerts, 'evaluate').mockRejectedValue(new Error('boom'));
     try {
       await spend(a.key);

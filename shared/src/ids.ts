@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 /** Identifier and secret prefixes; they are part of the public interface (spec document 1). */
 export const PREFIX = {
@@ -16,16 +16,25 @@ export const PREFIX = {
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
+/** CSPRNG bytes for ids, drawn 4 KiB at a time (one getrandom call per ~150 ids instead of one per id). */
+const pool = Buffer.allocUnsafe(4096);
+let used = pool.length;
+function randomByte(): number {
+  if (used === pool.length) {
+    randomFillSync(pool);
+    used = 0;
+  }
+  return pool[used++]!;
+}
+
 /** Random base36 string of `len` characters; bytes >= 252 are rejected so every character is equally likely. */
 export function randomId(len = 24): string {
-  const out: string[] = [];
+  let out = '';
   while (out.length < len) {
-    for (const b of randomBytes(len * 2)) {
-      if (b < 252) out.push(ALPHABET[b % 36]!);
-      if (out.length === len) break;
-    }
+    const b = randomByte();
+    if (b < 252) out += ALPHABET[b % 36]!;
   }
-  return out.join('');
+  return out;
 }
 
 export function newId(prefix: string, len = 24): string {

@@ -29,10 +29,18 @@ export interface AlertsView {
  * than the one before it, so exactly one of them fires per crossing.
  *
  * Observations run off the money path, in order per account within this process; the common case (state
- * already consistent with the balance) costs one indexed read.
+ * already consistent with the balance) costs one indexed read. Cheaper still, the commonest case of all (an
+ * armed alert and a balance at or above its threshold, which no evaluation would change) is answered from
+ * what this process last read of the alert, for at most ARMED_CACHE_MS; a threshold changed by another
+ * process within that time is seen by the first evaluation after it (so a crossing fires that late).
  */
+/** How long an armed alert's threshold read by this process answers observations without a read. */
+const ARMED_CACHE_MS = 1000;
+
 export class AlertsService {
   private readonly chains = new Map<string, Promise<void>>();
+  /** Alerts this process last saw armed: their threshold, and until when that answers observations. */
+  private readonly armed = new Map<string, { threshold: number; until: number }>();
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -51,6 +59,8 @@ export class AlertsService {
    * it and queue nothing more: under load an account costs one read per evaluation, not one per settle.
    */
   readonly observe = (o: BalanceObservation): void => {
+    const known = this.armed.get(o.accountId);
+    if (known && o.balanceMicroUsd >= known.threshold && this.clock.now().getTime() < known.until) return; // stays armed: nothing to do
     if (this.pending.has(o.accountId)) return;
     this.pending.add(o.accountId);
     const prev = this.chains.get(o.accountId) ?? Promise.resolve();
@@ -85,6 +95,7 @@ export class AlertsService {
         coalesce((select c.balance_micro_usd from credit_accounts c where c.account_id = ${accountId}), 0) as balance
       from (values (1)) v left join balance_alerts a on a.account_id = ${accountId}`.execute(this.db);
     const s = seen.rows[0]!;
+    if (s.armed !== null) this.remember(accountId, s.armed, Number(s.threshold));
     if (s.armed !== null && s.armed === Number(s.balance) >= Number(s.threshold)) return 'unchanged';
     return this.db.transaction().execute(async (trx) => {
       const now = this.clock.now();
@@ -94,12 +105,16 @@ export class AlertsService {
         select ${accountId}, null, coalesce((select c.balance_micro_usd from credit_accounts c where c.account_id = ${accountId}), 0) >= ${def}::bigint, null, ${now}
         on conflict (account_id) do nothing
         returning armed`.execute(trx);
-      if (created.rows[0]) return created.rows[0].armed ? 'armed' : 'unchanged';
+      if (created.rows[0]) {
+        this.remember(accountId, created.rows[0].armed, def);
+        return created.rows[0].armed ? 'armed' : 'unchanged';
+      }
       // Lock first, then read the balance in a later statement: it is at least as new as any earlier evaluator's.
       const row = await trx.selectFrom('balance_alerts').select(['armed', 'threshold_micro_usd']).where('account_id', '=', accountId).forUpdate().executeTakeFirstOrThrow();
       const threshold = Number(row.threshold_micro_usd ?? def);
       const balance = await this.balance(accountId, trx);
       const armed = balance >= threshold;
+      this.remember(accountId, row.armed, threshold);
       if (armed === row.armed) return 'unchanged';
       // Only the caller that flips the flag from its old value wins (the lock makes it this one).
       const won = await trx
@@ -110,6 +125,7 @@ export class AlertsService {
         .returning('armed')
         .executeTakeFirst();
       if (!won) return 'unchanged';
+      this.remember(accountId, armed, threshold);
       if (armed) return 'armed';
       await this.events.emit(accountId, 'balance_low', { balance_micro_usd: balance, threshold_micro_usd: threshold }, { db: trx });
       return 'fired';
@@ -139,8 +155,15 @@ export class AlertsService {
       const bal = await this.balance(accountId, trx);
       const armed = bal >= (threshold ?? this.defaultMicroUsd);
       await trx.updateTable('balance_alerts').set({ threshold_micro_usd: threshold, armed, updated_at: now }).where('account_id', '=', accountId).execute();
+      this.armed.delete(accountId); // the next observation reads the new threshold
       return this.view(threshold, armed, bal);
     });
+  }
+
+  /** Records what a read showed of an account's alert (only an armed one answers later observations). */
+  private remember(accountId: string, armed: boolean, threshold: number): void {
+    if (armed) this.armed.set(accountId, { threshold, until: this.clock.now().getTime() + ARMED_CACHE_MS });
+    else this.armed.delete(accountId);
   }
 
   private async balance(accountId: string, db: Kysely<DB> = this.db): Promise<number> {
