@@ -36,6 +36,8 @@ export interface AlertsView {
  */
 /** How long an armed alert's threshold read by this process answers observations without a read. */
 const ARMED_CACHE_MS = 1000;
+/** At most this many accounts are remembered (expired ones are dropped first). */
+const ARMED_CACHE_MAX = 50_000;
 
 export class AlertsService {
   private readonly chains = new Map<string, Promise<void>>();
@@ -162,8 +164,10 @@ export class AlertsService {
 
   /** Records what a read showed of an account's alert (only an armed one answers later observations). */
   private remember(accountId: string, armed: boolean, threshold: number): void {
-    if (armed) this.armed.set(accountId, { threshold, until: this.clock.now().getTime() + ARMED_CACHE_MS });
-    else this.armed.delete(accountId);
+    const now = this.clock.now().getTime();
+    if (!armed) return void this.armed.delete(accountId);
+    if (this.armed.size >= ARMED_CACHE_MAX) for (const [id, e] of this.armed) if (e.until <= now) this.armed.delete(id);
+    if (this.armed.size < ARMED_CACHE_MAX) this.armed.set(accountId, { threshold, until: now + ARMED_CACHE_MS });
   }
 
   private async balance(accountId: string, db: Kysely<DB> = this.db): Promise<number> {

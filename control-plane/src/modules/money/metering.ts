@@ -70,9 +70,10 @@ export interface BalanceObservation {
 
 /**
  * The money path every billable route calls: hold the maximum cost (one conditional round trip that
- * never overspends), do the work, then settle in one transaction (ledger entry, usage event, signed
- * receipt, run chain, hold release) or release on failure. Holds expire, so a process that dies
- * mid-request leaks nothing.
+ * never overspends, or none when admitted from a credit lease), do the work, then settle in one transaction
+ * (ledger entry, usage event, signed receipt, run chain, hold release) or release on failure. Inference over
+ * HTTP may be answered before that transaction commits (write-behind, journaled first). Holds expire, so a
+ * process that dies mid-request leaks nothing.
  */
 export class Metering {
   private readonly holds: Batcher<HoldItem, HoldResult>;
@@ -89,7 +90,7 @@ export class Metering {
     private readonly cfg: BillingConfig,
     /** Journal of write-behind settles (none: every settle commits before it answers). */
     journal: SettleJournal<SettleItem> | null = null,
-    log: { error(o: object, msg: string): void } = { error: () => undefined },
+    private readonly log: { error(o: object, msg: string): void } = { error: () => undefined },
   ) {
     this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
     this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
@@ -243,7 +244,13 @@ export class Metering {
     if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
     // Under load (settles already waiting for their commit) an answer waits for its commit again: batches are
     // full then, so write-behind would only add the journal's cost and grow the queue.
-    if (opts.behind && hold.lease && this.behind?.open) return this.settleBehind(hold, usage);
+    if (opts.behind && hold.lease && this.behind?.open) {
+      try {
+        return this.settleBehind(hold, usage);
+      } catch (e) {
+        this.log.error({ err: e, request_id: hold.requestId }, 'settle journal not writable; settling before answering');
+      }
+    }
     try {
       return await this.settleOnce(hold, usage);
     } catch (e) {
@@ -288,7 +295,6 @@ export class Metering {
       prev: hold.runId ? prev : null,
       seq: hold.runId ? count + 1 : null,
       lease: hold.lease,
-      reserved: hold.lease ? hold.amount : undefined,
     };
     return { receipt, item };
   }
@@ -324,11 +330,11 @@ export class Metering {
   private settleBehind(hold: Hold, usage: Usage): Settled {
     const usageEventId = newId('ue_', 20);
     const { receipt, item } = this.settlement(hold, usage, usageEventId, this.clock.now(), null, 0);
-    // The lease gets back at once what the request reserved beyond its cost; the cost stays reserved until
-    // the commit takes it out of the lease row (so the lease cannot close under a settle still on its way).
-    item.reserved = usage.costMicroUsd;
-    void this.leases.finished(hold.id, hold.amount - usage.costMicroUsd, 0);
-    this.behind!.add(item);
+    // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
+    // cannot close under a settle still on its way); the rest of the reservation goes back at once.
+    const cost = Math.min(usage.costMicroUsd, hold.amount);
+    this.behind!.add({ ...item, reserved: cost }); // throws only if the journal cannot be written
+    void this.leases.finished(hold.id, hold.amount - cost, 0);
     return { receipt, usageEventId, balanceMicroUsd: null };
   }
 

@@ -66,7 +66,7 @@ export class WriteBehind {
       if (row.outcome !== 'settled' && (await this.stored([item.receipt])).size > 0) row = { ...row, outcome: 'settled', balance: null };
       if (row.outcome === 'settled') {
         this.d.journal.done(segment);
-        await this.d.committed(item, row.balance === null ? null : Number(row.balance));
+        await this.d.committed(item, row.balance === null ? null : Number(row.balance)).catch(() => undefined); // bookkeeping after the commit never fails it
         return;
       }
       this.d.log.error({ request_id: item.receipt, attempt, error: row.error }, 'settle not committed yet; it stays in the journal and is retried');
