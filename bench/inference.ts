@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts';
 
 const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -138,7 +139,7 @@ const wrkMs = (v: string) => {
  * connections, for `secs` seconds. A Node client spends more CPU per request than the proxy it measures, and
  * on 2 cores that CPU is taken from the servers; wrk is the method behind the issue's reference figures.
  */
-async function loadWrk(url: string, key: string | null, conc: number, secs: number) {
+async function loadWrk(url: string, key: string | null, conc: number, secs: number, around?: { before(): void; after(): void }) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
   const script = join(dir, 'post.lua');
   writeFileSync(
@@ -156,7 +157,9 @@ async function loadWrk(url: string, key: string | null, conc: number, secs: numb
     });
   try {
     await run(1); // warm-up: connections, JIT, caches
+    around?.before();
     const out = await run(secs);
+    around?.after();
     const bad = /Non-2xx or 3xx responses: (\d+)/.exec(out) ?? /Socket errors: (.*)/.exec(out);
     if (bad) throw new Error(`wrk saw failures: ${bad[0]}`);
     return {
@@ -218,7 +221,11 @@ async function main() {
     const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true')], profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
     children.push(gateway.child);
 
-    const measure = (url: string, key: string | null, conc: number) => (CLIENT === 'wrk' ? loadWrk(url, key, conc, SECONDS) : load(url, key, conc, TOTAL));
+    const measure = (url: string, key: string | null, conc: number, around?: { before(): void; after(): void }) =>
+      CLIENT === 'wrk' ? loadWrk(url, key, conc, SECONDS, around) : load(url, key, conc, TOTAL);
+    // CPU of each process while wrk drives the gateway: where a request's cost goes on this machine.
+    const cpuOf = () => ({ gateway: processCpuSeconds(gateway.child.pid!), upstream: processCpuSeconds(upstream.child.pid!), postgres: postgresCpuSeconds() });
+    const split: string[] = [];
     console.log(
       CLIENT === 'wrk'
         ? `inference bench: wrk, ${SECONDS} s per row (after 1 s warm-up), non-streamed chat completions, small body, zero-latency upstream, keep-alive, loopback`
@@ -230,7 +237,13 @@ async function main() {
     for (const conc of [1, 64]) {
       const direct = await measure(upstreamUrl, null, conc);
       const viaProxy = await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
-      const viaGateway = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc);
+      let c0 = cpuOf();
+      let c1 = c0;
+      const viaGateway = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc, { before: () => (c0 = cpuOf()), after: () => (c1 = cpuOf()) });
+      if (CLIENT === 'wrk') {
+        const per = (k: keyof typeof c0) => `${Math.round(((c1[k] - c0[k]) * 1e6) / (viaGateway.rps * SECONDS))} µs`;
+        split.push(`${String(conc).padStart(4)} | gateway process ${per('gateway')}, postgres ${per('postgres')}, upstream ${per('upstream')} (CPU per request, 10 ms ticks)`);
+      }
       for (const [label, r] of [
         ['direct', direct],
         ['bare reverse proxy', viaProxy],
@@ -240,6 +253,7 @@ async function main() {
         console.log(`${String(conc).padStart(4)} | ${label.padEnd(19)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
       }
     }
+    if (split.length) console.log(['', 'conc | CPU per gateway request (all threads of each process, while wrk ran)', ...split].join('\n'));
   } finally {
     for (const c of children) {
       if (c.exitCode === null && c.signalCode === null) {

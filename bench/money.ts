@@ -3,7 +3,7 @@
  * baseline of bare `UPDATE ... RETURNING` round trips measured in the same run, plus receipt signing rate.
  *   npx tsx bench/money.ts [--requests 4000] [--pg postgres://postgres@127.0.0.1:5432/postgres]
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { postgresCpuSeconds } from './cpu.ts';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { generatePrivateKey, nativeSigning, newId, randomId, systemClock } from '@svc/shared';
@@ -29,18 +29,7 @@ const ms = (x: number) => `${x.toFixed(3)} ms`;
 /** CPU seconds used so far by this process and by every postgres process on the machine (Linux /proc). */
 function cpuNow(): { self: number; pg: number } {
   const u = process.cpuUsage();
-  let pgTicks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      pgTicks += Number(f[11]) + Number(f[12]);
-    } catch {
-      /* gone */
-    }
-  }
-  return { self: (u.user + u.system) / 1e6, pg: pgTicks / 100 };
+  return { self: (u.user + u.system) / 1e6, pg: postgresCpuSeconds() };
 }
 
 async function runConcurrent(n: number, total: number, op: (i: number) => Promise<void>): Promise<number> {
