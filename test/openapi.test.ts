@@ -39,6 +39,14 @@ describe('OpenAPI document', () => {
     expect(a.components.schemas.PaymentRequired.properties.error.properties.accepts.items.required).toContain('maxAmountRequired');
   });
 
+  it('documents raw bodies: the multipart file upload and the raw workspace file', async () => {
+    const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as Doc;
+    const upload = doc.paths['/v1/files']!.post.requestBody;
+    expect(Object.keys(upload.content)).toEqual(['multipart/form-data']);
+    expect(upload.content['multipart/form-data'].schema).toMatchObject({ required: ['purpose', 'file'], properties: { purpose: { enum: ['batch'] }, file: { format: 'binary' } } });
+    expect(doc.paths['/v1/sandboxes/sessions/{id}/files/{path}']!.put.requestBody.content).toEqual({ 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } });
+  });
+
   it('lists exactly the routes the router serves, each with its auth', async () => {
     const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as Doc;
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort();

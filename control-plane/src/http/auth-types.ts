@@ -49,6 +49,8 @@ declare module 'fastify' {
     billable?: boolean;
     /** The route takes a raw (non-JSON) body as a Buffer. */
     rawBody?: boolean;
+    /** How a raw body is documented in OpenAPI (the route parses it itself, so no validator sees this schema). */
+    documentedBody?: { contentType: string; schema: Record<string, unknown> };
   }
   interface FastifyRequest {
     principal: Principal;

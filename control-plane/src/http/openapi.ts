@@ -98,8 +98,12 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
     } as never,
     transform: (input) => {
       const out = jsonSchemaTransform(input as never) as { schema: Record<string, any>; url: string };
-      const cfg = (input.route as { config?: { auth?: AuthScheme; billable?: boolean; scope?: string } }).config ?? {};
+      const cfg = (input.route as { config?: { auth?: AuthScheme; billable?: boolean; scope?: string; documentedBody?: { contentType: string; schema: Record<string, unknown> } } }).config ?? {};
       const schema = { ...out.schema };
+      if (cfg.documentedBody) {
+        schema.body = cfg.documentedBody.schema;
+        schema.consumes = [cfg.documentedBody.contentType];
+      }
       schema.security = SECURITY[cfg.auth ?? 'public'];
       if (cfg.scope) schema['x-svc-scope'] = cfg.scope;
       const responses: Record<string, any> = { ...(schema.response ?? {}) };

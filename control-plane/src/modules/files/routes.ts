@@ -20,6 +20,18 @@ export const FileObject = z.object({
 
 const IdParams = z.object({ id: z.string().max(64) });
 const cfg = { auth: 'key', scope: 'files' } as const;
+/** The upload as OpenAPI shows it (OpenAI's multipart shape); `uploadFields` reads it. */
+const UPLOAD_BODY = {
+  contentType: 'multipart/form-data',
+  schema: {
+    type: 'object',
+    required: ['purpose', 'file'],
+    properties: {
+      purpose: { type: 'string', enum: ['batch'] },
+      file: { type: 'string', format: 'binary', description: 'The JSONL input, one request per line.' },
+    },
+  },
+};
 /** Multipart framing around the file part: headers, the purpose field, boundaries. */
 const FRAMING_BYTES = 64 * 1024;
 
@@ -48,7 +60,7 @@ export function fileRoutes(app: FastifyInstance, files: FilesService): void {
   r.post(
     '/v1/files',
     {
-      config: { ...cfg, rawBody: true },
+      config: { ...cfg, rawBody: true, documentedBody: UPLOAD_BODY },
       bodyLimit: files.cfg.fileMaxBytes + FRAMING_BYTES,
       schema: {
         tags,

@@ -75,7 +75,7 @@ export function sandboxSessionRoutes(app: FastifyInstance, d: SandboxDeps): void
   r.put(
     '/v1/sandboxes/sessions/:id/files/*',
     {
-      config: { ...cfg, rawBody: true },
+      config: { ...cfg, rawBody: true, documentedBody: { contentType: 'application/octet-stream', schema: { type: 'string', format: 'binary' } } },
       bodyLimit: MAX_FILE_BYTES,
       schema: {
         tags,
