@@ -93,6 +93,22 @@ describe('credit leases', () => {
     expect(readdirSync(dir)).toEqual([]); // every segment committed and removed
   });
 
+  it('write-behind: a settle whose receipt is already stored (a commit whose answer was lost) counts as done, charged once', async () => {
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, new SettleJournal<SettleItem>(mkdtempSync(join(tmpdir(), 'svc-journal-'))));
+    processes.push(m);
+    const p = await tenant(m, 1_000_000);
+    const h = await hold(m, p);
+    const usage = { costMicroUsd: 250, kind: 'test', units: {} };
+    await m.settle(h, usage, { behind: true });
+    await m.settledAll();
+    // The same settle once more, as a retry after a lost answer would send it: its receipt is there already.
+    expect((await m.settle(h, usage, { behind: true })).balanceMicroUsd).toBeNull();
+    await m.settledAll(); // done, not retried for ever
+    const b = await books(p);
+    expect(b).toMatchObject({ balance: 1_000_000 - 250, ledger: 1_000_000 - 250 });
+    expect(await database.db.selectFrom('receipts').select('id').where('account_id', '=', p.accountId).execute()).toHaveLength(1);
+  });
+
   it('admits from a lease without a hold row per request, settles out of it, and gives everything back at close', async () => {
     const m = newProcess();
     const p = await tenant(m, 1_000_000, null, 2);

@@ -5,6 +5,8 @@ import type { SettleJournal } from './settle-journal.ts';
 
 /** Settles waiting for their commit past which answers wait for their own commit again. */
 const MAX_WAITING = 8;
+/** The longest an account's read waits for its settles to commit. */
+const READ_WAIT_MS = 2000;
 
 export interface WriteBehindDeps {
   db: Kysely<DB>;
@@ -46,23 +48,26 @@ export class WriteBehind {
     if (!set) this.waiting.set(item.account, (set = new Set()));
     set.add(committed);
     this.count++;
-    void committed.finally(() => {
-      this.count--;
-      set.delete(committed);
-      if (set.size === 0 && this.waiting.get(item.account) === set) this.waiting.delete(item.account);
-    });
+    void committed
+      .finally(() => {
+        this.count--;
+        set.delete(committed);
+        if (set.size === 0 && this.waiting.get(item.account) === set) this.waiting.delete(item.account);
+      })
+      .catch(() => undefined); // commit never rejects; this only keeps a bug from becoming an unhandled rejection
   }
 
   /** Commits a journaled settle, retrying while the database is unreachable; a settle already stored counts as done. */
   private async commit(item: SettleItem, segment: string): Promise<void> {
     await new Promise((r) => setImmediate(r)); // the answer is written first
     for (let attempt = 0; ; attempt++) {
-      let row: SettleResult;
+      let row: SettleResult | undefined;
       try {
         row = await this.d.submit(item);
       } catch (e) {
         row = { hold: item.hold, outcome: 'error', balance: null, run_head: null, run_count: null, error: String(e) };
       }
+      row ??= { hold: item.hold, outcome: 'error', balance: null, run_head: null, run_count: null, error: 'the database gave no answer for this settle' };
       if (row.outcome !== 'settled' && (await this.stored([item.receipt])).size > 0) row = { ...row, outcome: 'settled', balance: null };
       if (row.outcome === 'settled') {
         this.d.journal.done(segment);
@@ -81,10 +86,16 @@ export class WriteBehind {
     return new Set(rows.map((r) => r.id));
   }
 
-  /** Resolves once this account's settles committed. */
+  /**
+   * Resolves once this account's settles committed, or after READ_WAIT_MS when one cannot commit (the
+   * database away): a read then answers with what is committed rather than not at all.
+   */
   async settled(accountId: string): Promise<void> {
     const set = this.waiting.get(accountId);
-    if (set) await Promise.all(set);
+    if (!set) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(set), new Promise((r) => (timer = setTimeout(r, READ_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   /** Resolves once every settle of this process committed. */
