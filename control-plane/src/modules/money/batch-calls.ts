@@ -1,7 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
+import type { SignedReceipt } from '@svc/shared';
 import type { LeaseAsk } from './leases.ts';
+import type { Hold, Usage } from './metering.ts';
+import type { ReceiptSigner } from './signer.ts';
 
 /*
  * The money path's batched database calls: the items Metering hands to svc_hold_many and svc_settle_many
@@ -95,4 +98,44 @@ export async function settleMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, 
     select svc_settle_many(${JSON.stringify(items)}::jsonb, ${now}, ${cfg.breakerWindowSeconds}) as out`.execute(db);
   const byHold = new Map(r.rows[0]!.out.map((o) => [o.hold, o]));
   return items.map((i) => byHold.get(i.hold)!);
+}
+
+/** The signed receipt of a settle and the batch item that records it (`prev`, `count`: the run chain's head). */
+export function settlement(signer: ReceiptSigner, hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number): { receipt: SignedReceipt; item: SettleItem } {
+  const receipt = signer.signReceipt({
+    v: 1,
+    id: hold.requestId,
+    kind: usage.kind,
+    account_id: hold.accountId,
+    key_id: hold.chain[0] ?? null,
+    usage_event_id: usageEventId,
+    route: hold.route,
+    model: usage.model ?? null,
+    units: usage.units,
+    cost_micro_usd: usage.costMicroUsd,
+    created_at: now.toISOString(),
+    run: hold.runId ? { id: hold.runId, seq: count + 1, prev } : null,
+    policy: usage.policy ?? null,
+    ...(usage.detail ? { detail: usage.detail } : {}),
+  });
+  const item: SettleItem = {
+    hold: hold.id,
+    account: hold.accountId,
+    chain: hold.chain,
+    cost: usage.costMicroUsd,
+    event: usageEventId,
+    kind: usage.kind,
+    route: hold.route,
+    model: usage.model ?? null,
+    units: usage.units,
+    receipt: hold.requestId,
+    payload: receipt.canonical,
+    hash: receipt.hash,
+    signature: receipt.signature,
+    run: hold.runId,
+    prev: hold.runId ? prev : null,
+    seq: hold.runId ? count + 1 : null,
+    lease: hold.lease,
+  };
+  return { receipt, item };
 }

@@ -9,7 +9,7 @@ import { paymentTerms } from './x402.ts';
 import { CreditLeases, type Lease } from './leases.ts';
 import type { SettleJournal } from './settle-journal.ts';
 import { WriteBehind } from './write-behind.ts';
-import { holdMany, runBatch, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
+import { holdMany, runBatch, settleMany, settlement, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
 
 export interface HoldRequest {
   principal: KeyPrincipal;
@@ -259,53 +259,13 @@ export class Metering {
     }
   }
 
-  /** The signed receipt of a settle and the batch item that records it. */
-  private settlement(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number): { receipt: SignedReceipt; item: SettleItem } {
-    const receipt = this.signer.signReceipt({
-      v: 1,
-      id: hold.requestId,
-      kind: usage.kind,
-      account_id: hold.accountId,
-      key_id: hold.chain[0] ?? null,
-      usage_event_id: usageEventId,
-      route: hold.route,
-      model: usage.model ?? null,
-      units: usage.units,
-      cost_micro_usd: usage.costMicroUsd,
-      created_at: now.toISOString(),
-      run: hold.runId ? { id: hold.runId, seq: count + 1, prev } : null,
-      policy: usage.policy ?? null,
-      ...(usage.detail ? { detail: usage.detail } : {}),
-    });
-    const item: SettleItem = {
-      hold: hold.id,
-      account: hold.accountId,
-      chain: hold.chain,
-      cost: usage.costMicroUsd,
-      event: usageEventId,
-      kind: usage.kind,
-      route: hold.route,
-      model: usage.model ?? null,
-      units: usage.units,
-      receipt: hold.requestId,
-      payload: receipt.canonical,
-      hash: receipt.hash,
-      signature: receipt.signature,
-      run: hold.runId,
-      prev: hold.runId ? prev : null,
-      seq: hold.runId ? count + 1 : null,
-      lease: hold.lease,
-    };
-    return { receipt, item };
-  }
-
   private async settleOnce(hold: Hold, usage: Usage): Promise<Settled> {
     const now = this.clock.now();
     const usageEventId = newId('ue_', 20);
     let prev = hold.runHead;
     let count = hold.runCount;
     for (let attempt = 0; attempt < MAX_CHAIN_RETRIES; attempt++) {
-      const { receipt, item } = this.settlement(hold, usage, usageEventId, now, prev, count);
+      const { receipt, item } = settlement(this.signer, hold, usage, usageEventId, now, prev, count);
       const row = await this.settles.submit(item);
       if (row.outcome === 'settled') {
         if (hold.lease) await this.leases.finished(hold.id, hold.amount, usage.costMicroUsd);
@@ -329,7 +289,7 @@ export class Metering {
    */
   private settleBehind(hold: Hold, usage: Usage): Settled {
     const usageEventId = newId('ue_', 20);
-    const { receipt, item } = this.settlement(hold, usage, usageEventId, this.clock.now(), null, 0);
+    const { receipt, item } = settlement(this.signer, hold, usage, usageEventId, this.clock.now(), null, 0);
     // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);
