@@ -7,7 +7,7 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 5] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 5] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only]
  * The load comes from wrk (apt-get install wrk) when it is installed, else from Node's http client
  * (`--requests` per row).
  * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools).
@@ -27,6 +27,10 @@ const arg = (name: string, def: string) => {
   return i > 0 ? process.argv[i + 1]! : def;
 };
 const TOTAL = Number(arg('requests', '2000'));
+/** `--gateway-only`: skip the direct and bare-proxy rows (quick A/B runs of the gateway alone). */
+const GATEWAY_ONLY = process.argv.includes('--gateway-only');
+/** `--conc 1,64` (the default): the concurrencies measured, in order. */
+const CONCS = arg('conc', '1,64').split(',').map(Number);
 const SECONDS = Number(arg('seconds', '5'));
 /** `--client wrk` (the default when wrk is installed) or `--client node` (http.request in this process). */
 const CLIENT = arg('client', spawnSync('wrk', ['--version']).error ? 'node' : 'wrk');
@@ -234,9 +238,9 @@ async function main() {
     console.log(`gateway: auth + hold + upstream call + settle (ledger, usage event, signed receipt) + receipt headers; billing enforced; real Postgres (${name})`);
     console.log('');
     console.log('conc | path                | p50 ms | p99 ms |  req/s | added p50 / p99 vs direct');
-    for (const conc of [1, 64]) {
-      const direct = await measure(upstreamUrl, null, conc);
-      const viaProxy = await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
+    for (const conc of CONCS) {
+      const direct = GATEWAY_ONLY ? null : await measure(upstreamUrl, null, conc);
+      const viaProxy = GATEWAY_ONLY ? null : await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
       let c0 = cpuOf();
       let c1 = c0;
       const viaGateway = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc, { before: () => (c0 = cpuOf()), after: () => (c1 = cpuOf()) });
@@ -249,7 +253,8 @@ async function main() {
         ['bare reverse proxy', viaProxy],
         ['gateway', viaGateway],
       ] as const) {
-        const added = label === 'direct' ? '-' : `+${(r.p50 - direct.p50).toFixed(3)} / +${(r.p99 - direct.p99).toFixed(3)}`;
+        if (!r) continue;
+        const added = label === 'direct' || !direct ? '-' : `+${(r.p50 - direct.p50).toFixed(3)} / +${(r.p99 - direct.p99).toFixed(3)}`;
         console.log(`${String(conc).padStart(4)} | ${label.padEnd(19)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
       }
     }

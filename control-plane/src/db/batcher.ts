@@ -12,6 +12,13 @@ export class Batcher<I, O> {
     private readonly maxInFlight = 2,
   ) {}
 
+  /** Several items at once: they leave together (up to `maxBatch` per batch) rather than the first alone. */
+  submitMany(items: I[]): Array<Promise<O>> {
+    const out = items.map((item) => new Promise<O>((resolve, reject) => this.queue.push({ item, resolve, reject })));
+    this.pump();
+    return out;
+  }
+
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });

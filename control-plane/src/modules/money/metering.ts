@@ -100,7 +100,7 @@ export class Metering {
           db,
           journal,
           log,
-          submit: (item) => this.settles.submit(item),
+          submit: (items) => this.settles.submitMany(items),
           recover: (items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)),
           committed: async (item, balance) => {
             if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
