@@ -218,6 +218,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       await keys.stop();
       await unlistenLeases();
       await metering.close();
+      await signerSvc.close();
       await alerts.idle();
       await database.close();
     },

@@ -1,10 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
-import type { SignedReceipt } from '@svc/shared';
+import type { ReceiptPayload, SignedReceipt } from '@svc/shared';
 import type { LeaseAsk } from './leases.ts';
 import type { Hold, Usage } from './metering.ts';
-import type { ReceiptSigner } from './signer.ts';
 
 /*
  * The money path's batched database calls: the items Metering hands to svc_hold_many and svc_settle_many
@@ -100,9 +99,9 @@ export async function settleMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, 
   return items.map((i) => byHold.get(i.hold)!);
 }
 
-/** The signed receipt of a settle and the batch item that records it (`prev`, `count`: the run chain's head). */
-export function settlement(signer: ReceiptSigner, hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number): { receipt: SignedReceipt; item: SettleItem } {
-  const receipt = signer.signReceipt({
+/** The receipt of a settle, to be signed (`prev`, `count`: the run chain's head). */
+export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number): Omit<ReceiptPayload, 'signer'> {
+  return {
     v: 1,
     id: hold.requestId,
     kind: usage.kind,
@@ -117,8 +116,12 @@ export function settlement(signer: ReceiptSigner, hold: Hold, usage: Usage, usag
     run: hold.runId ? { id: hold.runId, seq: count + 1, prev } : null,
     policy: usage.policy ?? null,
     ...(usage.detail ? { detail: usage.detail } : {}),
-  });
-  const item: SettleItem = {
+  };
+}
+
+/** The batch item that records a settle with its signed receipt. */
+export function settleItem(hold: Hold, usage: Usage, usageEventId: string, receipt: SignedReceipt, prev: string | null, count: number): SettleItem {
+  return {
     hold: hold.id,
     account: hold.accountId,
     chain: hold.chain,
@@ -137,5 +140,4 @@ export function settlement(signer: ReceiptSigner, hold: Hold, usage: Usage, usag
     seq: hold.runId ? count + 1 : null,
     lease: hold.lease,
   };
-  return { receipt, item };
 }

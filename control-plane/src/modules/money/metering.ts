@@ -9,7 +9,7 @@ import { paymentTerms } from './x402.ts';
 import { CreditLeases, type Lease } from './leases.ts';
 import type { SettleJournal } from './settle-journal.ts';
 import { WriteBehind } from './write-behind.ts';
-import { holdMany, runBatch, settleMany, settlement, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
+import { holdMany, receiptPayload, runBatch, settleItem, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
 
 export interface HoldRequest {
   principal: KeyPrincipal;
@@ -82,6 +82,8 @@ export class Metering {
   readonly leases: CreditLeases;
   /** Write-behind settles (null without a journal: every settle commits before it answers). */
   private readonly behind: WriteBehind | null;
+  /** Metered units of work in flight (`meter`): above one, receipts are signed off the event loop. */
+  private active = 0;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -246,7 +248,7 @@ export class Metering {
     // full then, so write-behind would only add the journal's cost and grow the queue.
     if (opts.behind && hold.lease && this.behind?.open) {
       try {
-        return this.settleBehind(hold, usage);
+        return await this.settleBehind(hold, usage);
       } catch (e) {
         this.log.error({ err: e, request_id: hold.requestId }, 'settle journal not writable; settling before answering');
       }
@@ -265,7 +267,8 @@ export class Metering {
     let prev = hold.runHead;
     let count = hold.runCount;
     for (let attempt = 0; attempt < MAX_CHAIN_RETRIES; attempt++) {
-      const { receipt, item } = settlement(this.signer, hold, usage, usageEventId, now, prev, count);
+      const receipt = await this.sign(receiptPayload(hold, usage, usageEventId, now, prev, count));
+      const item = settleItem(hold, usage, usageEventId, receipt, prev, count);
       const row = await this.settles.submit(item);
       if (row.outcome === 'settled') {
         if (hold.lease) await this.leases.finished(hold.id, hold.amount, usage.costMicroUsd);
@@ -287,9 +290,10 @@ export class Metering {
    * committed right after); the caller is answered at once. It cannot be refused: the lease already set
    * the credit aside and holds no run chain.
    */
-  private settleBehind(hold: Hold, usage: Usage): Settled {
+  private async settleBehind(hold: Hold, usage: Usage): Promise<Settled> {
     const usageEventId = newId('ue_', 20);
-    const { receipt, item } = settlement(this.signer, hold, usage, usageEventId, this.clock.now(), null, 0);
+    const receipt = await this.sign(receiptPayload(hold, usage, usageEventId, this.clock.now(), null, 0));
+    const item = settleItem(hold, usage, usageEventId, receipt, null, 0);
     // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);
@@ -359,16 +363,29 @@ export class Metering {
     await this.leases.closeAll();
   }
 
+  /**
+   * Signs a receipt: on the signer's worker thread while other metered work is in flight (the event loop
+   * has requests waiting), inline when this is the only one.
+   */
+  private sign(payload: ReturnType<typeof receiptPayload>): Promise<SignedReceipt> | SignedReceipt {
+    return this.active > 1 ? this.signer.signLater(payload) : this.signer.signReceipt(payload);
+  }
+
   /** Runs a unit of billable work between hold and settle, releasing the hold if the work throws. */
   async meter<T>(req: HoldRequest, work: (hold: Hold) => Promise<{ result: T; usage: Usage }>, opts: { behind?: boolean } = {}): Promise<{ result: T } & Settled> {
-    const hold = await this.hold(req);
-    let out: { result: T; usage: Usage };
+    this.active++;
     try {
-      out = await work(hold);
-    } catch (e) {
-      await this.release(hold).catch(() => undefined);
-      throw e;
+      const hold = await this.hold(req);
+      let out: { result: T; usage: Usage };
+      try {
+        out = await work(hold);
+      } catch (e) {
+        await this.release(hold).catch(() => undefined);
+        throw e;
+      }
+      return { result: out.result, ...(await this.settle(hold, out.usage, opts)) };
+    } finally {
+      this.active--;
     }
-    return { result: out.result, ...(await this.settle(hold, out.usage, opts)) };
   }
 }
