@@ -13,7 +13,7 @@ const MAX_WAITING = 2048;
  * one transaction per request costs more than the request itself (about 0.5 ms of Postgres CPU and a
  * socket round trip that wakes two processes); gathered, the commit is shared.
  */
-const GATHER_MS = 5;
+const GATHER_MS = 20;
 /** A gather this large commits at once. */
 const GATHER_MAX = 256;
 /** The longest an account's read waits for its settles to commit. */
