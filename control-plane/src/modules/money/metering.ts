@@ -240,7 +240,7 @@ export class Metering {
   /**
    * Settles a hold at the actual cost and returns the signed receipt; if settling fails the hold is released.
    * With `behind`, a hold admitted from a lease is answered as soon as its receipt is signed and its settle
-   * journaled; the settle commits right after, in the next batch (see `settleBehind`).
+   * journaled; the settle commits with the others gathered in the next few milliseconds (see `WriteBehind`).
    */
   async settle(hold: Hold, usage: Usage, opts: { behind?: boolean } = {}): Promise<Settled> {
     if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
@@ -287,7 +287,7 @@ export class Metering {
 
   /**
    * Write-behind settle of a lease hold: the receipt is signed and the settle handed to `behind` (journaled,
-   * committed right after); the caller is answered at once. It cannot be refused: the lease already set
+   * committed with the next gather); the caller is answered at once. It cannot be refused: the lease already set
    * the credit aside and holds no run chain.
    */
   private async settleBehind(hold: Hold, usage: Usage): Promise<Settled> {
