@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recoverMessageAddress } from 'viem';
 import { ManualClock, RECEIPT_HEADERS } from '@svc/shared';
 import { ENFORCED_BILLING, fundedKey, startTestGateway } from './support/gateway.ts';
 import { startChildGateway } from './support/child-gateway.ts';
@@ -8,8 +9,8 @@ import { startUpstream, type TestUpstream } from './support/upstream.ts';
 
 /**
  * Write-behind settles (Metering.settleBehind, money/settle-journal.ts): an inference request admitted from
- * a credit lease is answered once its receipt is signed and its settle journaled; the settle commits right
- * after. The caller's own next read waits for that commit, and a process killed before it commits leaves
+ * a credit lease is answered once its receipt is signed and its settle journaled; the settle commits with the
+ * others gathered within 20 ms. The caller's own next read waits for that commit, and a process killed before it commits leaves
  * the settle in the journal, which the next process on the data dir settles at boot.
  */
 let up: TestUpstream;
@@ -48,6 +49,37 @@ describe('write-behind settles', () => {
         expect(usage.events[0]).toMatchObject({ receipt_id: r.receiptId, cost_micro_usd: r.cost });
       }
       expect(spent).toBeGreaterThan(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('concurrent requests: receipts signed on the worker thread verify, match what is stored, and are charged once each', async () => {
+    const t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_PROVIDERS: providers() } });
+    try {
+      const FUND = 10_000_000;
+      const a = await fundedKey(t, FUND);
+      await chat(t.url, a.key); // takes the credit lease; the burst is admitted from it
+      const answers = await Promise.all(
+        Array.from({ length: 48 }, async () => {
+          const r = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' }, body: chatBody });
+          await r.arrayBuffer();
+          expect(r.status).toBe(200);
+          const canonical = Buffer.from(r.headers.get(RECEIPT_HEADERS.payload)!, 'base64url').toString('utf8');
+          return { id: r.headers.get(RECEIPT_HEADERS.id)!, canonical, signature: r.headers.get(RECEIPT_HEADERS.signature)! as `0x${string}` };
+        }),
+      );
+      expect(t.gw.services.signer.signedOffThread).toBeGreaterThan(0); // the burst did not all sign inline
+      const signer = t.gw.services.signer.address;
+      for (const x of answers) expect(await recoverMessageAddress({ message: x.canonical, signature: x.signature })).toBe(signer);
+      const credit = (await fetch(`${t.url}/v1/credit`, { headers: { authorization: `Bearer ${a.key}` } }).then((x) => x.json())) as { balance_micro_usd: number };
+      const db = t.gw.database.db;
+      const stored = await db.selectFrom('receipts').select(['id', 'payload', 'signature']).where('account_id', '=', a.accountId).execute();
+      expect(stored).toHaveLength(49);
+      const byId = new Map(stored.map((r) => [r.id, r]));
+      for (const x of answers) expect(byId.get(x.id)).toMatchObject({ payload: x.canonical, signature: x.signature });
+      const cost = stored.reduce((n, r) => n + (JSON.parse(r.payload) as { cost_micro_usd: number }).cost_micro_usd, 0);
+      expect(credit.balance_micro_usd).toBe(FUND - cost);
     } finally {
       await t.close();
     }
