@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { post } from './upstream.ts';
+import { ServiceError } from '@svc/shared';
+import { ProviderClient, post } from './upstream.ts';
 
 /**
  * The provider connection pool meets servers that close idle keep-alive connections: a request written to
@@ -70,5 +71,44 @@ describe('provider connections', () => {
     await call(s.url);
     await expect(call(s.url)).rejects.toThrow();
     expect(s.seen).toHaveLength(2);
+  });
+});
+
+describe('provider time limit', () => {
+  const provider = (url: string) => ({ name: 'slow', baseUrl: url, apiKey: null, models: [] }) as unknown as Parameters<ProviderClient['json']>[0];
+
+  async function serve(handler: Parameters<typeof createServer>[0]) {
+    server = createServer(handler);
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+  }
+
+  it('a provider that sends no answer within the limit is a 504 upstream_timeout; one that stalls mid-body too', async () => {
+    const url = await serve((req, res) => {
+      req.resume();
+      if (req.url?.endsWith('/stall')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"choices":');
+      } // else: never answers
+    });
+    const client = new ProviderClient(300);
+    for (const path of ['/silent', '/stall']) {
+      const e = await client.json(provider(url), path, {}, new AbortController().signal).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(ServiceError);
+      expect(e).toMatchObject({ type: 'upstream_timeout', status: 504 });
+    }
+  });
+
+  it('an answer within the limit is parsed; the caller going away aborts the call with its own reason', async () => {
+    const url = await serve((req, res) => {
+      req.resume();
+      if (req.url?.endsWith('/ok')) return void res.end('{"ok":true}');
+    });
+    const client = new ProviderClient(5_000);
+    expect(await client.json(provider(url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    const ac = new AbortController();
+    const call = client.json(provider(url), '/hang', {}, ac.signal);
+    setTimeout(() => ac.abort(new Error('caller went away')), 50);
+    await expect(call).rejects.toThrow('caller went away');
   });
 });

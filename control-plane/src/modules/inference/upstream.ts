@@ -55,6 +55,8 @@ function closedWhileIdle(e: unknown): boolean {
 
 export type UpstreamAnswer = Dispatcher.ResponseData;
 
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
 /** An error answer's body, parsed when it is JSON (for its message). */
 async function readBody(res: UpstreamAnswer): Promise<unknown> {
   const text = await res.body.text().catch(() => '');
@@ -71,10 +73,12 @@ async function readBody(res: UpstreamAnswer): Promise<unknown> {
  * to one just as it closes fails before any answer. That request is sent once more (on another connection),
  * and only then: never after an answer began, never when the connection was new, never twice.
  */
-export async function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<UpstreamAnswer> {
+export async function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
+  // With `timeoutMs`, undici bounds the wait for the head and then each wait between two body chunks.
+  const limits = timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {};
   for (let attempt = 0; ; attempt++) {
     try {
-      return await request(url, { method: 'POST', headers, body, signal, dispatcher: pool });
+      return await request(url, { method: 'POST', headers, body, signal, dispatcher: pool, ...limits });
     } catch (e) {
       if (attempt > 0 || signal.aborted || !closedWhileIdle(e)) throw e;
     }
@@ -84,22 +88,21 @@ export async function post(url: string, headers: Record<string, string>, body: s
 export class ProviderClient {
   constructor(private readonly timeoutMs: number) {}
 
-  private request(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal, stream: boolean): Promise<UpstreamAnswer> {
+  private request(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal, stream: boolean, timeoutMs?: number): Promise<UpstreamAnswer> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
     if (p.apiKey) headers.authorization = `Bearer ${p.apiKey}`;
-    return post(p.baseUrl + path, headers, JSON.stringify(body), signal);
+    return post(p.baseUrl + path, headers, JSON.stringify(body), signal, timeoutMs);
   }
 
-  /** A non-streamed call: the parsed JSON answer, or a mapped error. */
+  /**
+   * A non-streamed call: the parsed JSON answer, or a mapped error. The time limit bounds the wait for the
+   * answer's head and then each wait for more of its body (undici's timers: no timer or abort controller of
+   * our own per call).
+   */
   async json(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
     const who = `Provider ${p.name}`;
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new Error('upstream time limit')), this.timeoutMs);
-    const onAbort = () => ac.abort(signal.reason);
-    if (signal.aborted) onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const res = await this.request(p, path, body, ac.signal, false);
+      const res = await this.request(p, path, body, signal, false, this.timeoutMs);
       const status = res.statusCode;
       if (status < 200 || status >= 300) throw upstreamHttpError(status, await readBody(res), who);
       const text = await res.body.text();
@@ -111,11 +114,8 @@ export class ProviderClient {
     } catch (e) {
       if (e instanceof ServiceError) throw e;
       if (signal.aborted) throw e;
-      if (ac.signal.aborted) throw timeoutError(who, this.timeoutMs);
+      if (UNDICI_TIMEOUTS.has((e as { code?: string }).code ?? '')) throw timeoutError(who, this.timeoutMs);
       throw upstreamHttpError(0, null, who);
-    } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
     }
   }
 
