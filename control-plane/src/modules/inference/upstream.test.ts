@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceError } from '@svc/shared';
@@ -77,7 +77,7 @@ describe('provider connections', () => {
 describe('provider time limit', () => {
   const provider = (url: string) => ({ name: 'slow', baseUrl: url, apiKey: null, models: [] }) as unknown as Parameters<ProviderClient['json']>[0];
 
-  async function serve(handler: Parameters<typeof createServer>[0]) {
+  async function serve(handler: RequestListener) {
     server = createServer(handler);
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
     return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
