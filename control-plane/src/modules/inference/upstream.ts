@@ -1,4 +1,4 @@
-import { Agent, request, type Dispatcher } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { ServiceError, SseParser } from '@svc/shared';
 import type { ProviderConfig } from '../../config.ts';
 
@@ -34,11 +34,24 @@ function upstreamMessage(body: unknown): string {
 export const timeoutError = (who: string, ms: number) => new ServiceError('upstream_timeout', `${who} did not answer within ${Math.round(ms / 1000)} s`);
 
 /**
- * Connection pools to the providers: undici, which costs markedly less CPU per call than node:http (at
- * concurrency 64 the gateway spent about a fifth less per request). Idle connections close before a
- * server's advertised keep-alive timeout; our own timers bound every call (undici's are off).
+ * Connection pools to the providers: undici, one pool per origin, which costs markedly less CPU per call
+ * than node:http (at concurrency 64 the gateway spent about a fifth less per request). Idle connections
+ * close before a server's advertised keep-alive timeout. Time limits are per call (`timeoutMs`).
  */
-const pool = new Agent({ connections: 1024, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0 });
+const pools = new Map<string, Pool>();
+/** Each provider URL's pool and path, resolved once (a URL parsed per call cost measurable CPU at high rates). */
+const targets = new Map<string, { pool: Pool; path: string }>();
+function target(url: string): { pool: Pool; path: string } {
+  let t = targets.get(url);
+  if (!t) {
+    const u = new URL(url);
+    let pool = pools.get(u.origin);
+    if (!pool) pools.set(u.origin, (pool = new Pool(u.origin, { connections: 1024, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0 })));
+    t = { pool, path: u.pathname + u.search };
+    if (targets.size < 1024) targets.set(url, t);
+  }
+  return t;
+}
 
 /** How undici reports a kept-alive connection that the server closed under a request. */
 const CLOSED_UNDER = new Set(['other side closed', 'closed']);
@@ -53,13 +66,26 @@ function closedWhileIdle(e: unknown): boolean {
   return err?.code === 'UND_ERR_SOCKET' && CLOSED_UNDER.has(err.message ?? '') && (err.socket?.bytesRead ?? 0) > 0;
 }
 
+/**
+ * A server closes idle keep-alive connections on its own schedule (Node's after 5 s), and a request written
+ * to one just as it closes fails before any answer. That request is sent once more (on another connection),
+ * and only then: never after an answer began, never when the connection was new, never twice.
+ */
+async function once<T>(signal: AbortSignal, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (signal.aborted || !closedWhileIdle(e)) throw e;
+    return call();
+  }
+}
+
 export type UpstreamAnswer = Dispatcher.ResponseData;
 
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** An error answer's body, parsed when it is JSON (for its message). */
-async function readBody(res: UpstreamAnswer): Promise<unknown> {
-  const text = await res.body.text().catch(() => '');
+function parsed(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -67,31 +93,22 @@ async function readBody(res: UpstreamAnswer): Promise<unknown> {
   }
 }
 
-/**
- * POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body.
- * A server closes idle keep-alive connections on its own schedule (Node's after 5 s), and a request written
- * to one just as it closes fails before any answer. That request is sent once more (on another connection),
- * and only then: never after an answer began, never when the connection was new, never twice.
- */
-export async function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
-  // With `timeoutMs`, undici bounds the wait for the head and then each wait between two body chunks.
-  const limits = timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {};
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await request(url, { method: 'POST', headers, body, signal, dispatcher: pool, ...limits });
-    } catch (e) {
-      if (attempt > 0 || signal.aborted || !closedWhileIdle(e)) throw e;
-    }
-  }
+/** With `timeoutMs`, undici bounds the wait for the head and then each wait between two body chunks. */
+const limits = (timeoutMs?: number) => (timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {});
+
+/** POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body. */
+export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
+  const t = target(url);
+  return once(signal, () => t.pool.request({ path: t.path, method: 'POST', headers, body, signal, ...limits(timeoutMs) }));
 }
 
 export class ProviderClient {
   constructor(private readonly timeoutMs: number) {}
 
-  private request(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal, stream: boolean, timeoutMs?: number): Promise<UpstreamAnswer> {
+  private headers(p: ProviderConfig, stream: boolean): Record<string, string> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
     if (p.apiKey) headers.authorization = `Bearer ${p.apiKey}`;
-    return post(p.baseUrl + path, headers, JSON.stringify(body), signal, timeoutMs);
+    return headers;
   }
 
   /**
@@ -102,9 +119,9 @@ export class ProviderClient {
   async json(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
     const who = `Provider ${p.name}`;
     try {
-      const res = await this.request(p, path, body, signal, false, this.timeoutMs);
+      const res = await post(p.baseUrl + path, this.headers(p, false), JSON.stringify(body), signal, this.timeoutMs);
       const status = res.statusCode;
-      if (status < 200 || status >= 300) throw upstreamHttpError(status, await readBody(res), who);
+      if (status < 200 || status >= 300) throw upstreamHttpError(status, parsed(await res.body.text().catch(() => '')), who);
       const text = await res.body.text();
       try {
         return JSON.parse(text);
@@ -144,9 +161,9 @@ export class ProviderClient {
     arm();
     let res: UpstreamAnswer;
     try {
-      res = await this.request(p, path, body, ac.signal, true);
+      res = await post(p.baseUrl + path, this.headers(p, true), JSON.stringify(body), ac.signal);
       const status = res.statusCode;
-      if (status < 200 || status >= 300) throw upstreamHttpError(status, await readBody(res), who);
+      if (status < 200 || status >= 300) throw upstreamHttpError(status, parsed(await res.body.text().catch(() => '')), who);
     } catch (e) {
       cleanup();
       if (e instanceof ServiceError) throw e;
