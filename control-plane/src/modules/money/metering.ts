@@ -244,8 +244,8 @@ export class Metering {
    */
   async settle(hold: Hold, usage: Usage, opts: { behind?: boolean } = {}): Promise<Settled> {
     if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
-    // Under load (settles already waiting for their commit) an answer waits for its commit again: batches are
-    // full then, so write-behind would only add the journal's cost and grow the queue.
+    // While too many settles wait for their commit (the database slow or away), an answer waits for its own
+    // commit again, so the backlog stops growing.
     if (opts.behind && hold.lease && this.behind?.open) {
       try {
         return await this.settleBehind(hold, usage);

@@ -60,12 +60,13 @@ export class ReceiptSigner {
     this.gather = [];
     if (batch.length === 0) return;
     if (!this.worker) return this.inline(batch);
-    this.sent.push(batch);
+    if (this.sent.push(batch) === 1) this.worker.ref(); // answers on their way keep the process alive; an idle worker does not
     this.worker.postMessage(batch.map((b) => b.canonical));
   }
 
   private answered(out: Array<[Hex, Hex] | { error: string }>): void {
     const batch = this.sent.shift() ?? [];
+    if (this.sent.length === 0) this.worker?.unref();
     batch.forEach((b, i) => {
       const r = out[i];
       if (Array.isArray(r)) {

@@ -73,11 +73,11 @@ export class WriteBehind {
 
   /** The first attempt of a settle: its answer from the gather's commit. */
   private gathered(item: SettleItem): Promise<SettleResult> {
-    return new Promise<Promise<SettleResult>>((answer) => {
+    return new Promise<SettleResult>((answer) => {
       this.gather.push({ item, answer });
       if (this.gather.length >= GATHER_MAX) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), GATHER_MS);
-    }).then((r) => r);
+    });
   }
 
   private flush(): void {
