@@ -5,8 +5,8 @@ import { ServiceError } from '@svc/shared';
 import { ProviderClient, post } from './upstream.ts';
 
 /**
- * The provider connection pool meets servers that close idle keep-alive connections: a request written to
- * a connection as the server closes it is sent once more on a new one, and nothing else is ever re-sent.
+ * A request to a provider is never sent twice, whatever happens to its connection: the provider may have
+ * taken it (and billed it) before the connection broke. The call fails instead.
  */
 let server: Server | null = null;
 afterEach(async () => {
@@ -48,16 +48,16 @@ async function call(url: string): Promise<string> {
 }
 
 describe('provider connections', () => {
-  it('sends a request once more on a new connection when its kept-alive connection was closed under it', async () => {
+  it('never re-sends when a kept-alive connection is closed under the request', async () => {
     const s = await start({ dropAt: 2 });
     expect(await call(s.url)).toBe('{"ok":true}');
-    expect(await call(s.url)).toBe('{"ok":true}');
-    // The second request went out on the first connection (dropped there) and again on a new one.
+    await expect(call(s.url)).rejects.toMatchObject({ code: 'UND_ERR_SOCKET' });
+    // The second request went out on the first connection, was dropped there, and went nowhere else.
     expect(s.seen).toEqual([
       { socket: 0, n: 1 },
       { socket: 0, n: 2 },
-      { socket: 1, n: 1 },
     ]);
+    expect(await call(s.url)).toBe('{"ok":true}'); // the next call gets a new connection
   });
 
   it('never re-sends on a fresh connection', async () => {

@@ -34,55 +34,36 @@ function upstreamMessage(body: unknown): string {
 export const timeoutError = (who: string, ms: number) => new ServiceError('upstream_timeout', `${who} did not answer within ${Math.round(ms / 1000)} s`);
 
 /**
- * Connection pools to the providers: undici, one pool per origin, which costs markedly less CPU per call
- * than node:http (at concurrency 64 the gateway spent about a fifth less per request). Idle connections
- * close before a server's advertised keep-alive timeout. Time limits are per call (`timeoutMs`).
+ * Connection pools to the providers: undici, one pool per origin (and time limit), which costs markedly
+ * less CPU per call than node:http (at concurrency 64 the gateway spent about a fifth less per request).
+ *
+ * A request is never sent twice: a provider may have taken it (and billed it) before its connection broke.
+ * The race that made re-sending tempting, a request written to a kept-alive connection just as the server
+ * closes it for idleness, is avoided instead: undici retires an idle connection a second before the
+ * timeout the server advertises (`Keep-Alive: timeout=N`), and after 4 s when none is advertised (common
+ * servers keep idle connections 5 s or longer).
  */
 const pools = new Map<string, Pool>();
 /** Each provider URL's pool and path, resolved once (a URL parsed per call cost measurable CPU at high rates). */
 const targets = new Map<string, { pool: Pool; path: string }>();
-function target(url: string): { pool: Pool; path: string } {
-  let t = targets.get(url);
+function target(url: string, timeoutMs = 0): { pool: Pool; path: string } {
+  const key = `${timeoutMs} ${url}`;
+  let t = targets.get(key);
   if (!t) {
     const u = new URL(url);
-    let pool = pools.get(u.origin);
-    if (!pool) pools.set(u.origin, (pool = new Pool(u.origin, { connections: 1024, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0 })));
+    const poolKey = `${timeoutMs} ${u.origin}`;
+    let pool = pools.get(poolKey);
+    const connect = timeoutMs ? { connect: { timeout: timeoutMs } } : {};
+    if (!pool) pools.set(poolKey, (pool = new Pool(u.origin, { connections: 1024, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0, ...connect })));
     t = { pool, path: u.pathname + u.search };
-    if (targets.size < 1024) targets.set(url, t);
+    if (targets.size < 1024) targets.set(key, t);
   }
   return t;
 }
 
-/** How undici reports a kept-alive connection that the server closed under a request. */
-const CLOSED_UNDER = new Set(['other side closed', 'closed']);
-
-/**
- * Whether a call failed before any answer because its kept-alive connection was closed under it: undici's
- * socket errors carry the connection's byte counts, and a connection that had read nothing was new (its
- * server may have taken the request, so it is never re-sent).
- */
-function closedWhileIdle(e: unknown): boolean {
-  const err = e as { code?: string; message?: string; socket?: { bytesRead?: number } };
-  return err?.code === 'UND_ERR_SOCKET' && CLOSED_UNDER.has(err.message ?? '') && (err.socket?.bytesRead ?? 0) > 0;
-}
-
-/**
- * A server closes idle keep-alive connections on its own schedule (Node's after 5 s), and a request written
- * to one just as it closes fails before any answer. That request is sent once more (on another connection),
- * and only then: never after an answer began, never when the connection was new, never twice.
- */
-async function once<T>(signal: AbortSignal, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (e) {
-    if (signal.aborted || !closedWhileIdle(e)) throw e;
-    return call();
-  }
-}
-
 export type UpstreamAnswer = Dispatcher.ResponseData;
 
-const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** An error answer's body, parsed when it is JSON (for its message). */
 function parsed(text: string): unknown {
@@ -93,13 +74,15 @@ function parsed(text: string): unknown {
   }
 }
 
-/** With `timeoutMs`, undici bounds the wait for the head and then each wait between two body chunks. */
-const limits = (timeoutMs?: number) => (timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {});
-
-/** POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body. */
+/**
+ * POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body.
+ * With `timeoutMs`, undici bounds connecting, the wait for the head, and then each wait between two body
+ * chunks (a call waiting for one of the pool's 1,024 connections is not bounded until it has one).
+ */
 export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
-  const t = target(url);
-  return once(signal, () => t.pool.request({ path: t.path, method: 'POST', headers, body, signal, ...limits(timeoutMs) }));
+  const t = target(url, timeoutMs);
+  const limits = timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {};
+  return t.pool.request({ path: t.path, method: 'POST', headers, body, signal, ...limits });
 }
 
 export class ProviderClient {
@@ -112,9 +95,9 @@ export class ProviderClient {
   }
 
   /**
-   * A non-streamed call: the parsed JSON answer, or a mapped error. The time limit bounds the wait for the
-   * answer's head and then each wait for more of its body (undici's timers: no timer or abort controller of
-   * our own per call).
+   * A non-streamed call: the parsed JSON answer, or a mapped error. The time limit bounds connecting, the wait
+   * for the answer's head and then each wait for more of its body, as for streams (undici's timers: no timer
+   * or abort controller of our own per call).
    */
   async json(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
     const who = `Provider ${p.name}`;

@@ -250,7 +250,7 @@ export class Metering {
       try {
         return await this.settleBehind(hold, usage);
       } catch (e) {
-        this.log.error({ err: e, request_id: hold.requestId }, 'settle journal not writable; settling before answering');
+        this.log.error({ err: e, request_id: hold.requestId }, 'write-behind settle failed (signing or the journal); settling before answering');
       }
     }
     try {
@@ -364,8 +364,8 @@ export class Metering {
   }
 
   /**
-   * Signs a receipt: on the signer's worker thread while other metered work is in flight (the event loop
-   * has requests waiting), inline when this is the only one.
+   * Signs a receipt: on the signer's worker thread while other metered requests are in flight (their
+   * answers arrive on the same event loop), inline when this is the only one.
    */
   private sign(payload: ReturnType<typeof receiptPayload>): Promise<SignedReceipt> | SignedReceipt {
     return this.active > 1 ? this.signer.signLater(payload) : this.signer.signReceipt(payload);

@@ -33,10 +33,10 @@ export interface WriteBehindDeps {
 
 /**
  * Write-behind settles (Metering.settleBehind): a settle that was signed and answered is appended to the
- * journal, then committed in the next batch; while the database is unreachable it is retried, and a
- * process that dies first leaves it to the next process on the data dir (`recover`). Reads of an account
- * wait for its settles (`settled`). Only a few wait at a time (`open`): under load the batches are full and
- * answers wait for their commit as before.
+ * journal, then committed with the others gathered within GATHER_MS; while the database is unreachable it
+ * is retried, and a process that dies first leaves it to the next process on the data dir (`recover`).
+ * Reads of an account wait for its settles (`settled`). At most MAX_WAITING wait at a time (`open`); past
+ * that (the database slow or away) answers wait for their own commit again.
  */
 export class WriteBehind {
   private readonly waiting = new Map<string, Set<Promise<void>>>();
