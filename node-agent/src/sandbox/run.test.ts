@@ -98,9 +98,10 @@ describe.skipIf(!up)('sandbox.run against the real Docker engine (small busybox 
   });
 
   it('contains a fork bomb with the pids limit; the host survives and the next run works', async () => {
-    // The program waits in a builtin loop: a `sleep` would need a fork, which the bomb may have used up, and the
-    // program would then end early instead of running into its time limit (seen once in CI).
-    const r = await run(sb, { code: 'b() { b | b & }; b; while :; do :; done', timeout_ms: 3000, limits: { ...LIMITS, pids: 32 } });
+    // The program's own shell forks exactly once (`b &`, while nothing else runs yet) and then waits in a builtin
+    // loop: any later fork of its own could find the bomb has used up the pids, and a shell whose fork fails
+    // exits, ending the program before its time limit (seen in CI with `b` run in the foreground, and with `sleep`).
+    const r = await run(sb, { code: 'b() { b | b & }; b & while :; do :; done', timeout_ms: 3000, limits: { ...LIMITS, pids: 32 } });
     expect(r.timed_out).toBe(true);
     expect(r.stderr).toMatch(/fork/i);
     expect(spawnSync('true').status).toBe(0);
