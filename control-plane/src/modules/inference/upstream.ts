@@ -66,7 +66,8 @@ export type UpstreamAnswer = Dispatcher.ResponseData;
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** An error answer's body, parsed when it is JSON (for its message). */
-function parsed(text: string): unknown {
+async function errorBody(res: UpstreamAnswer): Promise<unknown> {
+  const text = await res.body.text().catch(() => '');
   try {
     return JSON.parse(text);
   } catch {
@@ -104,7 +105,7 @@ export class ProviderClient {
     try {
       const res = await post(p.baseUrl + path, this.headers(p, false), JSON.stringify(body), signal, this.timeoutMs);
       const status = res.statusCode;
-      if (status < 200 || status >= 300) throw upstreamHttpError(status, parsed(await res.body.text().catch(() => '')), who);
+      if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
       const text = await res.body.text();
       try {
         return JSON.parse(text);
@@ -146,7 +147,7 @@ export class ProviderClient {
     try {
       res = await post(p.baseUrl + path, this.headers(p, true), JSON.stringify(body), ac.signal);
       const status = res.statusCode;
-      if (status < 200 || status >= 300) throw upstreamHttpError(status, parsed(await res.body.text().catch(() => '')), who);
+      if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
     } catch (e) {
       cleanup();
       if (e instanceof ServiceError) throw e;
