@@ -5,6 +5,7 @@ export * from './hash.ts';
 export * from './scopes.ts';
 export * from './crypto/hex.ts';
 export * from './crypto/eip191.ts';
+export * from './crypto/keccak.ts';
 export * from './crypto/canonical-json.ts';
 export * from './crypto/seal.ts';
 export * from './receipt-headers.ts';

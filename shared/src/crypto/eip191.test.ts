@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { secp256k1 } from '@noble/curves/secp256k1';
+import * as mod from '@noble/curves/abstract/modular';
 import { getAddress, hashMessage, recoverMessageAddress, verifyMessage as viemVerifyMessage } from 'viem';
 import { privateKeyToAccount, privateKeyToAddress as viemPrivateKeyToAddress } from 'viem/accounts';
 import { Wallet, verifyMessage as ethersVerifyMessage } from 'ethers';
@@ -13,6 +14,8 @@ import {
   publicKeyToAddress,
   recoverPersonalMessage,
   signPersonalMessage,
+  signPersonalMessagePrepared,
+  type PreparedNonce,
 } from './eip191.ts';
 import { fromHex, toHex, type Hex } from './hex.ts';
 
@@ -126,6 +129,49 @@ describe('hashPersonalMessage', () => {
     // "€" is 1 UTF-16 unit but 3 UTF-8 bytes; the string and its bytes must hash identically.
     expect(toHex(hashPersonalMessage('€'))).toBe(toHex(hashPersonalMessage(new TextEncoder().encode('€'))));
     expect(toHex(hashPersonalMessage('€'))).not.toBe(toHex(hashPersonalMessage('a')));
+  });
+});
+
+describe('signPersonalMessagePrepared', () => {
+  /** A nonce prepared the way the signer's worker does, here with @noble/curves' arithmetic. */
+  function prepare(key: Hex): PreparedNonce {
+    for (;;) {
+      const k = BigInt(toHex(secp256k1.utils.randomPrivateKey()));
+      const R = secp256k1.ProjectivePoint.BASE.multiply(k).toAffine();
+      if (R.x >= N) continue;
+      const kinv = mod.invert(k, N);
+      return { r: R.x.toString(16).padStart(64, '0'), parity: Number(R.y & 1n), kinv, a: (((kinv * R.x) % N) * BigInt(key)) % N };
+    }
+  }
+
+  it('makes low-s signatures that viem and ethers recover to the key, through both recovery ids', async () => {
+    const seen = { flipped: 0, kept: 0, v27: 0, v28: 0 };
+    for (let i = 0; i < 64; i++) {
+      const nonce = prepare(HARDHAT_KEY);
+      const message = `receipt ${i} ✓`;
+      const sig = signPersonalMessagePrepared(message, nonce)!;
+      const s = BigInt(`0x${sig.slice(66, 130)}`);
+      expect(s <= N >> 1n).toBe(true);
+      expect(sig.slice(2, 66)).toBe(nonce.r);
+      const z = BigInt(toHex(hashPersonalMessage(message)));
+      if ((nonce.kinv * z + nonce.a) % N === s) seen.kept++;
+      else seen.flipped++;
+      if (sig.endsWith('1b')) seen.v27++;
+      else seen.v28++;
+      expect(recoverPersonalMessage(message, sig)).toBe(HARDHAT_ADDR);
+      if (i < 8) {
+        expect(await recoverMessageAddress({ message, signature: sig })).toBe(HARDHAT_ADDR);
+        expect(ethersVerifyMessage(message, sig)).toBe(HARDHAT_ADDR);
+      }
+    }
+    // with 64 random nonces every branch is taken (each misses with probability 2^-64)
+    expect(Math.min(seen.flipped, seen.kept, seen.v27, seen.v28)).toBeGreaterThan(0);
+  });
+
+  it("a nonce prepared for another key makes a signature that does not recover to this one", () => {
+    const sig = signPersonalMessagePrepared('x', prepare(WEB3_KEY))!;
+    expect(recoverPersonalMessage('x', sig)).toBe(WEB3_ADDR);
+    expect(recoverPersonalMessage('x', sig)).not.toBe(HARDHAT_ADDR);
   });
 });
 

@@ -1,19 +1,26 @@
-// Receipt signing off the event loop (ReceiptSigner.signLater): each message is a batch of RFC 8785
-// canonical receipt texts; the answer is, per text, its 0x sha256 and its EIP-191 personal_sign signature
-// (r || s || v, v in {27, 28}) by the key in workerData. Plain JavaScript so that it runs under any loader;
-// a test checks that its output is byte-identical to shared/src/crypto/eip191.ts.
-import { createHash } from 'node:crypto';
+// ReceiptSigner's worker thread, for the key in workerData. Two kinds of message:
+// - `{ sign: string[] }`: RFC 8785 canonical receipt texts, answered `{ signed }` with, per text, its 0x
+//   sha256 and its EIP-191 personal_sign signature (r || s || v, v in {27, 28}; RFC 6979 nonce).
+// - `{ nonces: count }`: answered `{ nonces }` with that many PreparedNonce records (see
+//   shared/src/crypto/eip191.ts): r = (k·G).x, the parity of (k·G).y, k⁻¹ and k⁻¹·r·d mod n, for a fresh
+//   random k from the operating system's CSPRNG each.
+// Point arithmetic is libsecp256k1's. Plain JavaScript so that it runs under any loader; signer.test.ts
+// checks that its signatures equal shared/src/crypto/eip191.ts's and that prepared nonces sign for the key.
+import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
+import { createKeccak } from 'hash-wasm';
 
 const require = createRequire(import.meta.url);
 const secp = require('secp256k1');
-const { keccak256 } = require('js-sha3');
+const keccak = await createKeccak(256); // the same WebAssembly Keccak as shared/src/crypto/keccak.ts
 const key = Buffer.from(String(workerData.key).slice(2), 'hex');
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+const d = BigInt(workerData.key);
 
 function sign(canonical) {
   const body = Buffer.from(canonical, 'utf8');
-  const digest = new Uint8Array(keccak256.arrayBuffer(Buffer.concat([Buffer.from(`\x19Ethereum Signed Message:\n${body.length}`, 'utf8'), body])));
+  const digest = keccak.init().update(Buffer.concat([Buffer.from(`\x19Ethereum Signed Message:\n${body.length}`, 'utf8'), body])).digest('binary');
   const { signature, recid } = secp.ecdsaSign(digest, key);
   const out = Buffer.alloc(65);
   out.set(signature, 0);
@@ -21,14 +28,61 @@ function sign(canonical) {
   return [`0x${createHash('sha256').update(body).digest('hex')}`, `0x${out.toString('hex')}`];
 }
 
-parentPort.on('message', (batch) => {
-  const out = [];
-  for (const c of batch) {
+/** a⁻¹ mod N (extended Euclid; N is prime and 0 < a < N). */
+function invert(a) {
+  let [r0, r1] = [a, N];
+  let [s0, s1] = [1n, 0n];
+  while (r1 !== 0n) {
+    const q = r0 / r1;
+    [r0, r1] = [r1, r0 - q * r1];
+    [s0, s1] = [s1, s0 - q * s1];
+  }
+  return ((s0 % N) + N) % N;
+}
+
+/**
+ * `count` nonces. k⁻¹ for all of them costs one inversion (Montgomery's trick: invert the product of the
+ * k's, then peel each k⁻¹ off with two multiplications) instead of one each, which cost as much as k·G.
+ */
+function prepare(count) {
+  const ks = [];
+  const points = [];
+  while (ks.length < count) {
+    const random = randomBytes(32 * count);
+    for (let i = 0; i < count && ks.length < count; i++) {
+      const kb = random.subarray(32 * i, 32 * i + 32);
+      const k = BigInt(`0x${kb.toString('hex')}`);
+      if (k === 0n || k >= N) continue;
+      const point = secp.publicKeyCreate(kb, true); // k·G, compressed: 0x02 or 0x03 (y's parity), then x
+      if (BigInt(`0x${Buffer.from(point.subarray(1)).toString('hex')}`) >= N) continue; // x >= n (about 2^-128) would need the recovery id's second bit
+      ks.push(k);
+      points.push(point);
+    }
+    random.fill(0);
+  }
+  const prefix = new Array(count); // prefix[i] = k0·k1·…·ki mod N
+  let acc = 1n;
+  for (let i = 0; i < count; i++) prefix[i] = acc = (acc * ks[i]) % N;
+  let inv = invert(acc); // (k0·…·k_last)⁻¹
+  const out = new Array(count);
+  for (let i = count - 1; i >= 0; i--) {
+    const kinv = i > 0 ? (inv * prefix[i - 1]) % N : inv;
+    inv = (inv * ks[i]) % N; // now (k0·…·k(i-1))⁻¹
+    const rHex = Buffer.from(points[i].subarray(1)).toString('hex');
+    out[i] = { r: rHex, parity: points[i][0] & 1, kinv, a: (((kinv * BigInt(`0x${rHex}`)) % N) * d) % N };
+  }
+  return out;
+}
+
+parentPort.on('message', (msg) => {
+  if (typeof msg.nonces === 'number') return parentPort.postMessage({ nonces: prepare(msg.nonces) });
+  const signed = [];
+  for (const c of msg.sign) {
     try {
-      out.push(sign(c));
+      signed.push(sign(c));
     } catch (e) {
-      out.push({ error: String(e) });
+      signed.push({ error: String(e) });
     }
   }
-  parentPort.postMessage(out);
+  parentPort.postMessage({ signed });
 });

@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { recoverMessageAddress } from 'viem';
-import { generatePrivateKey, type ReceiptPayload } from '@svc/shared';
+import { canonicalize, generatePrivateKey, receiptHash, recoverPersonalMessage, signPersonalMessage, type Hex, type ReceiptPayload } from '@svc/shared';
 import { ReceiptSigner } from './signer.ts';
 
 const payload = (i: number): Omit<ReceiptPayload, 'signer'> => ({
@@ -19,13 +19,79 @@ const payload = (i: number): Omit<ReceiptPayload, 'signer'> => ({
   policy: null,
 });
 
-describe('ReceiptSigner.signLater (worker thread)', () => {
-  it('signs the same bytes as inline signing, many in one turn, and any Ethereum library recovers the signer', async () => {
+const HALF_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n >> 1n;
+
+describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)', () => {
+  it('signs receipts that any Ethereum library recovers to the signer: low-s, both recovery ids, no nonce used twice', async () => {
+    const key = generatePrivateKey();
+    const signer = new ReceiptSigner(key);
+    try {
+      await signer.warm();
+      expect(signer.ready).toBeGreaterThan(0);
+      const receipts = Array.from({ length: 400 }, (_, i) => signer.signReceipt(payload(i)));
+      expect(signer.signedPrepared).toBe(400);
+      const rs = new Set<string>();
+      const vs = new Set<string>();
+      for (const [i, r] of receipts.entries()) {
+        expect(r.canonical).toBe(canonicalize({ ...payload(i), signer: signer.address }));
+        expect(recoverPersonalMessage(r.canonical, r.signature)).toBe(signer.address); // refuses high-s
+        expect(BigInt(`0x${r.signature.slice(66, 130)}`)).toBeLessThanOrEqual(HALF_N);
+        expect(r.signature).not.toBe(signPersonalMessage(key, r.canonical)); // random nonces, not RFC 6979's
+        rs.add(r.signature.slice(2, 66));
+        vs.add(r.signature.slice(130));
+      }
+      expect(rs.size).toBe(400);
+      expect([...vs].sort()).toEqual(['1b', '1c']);
+      for (const r of receipts.slice(0, 20)) expect(await recoverMessageAddress({ message: r.canonical, signature: r.signature })).toBe(signer.address);
+
+      const doc = signer.signDocument({ statement: 'hello', n: 1 });
+      expect(await recoverMessageAddress({ message: doc.canonical, signature: doc.signature })).toBe(signer.address);
+      expect(signer.signedPrepared).toBe(401);
+    } finally {
+      await signer.close();
+    }
+  });
+
+  it('asks its worker for more before the pool runs out', async () => {
     const signer = new ReceiptSigner(generatePrivateKey());
     try {
+      await signer.warm();
+      const first = signer.ready;
+      for (let i = 0; i < first; i++) signer.signReceipt(payload(i)); // uses up every nonce the pool had
+      expect(signer.ready).toBe(0);
+      await vi.waitFor(() => expect(signer.ready).toBeGreaterThan(0), { timeout: 10_000 });
+      const more = signer.signReceipt(payload(1));
+      expect(signer.signedPrepared).toBe(first + 1);
+      expect(recoverPersonalMessage(more.canonical, more.signature)).toBe(signer.address);
+    } finally {
+      await signer.close();
+    }
+  });
+
+  it('signs the usual way (RFC 6979) while it has no nonces: before the first arrive and after close', async () => {
+    const key = generatePrivateKey();
+    const signer = new ReceiptSigner(key);
+    const usual = (s: Hex, i: number) => expect(s).toBe(signPersonalMessage(key, canonicalize({ ...payload(i), signer: signer.address })));
+    usual(signer.signReceipt(payload(1)).signature, 1); // the worker was only just asked
+    await signer.warm();
+    await signer.close();
+    usual(signer.signReceipt(payload(2)).signature, 2);
+    expect(signer.signedPrepared).toBe(0);
+  });
+});
+
+describe('ReceiptSigner.signLater (on the worker thread)', () => {
+  const usual = (key: Hex, signerAddress: Hex, i: number) => signPersonalMessage(key, canonicalize({ ...payload(i), signer: signerAddress }));
+
+  it('signs many in one turn, the same bytes as the usual inline signature (RFC 6979), with the right hash', async () => {
+    const key = generatePrivateKey();
+    const signer = new ReceiptSigner(key);
+    try {
       const later = await Promise.all(Array.from({ length: 40 }, (_, i) => signer.signLater(payload(i))));
-      for (let i = 0; i < later.length; i++) {
-        expect(later[i]).toEqual(signer.signReceipt(payload(i))); // RFC 6979: deterministic, so byte-identical
+      for (const [i, r] of later.entries()) {
+        expect(r.signature).toBe(usual(key, signer.address, i));
+        expect(r.canonical).toBe(canonicalize({ ...payload(i), signer: signer.address }));
+        expect(r.hash).toBe(receiptHash(r.canonical));
       }
       expect(signer.signedOffThread).toBe(40);
       expect(await recoverMessageAddress({ message: later[7]!.canonical, signature: later[7]!.signature })).toBe(signer.address);
@@ -35,13 +101,14 @@ describe('ReceiptSigner.signLater (worker thread)', () => {
   });
 
   it('signs inline once the worker is gone, including what was on its way', async () => {
-    const signer = new ReceiptSigner(generatePrivateKey());
+    const key = generatePrivateKey();
+    const signer = new ReceiptSigner(key);
     const first = signer.signLater(payload(1));
     const closing = signer.close(); // the worker goes while the first receipt is gathered
     const after = signer.signLater(payload(2));
     await closing;
-    expect(await first).toEqual(signer.signReceipt(payload(1)));
-    expect(await after).toEqual(signer.signReceipt(payload(2)));
+    expect((await first).signature).toBe(usual(key, signer.address, 1));
+    expect((await after).signature).toBe(usual(key, signer.address, 2));
     expect(signer.signedOffThread).toBe(0);
   });
 });

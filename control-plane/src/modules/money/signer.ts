@@ -1,34 +1,63 @@
 import { Worker } from 'node:worker_threads';
-import { privateKeyToAddress, signPersonalMessage, signReceipt, canonicalize, nativeSigning, type Hex, type ReceiptPayload, type SignedReceipt } from '@svc/shared';
+import {
+  canonicalize,
+  nativeSigning,
+  privateKeyToAddress,
+  receiptHash,
+  signPersonalMessage,
+  signPersonalMessagePrepared,
+  signReceipt,
+  type Hex,
+  type PreparedNonce,
+  type ReceiptPayload,
+  type SignedReceipt,
+} from '@svc/shared';
 
 type Pending = { payload: ReceiptPayload; canonical: string; resolve: (r: SignedReceipt) => void };
+type Answer = { signed: Array<[Hex, Hex] | { error: string }> } | { nonces: PreparedNonce[] };
+
+/** Nonces kept ready for inline signing; below LOW the worker is asked for BATCH more (~50 µs of its time each). */
+const POOL_LOW = 256;
+const POOL_BATCH = 512;
 
 /**
  * The gateway's receipt signer (secp256k1, EIP-191). Also signs statements, proofs and reports.
  *
- * `signLater` signs on a worker thread: the receipts asked for in one turn of the event loop go in one
- * message, so under concurrent load the hashing and ECDSA (most of a receipt's cost) run beside the event
- * loop instead of on it. A lone request signs inline (`signReceipt`): two thread hops would cost it more
- * than they save. If the worker fails, everything signs inline.
+ * Two ways to sign, both beside a worker thread (`sign-worker.mjs`):
+ * - `signReceipt`, inline. ECDSA's cost is the point multiplication k·G for its nonce k, which does not
+ *   depend on the message, so the worker prepares nonces ahead and a receipt costs its hashing and one
+ *   multiplication mod n (`signPersonalMessagePrepared`). Each nonce is taken from the pool once. With the
+ *   pool empty (just after start, or without the worker) it signs the usual way, with an RFC 6979 nonce.
+ * - `signLater`, on the worker: the receipts asked for in one turn of the event loop go in one message and
+ *   are signed there whole (RFC 6979), hashing included, so under concurrent load the event loop does
+ *   none of it. A lone request signs inline instead: two thread hops would cost it more than they save.
+ * Both kinds of signature verify the same way. If the worker fails, everything signs inline.
  */
 export class ReceiptSigner {
   readonly address: Hex;
   private worker: Worker | null = null;
+  private started = false;
   private gather: Pending[] = [];
   private readonly sent: Pending[][] = [];
-  private started = false;
-  /** Receipts the worker signed (the rest signed inline). */
+  private nonces: PreparedNonce[] = [];
+  private asked = false;
+  private readonly waiting: Array<() => void> = [];
+  /** Receipts the worker signed. */
   signedOffThread = 0;
+  /** Signatures made inline with a prepared nonce. */
+  signedPrepared = 0;
 
   constructor(private readonly key: Hex) {
     this.address = privateKeyToAddress(key);
   }
 
   signReceipt(payload: Omit<ReceiptPayload, 'signer'>): SignedReceipt {
-    return signReceipt(this.key, { ...payload, signer: this.address } as ReceiptPayload);
+    const full = { ...payload, signer: this.address } as ReceiptPayload;
+    const canonical = canonicalize(full);
+    return { payload: full, canonical, hash: receiptHash(canonical), signature: this.sign(canonical) };
   }
 
-  /** Same receipt as `signReceipt`, signed on the worker thread together with the others of this turn. */
+  /** A receipt signed on the worker thread together with the others of this turn. */
   signLater(payload: Omit<ReceiptPayload, 'signer'>): Promise<SignedReceipt> | SignedReceipt {
     const worker = this.ensureWorker();
     if (!worker) return this.signReceipt(payload);
@@ -39,13 +68,53 @@ export class ReceiptSigner {
     });
   }
 
+  /** Signs any JSON document as RFC 8785 canonical JSON; the answer carries what a verifier needs. */
+  signDocument<T extends object>(document: T): { document: T; canonical: string; signature: Hex; signer: Hex; scheme: string } {
+    const canonical = canonicalize(document);
+    return { document, canonical, signature: this.sign(canonical), signer: this.address, scheme: 'eip191-personal_sign/rfc8785' };
+  }
+
+  /** Resolves once prepared nonces are ready (or the worker cannot run); the gateway starts this at boot. */
+  warm(): Promise<void> {
+    if (this.nonces.length > 0) return Promise.resolve();
+    this.ask();
+    if (!this.asked) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Prepared nonces in the pool now. */
+  get ready(): number {
+    return this.nonces.length;
+  }
+
+  private sign(text: string): Hex {
+    const nonce = this.nonces.pop();
+    if (this.nonces.length < POOL_LOW) this.ask();
+    const signature = nonce ? signPersonalMessagePrepared(text, nonce) : null;
+    if (!signature) return signPersonalMessage(this.key, text);
+    this.signedPrepared++;
+    return signature;
+  }
+
+  private ask(): void {
+    if (this.asked) return;
+    const worker = this.ensureWorker();
+    if (!worker) return this.wake();
+    this.asked = true;
+    worker.postMessage({ nonces: POOL_BATCH });
+  }
+
+  private wake(): void {
+    for (const resolve of this.waiting.splice(0)) resolve();
+  }
+
   private ensureWorker(): Worker | null {
     if (this.worker || this.started || !nativeSigning) return this.worker;
     this.started = true;
     try {
       const w = new Worker(new URL('./sign-worker.mjs', import.meta.url), { workerData: { key: this.key }, execArgv: [] });
       w.unref();
-      w.on('message', (out: Array<[Hex, Hex] | { error: string }>) => this.answered(out));
+      w.on('message', (m: Answer) => ('nonces' in m ? this.prepared(m.nonces) : this.answered(m.signed)));
       w.on('error', () => this.fail());
       w.on('exit', () => this.fail());
       this.worker = w;
@@ -55,13 +124,20 @@ export class ReceiptSigner {
     return this.worker;
   }
 
+  private prepared(batch: PreparedNonce[]): void {
+    this.asked = false;
+    for (const n of batch) this.nonces.push(n);
+    this.wake();
+    if (this.nonces.length < POOL_LOW) this.ask();
+  }
+
   private flush(): void {
     const batch = this.gather;
     this.gather = [];
     if (batch.length === 0) return;
     if (!this.worker) return this.inline(batch);
     if (this.sent.push(batch) === 1) this.worker.ref(); // answers on their way keep the process alive; an idle worker does not
-    this.worker.postMessage(batch.map((b) => b.canonical));
+    this.worker.postMessage({ sign: batch.map((b) => b.canonical) });
   }
 
   private answered(out: Array<[Hex, Hex] | { error: string }>): void {
@@ -79,6 +155,8 @@ export class ReceiptSigner {
   /** The worker is gone: what it had and what is gathered sign inline, and so does everything after. */
   private fail(): void {
     this.worker = null;
+    this.asked = false;
+    this.wake();
     for (const batch of this.sent.splice(0)) this.inline(batch);
     this.inline(this.gather.splice(0));
   }
@@ -87,16 +165,11 @@ export class ReceiptSigner {
     for (const b of batch) b.resolve(signReceipt(this.key, b.payload));
   }
 
-  /** Stops the worker (answers on their way are signed inline). */
+  /** Stops the worker (answers on their way are signed inline) and forgets the prepared nonces. */
   async close(): Promise<void> {
     const w = this.worker;
+    this.nonces = [];
     this.fail();
     await w?.terminate();
-  }
-
-  /** Signs any JSON document as RFC 8785 canonical JSON; the answer carries what a verifier needs. */
-  signDocument<T extends object>(document: T): { document: T; canonical: string; signature: Hex; signer: Hex; scheme: string } {
-    const canonical = canonicalize(document);
-    return { document, canonical, signature: signPersonalMessage(this.key, canonical), signer: this.address, scheme: 'eip191-personal_sign/rfc8785' };
   }
 }
