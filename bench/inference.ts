@@ -7,7 +7,10 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 5] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only]
+ * Each concurrency is measured in `--rounds` rounds of direct, proxy and gateway back to back, and each figure
+ * is the median over the rounds: this VM's speed drifts by tens of percent within a minute, so rows measured
+ * apart are not comparable; the per-round ratio of the gateway's added p50 to the proxy's is printed too.
  * The load comes from wrk (apt-get install wrk) when it is installed, else from Node's http client
  * (`--requests` per row).
  * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools).
@@ -31,7 +34,9 @@ const TOTAL = Number(arg('requests', '2000'));
 const GATEWAY_ONLY = process.argv.includes('--gateway-only');
 /** `--conc 1,64` (the default): the concurrencies measured, in order. */
 const CONCS = arg('conc', '1,64').split(',').map(Number);
-const SECONDS = Number(arg('seconds', '5'));
+const SECONDS = Number(arg('seconds', '4'));
+/** `--rounds 3`: rounds of (direct, proxy, gateway) per concurrency; figures are medians over them. */
+const ROUNDS = Number(arg('rounds', '3'));
 /** `--client wrk` (the default when wrk is installed) or `--client node` (http.request in this process). */
 const CLIENT = arg('client', spawnSync('wrk', ['--version']).error ? 'node' : 'wrk');
 const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
@@ -232,21 +237,41 @@ async function main() {
     const split: string[] = [];
     console.log(
       CLIENT === 'wrk'
-        ? `inference bench: wrk, ${SECONDS} s per row (after 1 s warm-up), non-streamed chat completions, small body, zero-latency upstream, keep-alive, loopback`
-        : `inference bench: node http client, ${TOTAL} non-streamed chat completions per row (after 200 warm-up), small body, zero-latency upstream, keep-alive, loopback`,
+        ? `inference bench: wrk, ${SECONDS} s per row (after 1 s warm-up), medians of ${ROUNDS} rounds, non-streamed chat completions, small body, zero-latency upstream, keep-alive, loopback`
+        : `inference bench: node http client, ${TOTAL} non-streamed chat completions per row (after 200 warm-up), medians of ${ROUNDS} rounds, small body, zero-latency upstream, keep-alive, loopback`,
     );
     console.log(`gateway: auth + hold + upstream call + settle (ledger, usage event, signed receipt) + receipt headers; billing enforced; real Postgres (${name})`);
     console.log('');
     console.log('conc | path                | p50 ms | p99 ms |  req/s | added p50 / p99 vs direct');
+    const ratios: string[] = [];
     for (const conc of CONCS) {
-      const direct = GATEWAY_ONLY ? null : await measure(upstreamUrl, null, conc);
-      const viaProxy = GATEWAY_ONLY ? null : await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
-      let c0 = cpuOf();
-      let c1 = c0;
-      const viaGateway = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc, { before: () => (c0 = cpuOf()), after: () => (c1 = cpuOf()) });
+      type Row = { p50: number; p99: number; rps: number };
+      const rounds: Array<{ direct: Row | null; proxy: Row | null; gateway: Row; cpu: Record<string, number> }> = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        const direct = GATEWAY_ONLY ? null : await measure(upstreamUrl, null, conc);
+        const proxyRow = GATEWAY_ONLY ? null : await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
+        let c0 = cpuOf();
+        let c1 = c0;
+        const gatewayRow = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc, { before: () => (c0 = cpuOf()), after: () => (c1 = cpuOf()) });
+        const cpu = Object.fromEntries((['gateway', 'postgres', 'upstream'] as const).map((k) => [k, ((c1[k] - c0[k]) * 1e6) / (gatewayRow.rps * SECONDS)]));
+        rounds.push({ direct, proxy: proxyRow, gateway: gatewayRow, cpu });
+      }
+      const median = (xs: number[]) => {
+        const s = [...xs].sort((a, b) => a - b);
+        return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+      };
+      const med = (rows: Array<Row | null>): Row | null => (rows[0] ? { p50: median(rows.map((r) => r!.p50)), p99: median(rows.map((r) => r!.p99)), rps: median(rows.map((r) => r!.rps)) } : null);
+      const direct = med(rounds.map((r) => r.direct));
+      const viaProxy = med(rounds.map((r) => r.proxy));
+      const viaGateway = med(rounds.map((r) => r.gateway))!;
       if (CLIENT === 'wrk') {
-        const per = (k: keyof typeof c0) => `${Math.round(((c1[k] - c0[k]) * 1e6) / (viaGateway.rps * SECONDS))} µs`;
+        const per = (k: string) => `${Math.round(median(rounds.map((r) => r.cpu[k]!)))} µs`;
         split.push(`${String(conc).padStart(4)} | gateway process ${per('gateway')}, postgres ${per('postgres')}, upstream ${per('upstream')} (CPU per request, 10 ms ticks)`);
+      }
+      if (direct) {
+        const each = rounds.map((r) => (r.gateway.p50 - r.direct!.p50) / (r.proxy!.p50 - r.direct!.p50));
+        const rps = rounds.map((r) => r.gateway.rps / r.proxy!.rps);
+        ratios.push(`${String(conc).padStart(4)} | added p50, gateway / proxy: ${each.map((x) => x.toFixed(2)).join(', ')} (median ${median(each).toFixed(2)}); req/s, gateway / proxy: ${rps.map((x) => x.toFixed(3)).join(', ')} (median ${median(rps).toFixed(3)})`);
       }
       for (const [label, r] of [
         ['direct', direct],
@@ -258,6 +283,7 @@ async function main() {
         console.log(`${String(conc).padStart(4)} | ${label.padEnd(19)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
       }
     }
+    if (ratios.length) console.log(['', `conc | per round (${ROUNDS} rounds of direct, proxy, gateway back to back)`, ...ratios].join('\n'));
     if (split.length) console.log(['', 'conc | CPU per gateway request (all threads of each process, while wrk ran)', ...split].join('\n'));
   } finally {
     for (const c of children) {
