@@ -136,6 +136,22 @@ describe('credit leases', () => {
     for (const k of b.keys) expect(Number(k.leased_micro_usd)).toBe(0);
   });
 
+  it('settles of one lease committed together each answer the balance after their own charge', async () => {
+    const m = newProcess();
+    const p = await tenant(m, 1_000_000);
+    const first = await hold(m, p); // takes the lease the others are admitted from
+    const holds = [first, ...(await Promise.all(Array.from({ length: 11 }, () => hold(m, p))))];
+    expect(new Set(holds.map((h) => h.id)).size).toBe(1); // one lease: every settle carries the same hold id
+    const costs = holds.map((_, i) => 100 + 7 * i);
+    const settled = await Promise.all(holds.map((h, i) => m.settle(h, { costMicroUsd: costs[i]!, kind: 'test', units: { n: i } })));
+    let balance = 1_000_000;
+    const want = costs.map((c) => (balance -= c));
+    expect(settled.map((s) => s.balanceMicroUsd)).toEqual(want); // in the order they were submitted, as the ledger has them
+    const ledger = await database.db.selectFrom('ledger_entries').select(['ref', 'balance_after_micro_usd']).where('account_id', '=', p.accountId).where('kind', '=', 'usage').execute();
+    const after = new Map(ledger.map((l) => [l.ref, Number(l.balance_after_micro_usd)]));
+    for (const s of settled) expect(after.get(s.usageEventId)).toBe(s.balanceMicroUsd);
+  });
+
   it('never admits more than the credit: 1,000 parallel holds on credit for 200 get exactly 200, in one process', async () => {
     const m = newProcess();
     const p = await tenant(m, 200 * A);

@@ -95,8 +95,23 @@ export async function holdMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, it
 export async function settleMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, items: SettleItem[]): Promise<SettleResult[]> {
   const r = await sql<{ out: SettleResult[] }>`
     select svc_settle_many(${JSON.stringify(items)}::jsonb, ${now}, ${cfg.breakerWindowSeconds}) as out`.execute(db);
-  const byHold = new Map(r.rows[0]!.out.map((o) => [o.hold, o]));
-  return items.map((i) => byHold.get(i.hold)!);
+  return answersInOrder(items, r.rows[0]!.out);
+}
+
+/**
+ * svc_settle_many answers the run-chain items first (each with its own hold id), then the others in batch
+ * order. Those cannot be matched by hold id: the settles of one credit lease all carry the lease's id, and
+ * each has its own balance after.
+ */
+function answersInOrder(items: SettleItem[], out: SettleResult[]): SettleResult[] {
+  const runs = items.filter((i) => i.run !== null).length;
+  const byHold = new Map(out.slice(0, runs).map((o) => [o.hold, o]));
+  let next = runs;
+  return items.map((i) => {
+    const o = i.run !== null ? byHold.get(i.hold) : out[next++];
+    if (o?.hold !== i.hold) throw new Error(`svc_settle_many answered out of order at hold ${i.hold}`);
+    return o;
+  });
 }
 
 /** The receipt of a settle, to be signed (`prev`, `count`: the run chain's head). */
