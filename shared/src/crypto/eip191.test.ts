@@ -168,6 +168,29 @@ describe('signPersonalMessagePrepared', () => {
     expect(Math.min(seen.flipped, seen.kept, seen.v27, seen.v28)).toBeGreaterThan(0);
   });
 
+  it('normalises the boundary values of s exactly, and refuses s = 0 (keys chosen so that s comes out as each)', async () => {
+    const HALF = N >> 1n;
+    const cases: Array<[bigint, bigint | null]> = [[0n, null], [1n, 1n], [2n ** 240n - 1n, 2n ** 240n - 1n], [HALF, HALF], [HALF + 1n, HALF], [N - 1n, 1n], [N - 256n, 256n]];
+    for (const [s, want] of cases) {
+      const message = `boundary ${s}`;
+      const z = BigInt(toHex(hashPersonalMessage(message)));
+      const k = BigInt(toHex(secp256k1.utils.randomPrivateKey()));
+      const R = secp256k1.ProjectivePoint.BASE.multiply(k).toAffine();
+      const d = mod.mod((s * k - z) * mod.invert(R.x, N), N); // then k⁻¹(z + r·d) = s
+      const key = `0x${d.toString(16).padStart(64, '0')}` as Hex;
+      const kinv = mod.invert(k, N);
+      const nonce = { r: R.x.toString(16).padStart(64, '0'), parity: Number(R.y & 1n), kinv, a: (((kinv * R.x) % N) * d) % N };
+      const sig = signPersonalMessagePrepared(message, nonce);
+      if (want === null) {
+        expect(sig).toBeNull();
+        continue;
+      }
+      expect(BigInt(`0x${sig!.slice(66, 130)}`)).toBe(want);
+      expect(recoverPersonalMessage(message, sig!)).toBe(privateKeyToAddress(key));
+      expect(await recoverMessageAddress({ message, signature: sig! })).toBe(privateKeyToAddress(key));
+    }
+  });
+
   it("a nonce prepared for another key makes a signature that does not recover to this one", () => {
     const sig = signPersonalMessagePrepared('x', prepare(WEB3_KEY))!;
     expect(recoverPersonalMessage('x', sig)).toBe(WEB3_ADDR);

@@ -96,9 +96,10 @@ export interface PreparedNonce {
 
 /**
  * EIP-191 personal_sign with a prepared nonce: s = k⁻¹(z + r·d) = kinv·z + a (mod n), so the request path
- * does one multiplication and one reduction, with neither curve arithmetic nor the private key. Same
- * signature format as `signPersonalMessage` (low-s, v in {27, 28}), but the nonce is random, not RFC 6979's.
- * Null in the (2^-256) case s = 0; the caller then signs the usual way.
+ * does one multiplication and one reduction and no curve arithmetic. A prepared nonce is as secret as the
+ * key itself (d follows from it), before and after use. Same signature format as `signPersonalMessage`
+ * (low-s, v in {27, 28}), but the nonce is random, not RFC 6979's. Null in the (2^-256) case s = 0; the
+ * caller then signs the usual way.
  */
 export function signPersonalMessagePrepared(message: string | Uint8Array, nonce: PreparedNonce): Hex | null {
   const z = BigInt(toHex(hashPersonalMessage(message)));

@@ -13,14 +13,17 @@ import { createKeccak } from 'hash-wasm';
 
 const require = createRequire(import.meta.url);
 const secp = require('secp256k1');
-const keccak = await createKeccak(256); // the same WebAssembly Keccak as shared/src/crypto/keccak.ts
+// The same WebAssembly Keccak as shared/src/crypto/keccak.ts, and like it js-sha3 when that cannot load.
+const wasm = await createKeccak(256).catch(() => null);
+const { keccak256 } = require('js-sha3');
+const keccak = (bytes) => (wasm ? wasm.init().update(bytes).digest('binary') : new Uint8Array(keccak256.arrayBuffer(bytes)));
 const key = Buffer.from(String(workerData.key).slice(2), 'hex');
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const d = BigInt(workerData.key);
 
 function sign(canonical) {
   const body = Buffer.from(canonical, 'utf8');
-  const digest = keccak.init().update(Buffer.concat([Buffer.from(`\x19Ethereum Signed Message:\n${body.length}`, 'utf8'), body])).digest('binary');
+  const digest = keccak(Buffer.concat([Buffer.from(`\x19Ethereum Signed Message:\n${body.length}`, 'utf8'), body]));
   const { signature, recid } = secp.ecdsaSign(digest, key);
   const out = Buffer.alloc(65);
   out.set(signature, 0);
@@ -58,7 +61,6 @@ function prepare(count) {
       ks.push(k);
       points.push(point);
     }
-    random.fill(0);
   }
   const prefix = new Array(count); // prefix[i] = k0·k1·…·ki mod N
   let acc = 1n;

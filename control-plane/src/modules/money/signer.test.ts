@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { recoverMessageAddress } from 'viem';
 import { canonicalize, generatePrivateKey, receiptHash, recoverPersonalMessage, signPersonalMessage, type Hex, type ReceiptPayload } from '@svc/shared';
@@ -52,20 +54,55 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
     }
   });
 
-  it('asks its worker for more before the pool runs out', async () => {
+  it('asks its worker for more before the pool runs out, and no nonce repeats across its batches', async () => {
     const signer = new ReceiptSigner(generatePrivateKey());
     try {
-      await signer.warm();
-      const first = signer.ready;
-      for (let i = 0; i < first; i++) signer.signReceipt(payload(i)); // uses up every nonce the pool had
-      expect(signer.ready).toBe(0);
-      await vi.waitFor(() => expect(signer.ready).toBeGreaterThan(0), { timeout: 10_000 });
-      const more = signer.signReceipt(payload(1));
-      expect(signer.signedPrepared).toBe(first + 1);
-      expect(recoverPersonalMessage(more.canonical, more.signature)).toBe(signer.address);
+      const rs = new Set<string>();
+      let signed = 0;
+      for (let round = 0; round < 3; round++) {
+        if (round === 0) await signer.warm();
+        else await vi.waitFor(() => expect(signer.ready).toBeGreaterThan(0), { timeout: 10_000 }); // asked for when the pool ran low
+        while (signer.ready > 0) rs.add(signer.signReceipt(payload(signed++)).signature.slice(2, 66)); // uses up every nonce it has
+      }
+      expect(signer.signedPrepared).toBe(signed);
+      expect(signed).toBeGreaterThanOrEqual(3 * 512); // three batches of the worker
+      expect(rs.size).toBe(signer.signedPrepared);
     } finally {
       await signer.close();
     }
+  });
+
+  it('drops nonces that arrive after close, and signs the usual way from then on', async () => {
+    const key = generatePrivateKey();
+    for (let i = 0; i < 5; i++) {
+      const signer = new ReceiptSigner(key);
+      await signer.warm();
+      while (signer.ready >= 256) signer.signReceipt(payload(i)); // below the low mark: more were asked for
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300); // the event loop blocked while the worker answers into the port
+      const closing = signer.close();
+      await closing;
+      for (let turn = 0; turn < 20; turn++) await new Promise((r) => setImmediate(r)); // an answer already in the port would land here
+      expect(signer.ready).toBe(0);
+      const before = signer.signedPrepared;
+      expect(signer.signReceipt(payload(7)).signature).toBe(signPersonalMessage(key, canonicalize({ ...payload(7), signer: signer.address })));
+      expect(signer.signedPrepared).toBe(before);
+    }
+  });
+
+  it('does not keep a process alive once it has nothing to answer', () => {
+    const script = `
+      import { generatePrivateKey } from '@svc/shared';
+      import { ReceiptSigner } from ${JSON.stringify(fileURLToPath(new URL('./signer.ts', import.meta.url)))};
+      const s = new ReceiptSigner(generatePrivateKey());
+      await s.warm();
+      s.signReceipt({ v: 1, id: 'req_1', kind: 'k', account_id: 'a', key_id: null, usage_event_id: 'ue_1', route: 'r', model: null, units: {}, cost_micro_usd: 1, created_at: 'x', run: null, policy: null });
+      await s.signLater({ v: 1, id: 'req_2', kind: 'k', account_id: 'a', key_id: null, usage_event_id: 'ue_2', route: 'r', model: null, units: {}, cost_micro_usd: 1, created_at: 'x', run: null, policy: null });
+      console.log('prepared', s.signedPrepared, 'offthread', s.signedOffThread);
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../../..', import.meta.url)), encoding: 'utf8', timeout: 60_000 });
+    expect(r.signal).toBeNull(); // not killed by the time limit: it ended by itself
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe('prepared 1 offthread 1');
   });
 
   it('signs the usual way (RFC 6979) while it has no nonces: before the first arrive and after close', async () => {

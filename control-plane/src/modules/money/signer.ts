@@ -32,6 +32,10 @@ const POOL_BATCH = 512;
  *   are signed there whole (RFC 6979), hashing included, so under concurrent load the event loop does
  *   none of it. A lone request signs inline instead: two thread hops would cost it more than they save.
  * Both kinds of signature verify the same way. If the worker fails, everything signs inline.
+ *
+ * A prepared nonce is as secret as the key (the key follows from it). The pool lives in this process's
+ * memory only; a process cloned with its memory (a VM snapshot restored twice) would sign with the same
+ * nonces twice and give the key away, which RFC 6979 signing cannot: do not run the gateway from such clones.
  */
 export class ReceiptSigner {
   readonly address: Hex;
@@ -41,6 +45,7 @@ export class ReceiptSigner {
   private readonly sent: Pending[][] = [];
   private nonces: PreparedNonce[] = [];
   private asked = false;
+  private closed = false;
   private readonly waiting: Array<() => void> = [];
   /** Receipts the worker signed. */
   signedOffThread = 0;
@@ -79,7 +84,9 @@ export class ReceiptSigner {
     if (this.nonces.length > 0) return Promise.resolve();
     this.ask();
     if (!this.asked) return Promise.resolve();
-    return new Promise((resolve) => this.waiting.push(resolve));
+    const ready = new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.keepAlive(); // someone waits for the answer
+    return ready;
   }
 
   /** Prepared nonces in the pool now. */
@@ -106,6 +113,13 @@ export class ReceiptSigner {
 
   private wake(): void {
     for (const resolve of this.waiting.splice(0)) resolve();
+    this.keepAlive();
+  }
+
+  /** The worker keeps the process alive only while someone waits for its answer (a receipt, or `warm`). */
+  private keepAlive(): void {
+    if (this.sent.length > 0 || this.waiting.length > 0) this.worker?.ref();
+    else this.worker?.unref();
   }
 
   private ensureWorker(): Worker | null {
@@ -113,10 +127,10 @@ export class ReceiptSigner {
     this.started = true;
     try {
       const w = new Worker(new URL('./sign-worker.mjs', import.meta.url), { workerData: { key: this.key }, execArgv: [] });
-      w.unref();
       w.on('message', (m: Answer) => ('nonces' in m ? this.prepared(m.nonces) : this.answered(m.signed)));
       w.on('error', () => this.fail());
       w.on('exit', () => this.fail());
+      w.unref(); // after the listeners: adding a 'message' listener refs the worker's port again
       this.worker = w;
     } catch {
       this.worker = null;
@@ -126,6 +140,7 @@ export class ReceiptSigner {
 
   private prepared(batch: PreparedNonce[]): void {
     this.asked = false;
+    if (this.closed) return; // an answer already on its way when the signer closed is dropped
     for (const n of batch) this.nonces.push(n);
     this.wake();
     if (this.nonces.length < POOL_LOW) this.ask();
@@ -136,13 +151,14 @@ export class ReceiptSigner {
     this.gather = [];
     if (batch.length === 0) return;
     if (!this.worker) return this.inline(batch);
-    if (this.sent.push(batch) === 1) this.worker.ref(); // answers on their way keep the process alive; an idle worker does not
+    this.sent.push(batch);
+    this.keepAlive();
     this.worker.postMessage({ sign: batch.map((b) => b.canonical) });
   }
 
   private answered(out: Array<[Hex, Hex] | { error: string }>): void {
     const batch = this.sent.shift() ?? [];
-    if (this.sent.length === 0) this.worker?.unref();
+    this.keepAlive();
     batch.forEach((b, i) => {
       const r = out[i];
       if (Array.isArray(r)) {
@@ -168,6 +184,7 @@ export class ReceiptSigner {
   /** Stops the worker (answers on their way are signed inline) and forgets the prepared nonces. */
   async close(): Promise<void> {
     const w = this.worker;
+    this.closed = true;
     this.nonces = [];
     this.fail();
     await w?.terminate();
