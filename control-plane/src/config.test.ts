@@ -30,6 +30,7 @@ describe('loadConfig defaults', () => {
     expect(c.publicUrl.href).toBe('http://localhost:8080/');
     expect(c.sealKey).toBeUndefined();
     expect(c.signerKey).toBeUndefined();
+    expect(c.preparedNonces).toBe(true);
     expect(c.adminToken).toBeUndefined();
     expect(c.metricsToken).toBeUndefined();
     expect(c.siweChainIds).toEqual([1]);
@@ -66,6 +67,7 @@ describe('loadConfig parsing', () => {
       SVC_PUBLIC_URL: 'http://127.0.0.1:3000/',
       SVC_SEAL_KEY: KEY_HEX,
       SVC_SIGNER_KEY: `0x${'BB'.repeat(32)}`,
+      SVC_PREPARED_NONCES: 'false',
       SVC_ADMIN_TOKEN: 'a'.repeat(16),
       SVC_METRICS_TOKEN: 'm'.repeat(40),
       SVC_SIWE_CHAIN_IDS: '1,8453,84532',
@@ -83,6 +85,7 @@ describe('loadConfig parsing', () => {
       databaseUrl: 'postgresql://u:p@db:5432/svc',
       sealKey: `0x${KEY_HEX}`, // 0x added
       signerKey: `0x${'BB'.repeat(32)}`, // kept as given
+      preparedNonces: false,
       adminToken: 'a'.repeat(16),
       metricsToken: 'm'.repeat(40),
       siweChainIds: [1, 8453, 84532],

@@ -28,6 +28,7 @@ const EnvSchema = z.object({
   SVC_PUBLIC_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
   SVC_SEAL_KEY: hex32.optional(),
   SVC_SIGNER_KEY: hex32.optional(),
+  SVC_PREPARED_NONCES: flag(true),
   SVC_ADMIN_TOKEN: optionalSecret('SVC_ADMIN_TOKEN'),
   SVC_METRICS_TOKEN: optionalSecret('SVC_METRICS_TOKEN'),
   SVC_SIWE_CHAIN_IDS: z
@@ -81,6 +82,8 @@ export interface Config {
   publicUrl: URL;
   sealKey: `0x${string}` | undefined;
   signerKey: `0x${string}` | undefined;
+  /** Receipts signed inline use ECDSA nonces prepared ahead on the signer's worker (off: RFC 6979 only). */
+  preparedNonces: boolean;
   adminToken: string | undefined;
   metricsToken: string | undefined;
   siweChainIds: number[];
@@ -159,6 +162,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: new URL(e.SVC_PUBLIC_URL ?? `http://localhost:${e.PORT}`),
     sealKey: e.SVC_SEAL_KEY,
     signerKey: e.SVC_SIGNER_KEY,
+    preparedNonces: e.SVC_PREPARED_NONCES,
     adminToken: e.SVC_ADMIN_TOKEN,
     metricsToken: e.SVC_METRICS_TOKEN,
     siweChainIds: e.SVC_SIWE_CHAIN_IDS,

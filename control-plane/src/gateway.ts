@@ -99,7 +99,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
-  const signerSvc = new ReceiptSigner(signer);
+  const signerSvc = new ReceiptSigner(signer, { preparedNonces: config.preparedNonces });
   void signerSvc.warm(); // nonces prepared before the first receipts
   const journal = config.billing.settleBehind ? new SettleJournal<SettleItem>(join(config.dataDir, 'settle-journal')) : null;
   const metering = new Metering(db, clock, signerSvc, config.billing, journal, { error: (o, m) => app.log.error(o, m) });

@@ -105,6 +105,17 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
     expect(r.stdout.trim()).toBe('prepared 1 offthread 1');
   });
 
+  it('with preparedNonces off, signs the usual way (RFC 6979) and never asks its worker for nonces', async () => {
+    const key = generatePrivateKey();
+    const signer = new ReceiptSigner(key, { preparedNonces: false });
+    await signer.warm();
+    const r = signer.signReceipt(payload(3));
+    expect(r.signature).toBe(signPersonalMessage(key, canonicalize({ ...payload(3), signer: signer.address })));
+    expect(signer.signDocument({ a: 1 }).signature).toBe(signPersonalMessage(key, canonicalize({ a: 1 })));
+    expect([signer.ready, signer.signedPrepared]).toEqual([0, 0]);
+    await signer.close();
+  });
+
   it('signs the usual way (RFC 6979) while it has no nonces: before the first arrive and after close', async () => {
     const key = generatePrivateKey();
     const signer = new ReceiptSigner(key);

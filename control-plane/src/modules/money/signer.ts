@@ -35,7 +35,8 @@ const POOL_BATCH = 512;
  *
  * A prepared nonce is as secret as the key (the key follows from it). The pool lives in this process's
  * memory only; a process cloned with its memory (a VM snapshot restored twice) would sign with the same
- * nonces twice and give the key away, which RFC 6979 signing cannot: do not run the gateway from such clones.
+ * nonces twice and give the key away, which RFC 6979 signing cannot: such deployments set
+ * SVC_PREPARED_NONCES=false.
  */
 export class ReceiptSigner {
   readonly address: Hex;
@@ -52,7 +53,11 @@ export class ReceiptSigner {
   /** Signatures made inline with a prepared nonce. */
   signedPrepared = 0;
 
-  constructor(private readonly key: Hex) {
+  /** `preparedNonces: false`: inline signatures use RFC 6979 nonces only (as `signLater` always does). */
+  constructor(
+    private readonly key: Hex,
+    private readonly opts: { preparedNonces?: boolean } = {},
+  ) {
     this.address = privateKeyToAddress(key);
   }
 
@@ -81,7 +86,7 @@ export class ReceiptSigner {
 
   /** Resolves once prepared nonces are ready (or the worker cannot run); the gateway starts this at boot. */
   warm(): Promise<void> {
-    if (this.nonces.length > 0) return Promise.resolve();
+    if (this.nonces.length > 0 || this.opts.preparedNonces === false) return Promise.resolve();
     this.ask();
     if (!this.asked) return Promise.resolve();
     const ready = new Promise<void>((resolve) => this.waiting.push(resolve));
@@ -95,6 +100,7 @@ export class ReceiptSigner {
   }
 
   private sign(text: string): Hex {
+    if (this.opts.preparedNonces === false) return signPersonalMessage(this.key, text);
     const nonce = this.nonces.pop();
     if (this.nonces.length < POOL_LOW) this.ask();
     const signature = nonce ? signPersonalMessagePrepared(text, nonce) : null;
