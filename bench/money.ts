@@ -62,20 +62,27 @@ async function main() {
 
     // Receipt signing rate (one core).
     const payload = { v: 1 as const, id: 'req_x', kind: 'bench', account_id: 'acct_x', key_id: 'key_x', usage_event_id: 'ue_x', route: 'POST /bench', model: null, units: { n: 1 }, cost_micro_usd: 1000, created_at: new Date().toISOString(), run: null, policy: null };
+    const usual = new ReceiptSigner(generatePrivateKey(), { preparedNonces: false });
     let signs = 0;
     const s0 = performance.now();
     while (performance.now() - s0 < 1000) {
-      signer.signReceipt({ ...payload, id: `req_${signs}` });
+      usual.signReceipt({ ...payload, id: `req_${signs}` });
       signs++;
     }
     const signRate = signs / ((performance.now() - s0) / 1000);
+    // Inline with nonces the worker prepared: as many as its pool holds.
+    await signer.warm();
+    const ready = signer.ready;
+    const p0 = performance.now();
+    for (let i = 0; i < ready; i++) signer.signReceipt({ ...payload, id: `req_p${i}` });
+    const preparedRate = ready / ((performance.now() - p0) / 1000);
 
     // Baseline: bare UPDATE ... RETURNING round trips on a counter row per caller.
     await sql`create table bench_counter (id int primary key, n bigint not null)`.execute(db);
     await sql`insert into bench_counter select g, 0 from generate_series(0, 63) g`.execute(db);
 
     console.log(`money path bench: ${TOTAL} operations per row, real Postgres (${name}), pool of 20 connections`);
-    console.log(`receipt signing incl. canonical JSON and hashing (${nativeSigning ? 'libsecp256k1 native binding' : '@noble/curves'}, one core): ${signRate.toFixed(0)} receipts/s`);
+    console.log(`receipt signing incl. canonical JSON and hashing (${nativeSigning ? 'libsecp256k1 native binding' : '@noble/curves'}, one core): ${signRate.toFixed(0)} receipts/s with RFC 6979 nonces; ${preparedRate.toFixed(0)} receipts/s inline with nonces prepared on the worker (${ready} in a row)`);
     console.log('');
     console.log('callers | baseline UPDATE/s | settled req/s | ratio | hold p50 / p99 | settle p50 / p99');
     const cpuRows: string[] = [];
