@@ -70,12 +70,14 @@ async function main() {
       signs++;
     }
     const signRate = signs / ((performance.now() - s0) / 1000);
+    await usual.close();
     // Inline with nonces the worker prepared: as many as its pool holds.
     await signer.warm();
     const ready = signer.ready;
     const p0 = performance.now();
     for (let i = 0; i < ready; i++) signer.signReceipt({ ...payload, id: `req_p${i}` });
     const preparedRate = ready / ((performance.now() - p0) / 1000);
+    await signer.close(); // inline signing from here on (the Metering below signs with it)
 
     // Baseline: bare UPDATE ... RETURNING round trips on a counter row per caller.
     await sql`create table bench_counter (id int primary key, n bigint not null)`.execute(db);

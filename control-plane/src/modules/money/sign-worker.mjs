@@ -1,6 +1,7 @@
 // ReceiptSigner's worker thread, for the key in workerData. Two kinds of message:
 // - `{ sign: string[] }`: RFC 8785 canonical receipt texts, answered `{ signed }` with, per text, its 0x
 //   sha256 and its EIP-191 personal_sign signature (r || s || v, v in {27, 28}; RFC 6979 nonce).
+// - `{ exit: true }`: the thread ends (after the messages before it).
 // - `{ nonces: count }`: answered `{ nonces }` with that many PreparedNonce records (see
 //   shared/src/crypto/eip191.ts): r = (k·G).x, the parity of (k·G).y, k⁻¹ and k⁻¹·r·d mod n, for a fresh
 //   random k from the operating system's CSPRNG each.
@@ -77,6 +78,7 @@ function prepare(count) {
 }
 
 parentPort.on('message', (msg) => {
+  if (msg.exit) return parentPort.close(); // ReceiptSigner.close: the thread ends once this turn is over
   if (typeof msg.nonces === 'number') return parentPort.postMessage({ nonces: prepare(msg.nonces) });
   const signed = [];
   for (const c of msg.sign) {

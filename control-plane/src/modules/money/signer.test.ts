@@ -89,6 +89,25 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
     }
   });
 
+  it('closes while its worker is preparing nonces without taking the process down', () => {
+    // worker.terminate() inside a libsecp256k1 call aborts the process ("terminate called after throwing an
+    // instance of 'Napi::Error'"); close() lets the worker end by itself instead.
+    const script = `
+      import { generatePrivateKey } from '@svc/shared';
+      import { ReceiptSigner } from ${JSON.stringify(fileURLToPath(new URL('./signer.ts', import.meta.url)))};
+      for (let i = 0; i < 30; i++) {
+        const s = new ReceiptSigner(generatePrivateKey());
+        void s.warm();
+        await new Promise((r) => setTimeout(r, 20 + (i % 5) * 10)); // the worker is inside its batch
+        await s.close();
+      }
+      console.log('closed 30');
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../../..', import.meta.url)), encoding: 'utf8', timeout: 120_000 });
+    expect(r.stderr).not.toContain('terminate called');
+    expect([r.status, r.stdout.trim()]).toEqual([0, 'closed 30']);
+  });
+
   it('does not keep a process alive once it has nothing to answer', () => {
     const script = `
       import { generatePrivateKey } from '@svc/shared';
@@ -120,7 +139,7 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
     const key = generatePrivateKey();
     const signer = new ReceiptSigner(key);
     const usual = (s: Hex, i: number) => expect(s).toBe(signPersonalMessage(key, canonicalize({ ...payload(i), signer: signer.address })));
-    usual(signer.signReceipt(payload(1)).signature, 1); // the worker was only just asked
+    usual(signer.signReceipt(payload(1)).signature, 1); // not warmed: no nonces are prepared
     await signer.warm();
     await signer.close();
     usual(signer.signReceipt(payload(2)).signature, 2);

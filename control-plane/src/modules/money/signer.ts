@@ -46,6 +46,7 @@ export class ReceiptSigner {
   private readonly sent: Pending[][] = [];
   private nonces: PreparedNonce[] = [];
   private asked = false;
+  private warmed = false;
   private closed = false;
   private readonly waiting: Array<() => void> = [];
   /** Receipts the worker signed. */
@@ -69,7 +70,7 @@ export class ReceiptSigner {
 
   /** A receipt signed on the worker thread together with the others of this turn. */
   signLater(payload: Omit<ReceiptPayload, 'signer'>): Promise<SignedReceipt> | SignedReceipt {
-    const worker = this.ensureWorker();
+    const worker = this.closed ? null : this.ensureWorker();
     if (!worker) return this.signReceipt(payload);
     const full = { ...payload, signer: this.address } as ReceiptPayload;
     const canonical = canonicalize(full);
@@ -84,9 +85,13 @@ export class ReceiptSigner {
     return { document, canonical, signature: this.sign(canonical), signer: this.address, scheme: 'eip191-personal_sign/rfc8785' };
   }
 
-  /** Resolves once prepared nonces are ready (or the worker cannot run); the gateway starts this at boot. */
+  /**
+   * Starts preparing nonces (until then, and without it, inline signatures use RFC 6979 nonces); resolves
+   * once some are ready or the worker cannot run. The gateway starts this at boot.
+   */
   warm(): Promise<void> {
-    if (this.nonces.length > 0 || this.opts.preparedNonces === false) return Promise.resolve();
+    if (this.nonces.length > 0 || this.opts.preparedNonces === false || this.closed) return Promise.resolve();
+    this.warmed = true;
     this.ask();
     if (!this.asked) return Promise.resolve();
     const ready = new Promise<void>((resolve) => this.waiting.push(resolve));
@@ -102,7 +107,7 @@ export class ReceiptSigner {
   private sign(text: string): Hex {
     if (this.opts.preparedNonces === false) return signPersonalMessage(this.key, text);
     const nonce = this.nonces.pop();
-    if (this.nonces.length < POOL_LOW) this.ask();
+    if (this.nonces.length < POOL_LOW && this.warmed) this.ask();
     const signature = nonce ? signPersonalMessagePrepared(text, nonce) : null;
     if (!signature) return signPersonalMessage(this.key, text);
     this.signedPrepared++;
@@ -110,7 +115,7 @@ export class ReceiptSigner {
   }
 
   private ask(): void {
-    if (this.asked) return;
+    if (this.asked || this.closed) return;
     const worker = this.ensureWorker();
     if (!worker) return this.wake();
     this.asked = true;
@@ -122,9 +127,9 @@ export class ReceiptSigner {
     this.keepAlive();
   }
 
-  /** The worker keeps the process alive only while someone waits for its answer (a receipt, or `warm`). */
+  /** The worker keeps the process alive only while someone waits for it (a receipt, `warm`, or `close`). */
   private keepAlive(): void {
-    if (this.sent.length > 0 || this.waiting.length > 0) this.worker?.ref();
+    if (this.sent.length > 0 || this.waiting.length > 0 || this.closed) this.worker?.ref(); // closing: until it has ended
     else this.worker?.unref();
   }
 
@@ -156,7 +161,7 @@ export class ReceiptSigner {
     const batch = this.gather;
     this.gather = [];
     if (batch.length === 0) return;
-    if (!this.worker) return this.inline(batch);
+    if (!this.worker || this.closed) return this.inline(batch);
     this.sent.push(batch);
     this.keepAlive();
     this.worker.postMessage({ sign: batch.map((b) => b.canonical) });
@@ -187,12 +192,22 @@ export class ReceiptSigner {
     for (const b of batch) b.resolve(signReceipt(this.key, b.payload));
   }
 
-  /** Stops the worker (answers on their way are signed inline) and forgets the prepared nonces. */
+  /**
+   * Stops the worker and forgets the prepared nonces. The worker is asked to end after the work it has
+   * (answers on their way still arrive; anything it leaves is signed inline) rather than terminated: a
+   * thread stopped inside a libsecp256k1 call can abort the whole process (node-addon-api's
+   * "terminate called after throwing an instance of 'Napi::Error'").
+   */
   async close(): Promise<void> {
-    const w = this.worker;
     this.closed = true;
     this.nonces = [];
-    this.fail();
-    await w?.terminate();
+    const w = this.worker;
+    if (!w) return this.fail();
+    const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+    w.ref();
+    w.postMessage({ exit: true });
+    const force = setTimeout(() => void w.terminate(), 10_000); // a worker that does not end by itself
+    await exited;
+    clearTimeout(force);
   }
 }
