@@ -77,7 +77,6 @@ async function main() {
     const p0 = performance.now();
     for (let i = 0; i < ready; i++) signer.signReceipt({ ...payload, id: `req_p${i}` });
     const preparedRate = ready / ((performance.now() - p0) / 1000);
-    await signer.close(); // inline signing from here on (the Metering below signs with it)
 
     // Baseline: bare UPDATE ... RETURNING round trips on a counter row per caller.
     await sql`create table bench_counter (id int primary key, n bigint not null)`.execute(db);
@@ -139,6 +138,7 @@ async function main() {
     console.log('');
     console.log(`round trips on the request path: at most 1 for the hold (none when admitted from a credit lease), 1 for the settle, each shared with the requests batched beside it (key auth is cached).`);
     console.log(`ledger invariant violations after the run (balance != sum of ledger, held != 0, or leased != the lease rows): ${check.rows[0]?.bad}`);
+    await signer.close();
   } finally {
     await database.close();
     await admin.query(`drop database ${name} with (force)`);
