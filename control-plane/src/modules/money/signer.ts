@@ -27,7 +27,7 @@ const POOL_BATCH = 512;
  * - `signReceipt`, inline. ECDSA's cost is the point multiplication k·G for its nonce k, which does not
  *   depend on the message, so the worker prepares nonces ahead and a receipt costs its hashing and one
  *   multiplication mod n (`signPersonalMessagePrepared`). Each nonce is taken from the pool once. With the
- *   pool empty (just after start, or without the worker) it signs the usual way, with an RFC 6979 nonce.
+ *   pool empty (before `warm()`, just after it, or without the worker) it signs the usual way, with an RFC 6979 nonce.
  * - `signLater`, on the worker: the receipts asked for in one turn of the event loop go in one message and
  *   are signed there whole (RFC 6979), hashing included, so under concurrent load the event loop does
  *   none of it. A lone request signs inline instead: two thread hops would cost it more than they save.
