@@ -37,9 +37,11 @@ export function receiptHash(canonical: string): Hex {
   return `0x${sha256Hex(canonical)}`;
 }
 
-export function signReceipt(privateKey: Hex, payload: ReceiptPayload): SignedReceipt {
+/** A receipt signed by `sign` (EIP-191 personal_sign of the canonical text), or by the private key given. */
+export function signReceipt(signer: Hex | ((canonical: string) => Hex), payload: ReceiptPayload): SignedReceipt {
   const canonical = canonicalize(payload);
-  return { payload, canonical, hash: receiptHash(canonical), signature: signPersonalMessage(privateKey, canonical) };
+  const signature = typeof signer === 'function' ? signer(canonical) : signPersonalMessage(signer, canonical);
+  return { payload, canonical, hash: receiptHash(canonical), signature };
 }
 
 /** Never throws: anything malformed is simply not valid. */

@@ -21,6 +21,11 @@ const payload = (i: number): Omit<ReceiptPayload, 'signer'> => ({
   policy: null,
 });
 
+const SIGNER_MODULE = JSON.stringify(fileURLToPath(new URL('./signer.ts', import.meta.url)));
+/** Runs an ES module script in a child Node process from the repository root (for process-lifetime behaviour). */
+const runScript = (script: string, timeout: number) =>
+  spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../../..', import.meta.url)), encoding: 'utf8', timeout });
+
 const HALF_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n >> 1n;
 
 describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)', () => {
@@ -94,7 +99,7 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
     // instance of 'Napi::Error'"); close() lets the worker end by itself instead.
     const script = `
       import { generatePrivateKey } from '@svc/shared';
-      import { ReceiptSigner } from ${JSON.stringify(fileURLToPath(new URL('./signer.ts', import.meta.url)))};
+      import { ReceiptSigner } from ${SIGNER_MODULE};
       for (let i = 0; i < 30; i++) {
         const s = new ReceiptSigner(generatePrivateKey());
         void s.warm();
@@ -103,7 +108,7 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
       }
       console.log('closed 30');
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../../..', import.meta.url)), encoding: 'utf8', timeout: 120_000 });
+    const r = runScript(script, 120_000);
     expect(r.stderr).not.toContain('terminate called');
     expect([r.status, r.stdout.trim()]).toEqual([0, 'closed 30']);
   });
@@ -111,14 +116,14 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
   it('does not keep a process alive once it has nothing to answer', () => {
     const script = `
       import { generatePrivateKey } from '@svc/shared';
-      import { ReceiptSigner } from ${JSON.stringify(fileURLToPath(new URL('./signer.ts', import.meta.url)))};
+      import { ReceiptSigner } from ${SIGNER_MODULE};
       const s = new ReceiptSigner(generatePrivateKey());
       await s.warm();
       s.signReceipt({ v: 1, id: 'req_1', kind: 'k', account_id: 'a', key_id: null, usage_event_id: 'ue_1', route: 'r', model: null, units: {}, cost_micro_usd: 1, created_at: 'x', run: null, policy: null });
       await s.signLater({ v: 1, id: 'req_2', kind: 'k', account_id: 'a', key_id: null, usage_event_id: 'ue_2', route: 'r', model: null, units: {}, cost_micro_usd: 1, created_at: 'x', run: null, policy: null });
       console.log('prepared', s.signedPrepared, 'offthread', s.signedOffThread);
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../../..', import.meta.url)), encoding: 'utf8', timeout: 60_000 });
+    const r = runScript(script, 60_000);
     expect(r.signal).toBeNull(); // not killed by the time limit: it ended by itself
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe('prepared 1 offthread 1');

@@ -3,7 +3,6 @@ import {
   canonicalize,
   nativeSigning,
   privateKeyToAddress,
-  receiptHash,
   signPersonalMessage,
   signPersonalMessagePrepared,
   signReceipt,
@@ -63,9 +62,7 @@ export class ReceiptSigner {
   }
 
   signReceipt(payload: Omit<ReceiptPayload, 'signer'>): SignedReceipt {
-    const full = { ...payload, signer: this.address } as ReceiptPayload;
-    const canonical = canonicalize(full);
-    return { payload: full, canonical, hash: receiptHash(canonical), signature: this.sign(canonical) };
+    return signReceipt(this.signText, { ...payload, signer: this.address } as ReceiptPayload);
   }
 
   /** A receipt signed on the worker thread together with the others of this turn. */
@@ -82,7 +79,7 @@ export class ReceiptSigner {
   /** Signs any JSON document as RFC 8785 canonical JSON; the answer carries what a verifier needs. */
   signDocument<T extends object>(document: T): { document: T; canonical: string; signature: Hex; signer: Hex; scheme: string } {
     const canonical = canonicalize(document);
-    return { document, canonical, signature: this.sign(canonical), signer: this.address, scheme: 'eip191-personal_sign/rfc8785' };
+    return { document, canonical, signature: this.signText(canonical), signer: this.address, scheme: 'eip191-personal_sign/rfc8785' };
   }
 
   /**
@@ -104,15 +101,15 @@ export class ReceiptSigner {
     return this.nonces.length;
   }
 
-  private sign(text: string): Hex {
-    if (this.opts.preparedNonces === false) return signPersonalMessage(this.key, text);
+  /** Inline EIP-191 signature: with a prepared nonce while the pool has one (only after `warm`), else RFC 6979's. */
+  private readonly signText = (text: string): Hex => {
     const nonce = this.nonces.pop();
     if (this.nonces.length < POOL_LOW && this.warmed) this.ask();
     const signature = nonce ? signPersonalMessagePrepared(text, nonce) : null;
     if (!signature) return signPersonalMessage(this.key, text);
     this.signedPrepared++;
     return signature;
-  }
+  };
 
   private ask(): void {
     if (this.asked || this.closed) return;
@@ -175,7 +172,7 @@ export class ReceiptSigner {
       if (Array.isArray(r)) {
         this.signedOffThread++;
         b.resolve({ payload: b.payload, canonical: b.canonical, hash: r[0], signature: r[1] });
-      } else b.resolve(signReceipt(this.key, b.payload));
+      } else b.resolve(signReceipt(this.signText, b.payload));
     });
   }
 
@@ -189,7 +186,7 @@ export class ReceiptSigner {
   }
 
   private inline(batch: Pending[]): void {
-    for (const b of batch) b.resolve(signReceipt(this.key, b.payload));
+    for (const b of batch) b.resolve(signReceipt(this.signText, b.payload));
   }
 
   /**
