@@ -112,3 +112,87 @@ describe('provider time limit', () => {
     await expect(call).rejects.toThrow('caller went away');
   });
 });
+
+describe('provider calls waiting for a connection', () => {
+  const provider = (url: string) => ({ name: 'busy', baseUrl: url, apiKey: null, models: [] }) as unknown as Parameters<ProviderClient['json']>[0];
+
+  /**
+   * `/hold` answers at once and then sends a space every 50 ms (no time limit between chunks runs out) until
+   * `release()`, which ends it as `{"held":true}` (JSON or SSE); `/ok` answers at once.
+   */
+  async function busyServer() {
+    const paths: string[] = [];
+    const holding: Array<() => void> = [];
+    let held = () => {};
+    const holds = new Promise<void>((r) => (held = r));
+    server = createServer((req, res) => {
+      req.resume();
+      paths.push(req.url ?? '');
+      const sse = req.headers.accept === 'text/event-stream';
+      res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json' });
+      if (!req.url?.endsWith('/hold')) return void res.end(sse ? 'data: {"ok":true}\n\n' : '{"ok":true}');
+      res.write(sse ? ': held\n\n' : '{"held":');
+      const tick = setInterval(() => res.write(sse ? ': held\n\n' : ' '), 50);
+      holding.push(() => {
+        clearInterval(tick);
+        res.end(sse ? 'data: {"held":true}\n\n' : 'true}');
+      });
+      held();
+    });
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+    /** `holds`: the first `/hold` call has its answer under way. */
+    return { url, paths, holds, release: () => holding.splice(0).forEach((f) => f()) };
+  }
+
+  it('a JSON call queued behind busy connections gets upstream_timeout and is never sent; later calls go through', async () => {
+    const s = await busyServer();
+    const client = new ProviderClient(300, 1);
+    const first = client.json(provider(s.url), '/hold', {}, new AbortController().signal);
+    await s.holds;
+    const queued = await client.json(provider(s.url), '/ok', {}, new AbortController().signal).catch((x: unknown) => x);
+    expect(queued).toBeInstanceOf(ServiceError);
+    expect(queued).toMatchObject({ type: 'upstream_timeout', status: 504 });
+    expect(s.paths).toEqual(['/v1/hold']); // the first still holds the only connection
+    s.release();
+    expect(await first).toEqual({ held: true });
+    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect(s.paths).toEqual(['/v1/hold', '/v1/ok']); // the call given up was dropped unsent
+  });
+
+  it('a queued JSON call ends as soon as its caller goes away', async () => {
+    const s = await busyServer();
+    const client = new ProviderClient(60_000, 1);
+    const first = client.json(provider(s.url), '/hold', {}, new AbortController().signal);
+    await s.holds;
+    const ac = new AbortController();
+    const queued = client.json(provider(s.url), '/ok', {}, ac.signal);
+    ac.abort(new Error('caller went away'));
+    await expect(queued).rejects.toThrow('caller went away');
+    s.release();
+    await first;
+
+    expect(s.paths).toEqual(['/v1/hold']);
+  });
+
+  it('a stream queued behind busy connections gets upstream_timeout, or ends when its caller goes away', async () => {
+    const s = await busyServer();
+    const client = new ProviderClient(300, 1);
+    const held = await client.stream(provider(s.url), '/hold', {}, new AbortController().signal);
+    await s.holds;
+    const first = (async () => {
+      const frames: string[] = [];
+      for await (const f of held) frames.push(f); // read as it comes, so its own time limit never runs out
+      return frames;
+    })();
+    const queued = await client.stream(provider(s.url), '/ok', {}, new AbortController().signal).catch((x: unknown) => x);
+    expect(queued).toMatchObject({ type: 'upstream_timeout', status: 504 });
+    const ac = new AbortController();
+    const gone = client.stream(provider(s.url), '/ok', {}, ac.signal);
+    ac.abort(new Error('caller went away'));
+    await expect(gone).rejects.toThrow('caller went away');
+    s.release();
+    expect(await first).toEqual(['{"held":true}']);
+    expect(s.paths).toEqual(['/v1/hold']);
+  });
+});

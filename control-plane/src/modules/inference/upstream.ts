@@ -43,25 +43,53 @@ export const timeoutError = (who: string, ms: number) => new ServiceError('upstr
  * timeout the server advertises (`Keep-Alive: timeout=N`), and after 4 s when none is advertised (common
  * servers keep idle connections 5 s or longer).
  */
-const pools = new Map<string, Pool>();
+/** Connections per provider origin; a call beyond them waits in the pool's queue for one. */
+export const PROVIDER_CONNECTIONS = 1024;
+
+interface Pooled {
+  pool: Pool;
+  connections: number;
+  /** Calls of this process using or waiting for one of the pool's connections (ProviderClient's). */
+  inFlight: number;
+}
+const pools = new Map<string, Pooled>();
 /** Each provider URL's pool and path, resolved once (a URL parsed per call cost measurable CPU at high rates). */
-const targets = new Map<string, { pool: Pool; path: string }>();
-function target(url: string, timeoutMs = 0): { pool: Pool; path: string } {
-  const key = `${timeoutMs} ${url}`;
+const targets = new Map<string, { pooled: Pooled; pool: Pool; path: string }>();
+function target(url: string, timeoutMs = 0, connections = PROVIDER_CONNECTIONS): { pooled: Pooled; pool: Pool; path: string } {
+  const key = `${timeoutMs} ${connections} ${url}`;
   let t = targets.get(key);
   if (!t) {
     const u = new URL(url);
-    const poolKey = `${timeoutMs} ${u.origin}`;
-    let pool = pools.get(poolKey);
+    const poolKey = `${timeoutMs} ${connections} ${u.origin}`;
+    let pooled = pools.get(poolKey);
     const connect = timeoutMs ? { connect: { timeout: timeoutMs } } : {};
-    if (!pool) pools.set(poolKey, (pool = new Pool(u.origin, { connections: 1024, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0, ...connect })));
-    t = { pool, path: u.pathname + u.search };
+    if (!pooled) {
+      const pool = new Pool(u.origin, { connections, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0, ...connect });
+      pools.set(poolKey, (pooled = { pool, connections, inFlight: 0 }));
+    }
+    t = { pooled, pool: pooled.pool, path: u.pathname + u.search };
     if (targets.size < 1024) targets.set(key, t);
   }
   return t;
 }
 
 export type UpstreamAnswer = Dispatcher.ResponseData;
+
+/**
+ * The answer, or the signal's reason once it aborts: undici keeps an aborted call that waits in the pool's
+ * queue until a connection frees (then drops it unsent), so its promise alone would wait that long.
+ */
+function orAbort<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    answer.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e) => (signal.removeEventListener('abort', onAbort), reject(e)),
+    );
+  });
+}
 
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
@@ -78,16 +106,23 @@ async function errorBody(res: UpstreamAnswer): Promise<unknown> {
 /**
  * POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body.
  * With `timeoutMs`, undici bounds connecting, the wait for the head, and then each wait between two body
- * chunks (a call waiting for one of the pool's 1,024 connections is not bounded until it has one).
+ * chunks; undici does not bound a wait in the pool's queue for a connection (ProviderClient does).
  */
-export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
-  const t = target(url, timeoutMs);
+export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number, connections?: number): Promise<UpstreamAnswer> {
+  return send(target(url, timeoutMs, connections), headers, body, signal, timeoutMs);
+}
+
+function send(t: { pool: Pool; path: string }, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
   const limits = timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {};
   return t.pool.request({ path: t.path, method: 'POST', headers, body, signal, ...limits });
 }
 
 export class ProviderClient {
-  constructor(private readonly timeoutMs: number) {}
+  /** `connections`: per provider origin (tests use a few). */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly connections = PROVIDER_CONNECTIONS,
+  ) {}
 
   private headers(p: ProviderConfig, stream: boolean): Record<string, string> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
@@ -98,12 +133,22 @@ export class ProviderClient {
   /**
    * A non-streamed call: the parsed JSON answer, or a mapped error. The time limit bounds connecting, the wait
    * for the answer's head and then each wait for more of its body, as for streams (undici's timers: no timer
-   * or abort controller of our own per call).
+   * or abort controller of our own per call, except for a call that has to wait for a connection).
    */
   async json(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
     const who = `Provider ${p.name}`;
+    const t = target(p.baseUrl + path, this.timeoutMs, this.connections);
+    const pooled = t.pooled;
+    // Every connection busy: the call waits in the pool's queue, where undici's limits do not run yet, so it
+    // gets a time limit of its own over the wait and the answer's head.
+    const limit = this.timeoutMs > 0 && pooled.inFlight >= pooled.connections ? new AbortController() : null;
+    const timer = limit ? setTimeout(() => limit.abort(new Error('upstream time limit')), this.timeoutMs) : undefined;
+    const callSignal = limit ? AbortSignal.any([signal, limit.signal]) : signal;
+    pooled.inFlight++;
+    const answer = send(t, this.headers(p, false), JSON.stringify(body), callSignal, this.timeoutMs);
     try {
-      const res = await post(p.baseUrl + path, this.headers(p, false), JSON.stringify(body), signal, this.timeoutMs);
+      const res = await (limit ? orAbort(answer, callSignal) : answer);
+      clearTimeout(timer);
       const status = res.statusCode;
       if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
       const text = await res.body.text();
@@ -115,8 +160,14 @@ export class ProviderClient {
     } catch (e) {
       if (e instanceof ServiceError) throw e;
       if (signal.aborted) throw e;
-      if (UNDICI_TIMEOUTS.has((e as { code?: string }).code ?? '')) throw timeoutError(who, this.timeoutMs);
+      if (limit?.signal.aborted || UNDICI_TIMEOUTS.has((e as { code?: string }).code ?? '')) throw timeoutError(who, this.timeoutMs);
       throw upstreamHttpError(0, null, who);
+    } finally {
+      clearTimeout(timer);
+      // A call given up in the queue keeps its place there until a connection frees (undici then drops it
+      // unsent, its signal aborted): it counts until undici is done with it.
+      if (limit) answer.then((r) => (r.body.destroy(), pooled.inFlight--), () => pooled.inFlight--);
+      else pooled.inFlight--;
     }
   }
 
@@ -145,7 +196,8 @@ export class ProviderClient {
     arm();
     let res: UpstreamAnswer;
     try {
-      res = await post(p.baseUrl + path, this.headers(p, true), JSON.stringify(body), ac.signal);
+      // Raced with the signal: a call waiting for a connection in the pool's queue does not end when aborted.
+      res = await orAbort(post(p.baseUrl + path, this.headers(p, true), JSON.stringify(body), ac.signal, 0, this.connections), ac.signal);
       const status = res.statusCode;
       if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
     } catch (e) {
