@@ -122,6 +122,7 @@ describe('provider calls waiting for a connection', () => {
    */
   async function busyServer() {
     const paths: string[] = [];
+    let connections = 0;
     const holding: Array<() => void> = [];
     let held = () => {};
     const holds = new Promise<void>((r) => (held = r));
@@ -139,10 +140,11 @@ describe('provider calls waiting for a connection', () => {
       });
       held();
     });
+    server.on('connection', () => connections++);
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
     /** `holds`: the first `/hold` call has its answer under way. */
-    return { url, paths, holds, release: () => holding.splice(0).forEach((f) => f()) };
+    return { url, paths, holds, connections: () => connections, release: () => holding.splice(0).forEach((f) => f()) };
   }
 
   it('a JSON call queued behind busy connections gets upstream_timeout and is never sent; later calls go through', async () => {
@@ -150,14 +152,18 @@ describe('provider calls waiting for a connection', () => {
     const client = new ProviderClient(300, 1);
     const first = client.json(provider(s.url), '/hold', {}, new AbortController().signal);
     await s.holds;
-    const queued = await client.json(provider(s.url), '/ok', {}, new AbortController().signal).catch((x: unknown) => x);
-    expect(queued).toBeInstanceOf(ServiceError);
-    expect(queued).toMatchObject({ type: 'upstream_timeout', status: 504 });
+    const given = await Promise.all([1, 2, 3].map(() => client.json(provider(s.url), '/ok', {}, new AbortController().signal).catch((x: unknown) => x)));
+    for (const e of given) {
+      expect(e).toBeInstanceOf(ServiceError);
+      expect(e).toMatchObject({ type: 'upstream_timeout', status: 504 });
+    }
     expect(s.paths).toEqual(['/v1/hold']); // the first still holds the only connection
     s.release();
     expect(await first).toEqual({ held: true });
     expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
-    expect(s.paths).toEqual(['/v1/hold', '/v1/ok']); // the call given up was dropped unsent
+    // The calls given up were never sent, and no connection was opened for them.
+    expect(s.paths).toEqual(['/v1/hold', '/v1/ok']);
+    expect(s.connections()).toBe(1);
   });
 
   it('a queued JSON call ends as soon as its caller goes away', async () => {
@@ -173,6 +179,16 @@ describe('provider calls waiting for a connection', () => {
     await first;
 
     expect(s.paths).toEqual(['/v1/hold']);
+  });
+
+  it('a stream whose caller is already gone is not sent', async () => {
+    const s = await busyServer();
+    const client = new ProviderClient(5_000, 1);
+    const ac = new AbortController();
+    ac.abort(new Error('caller went away'));
+    await expect(client.stream(provider(s.url), '/ok', {}, ac.signal)).rejects.toThrow('caller went away');
+    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect(s.paths).toEqual(['/v1/ok']);
   });
 
   it('a stream queued behind busy connections gets upstream_timeout, or ends when its caller goes away', async () => {
@@ -194,5 +210,10 @@ describe('provider calls waiting for a connection', () => {
     s.release();
     expect(await first).toEqual(['{"held":true}']);
     expect(s.paths).toEqual(['/v1/hold']);
+    // The slot came back with the end of the first stream's body: the next stream goes through.
+    const next: string[] = [];
+    for await (const f of await client.stream(provider(s.url), '/ok', {}, new AbortController().signal)) next.push(f);
+    expect(next).toEqual(['{"ok":true}']);
+    expect(s.connections()).toBe(1);
   });
 });

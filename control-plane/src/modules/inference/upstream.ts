@@ -1,5 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
 import { ServiceError, SseParser } from '@svc/shared';
+import { CallSlots } from './call-slots.ts';
 import type { ProviderConfig } from '../../config.ts';
 
 /**
@@ -43,19 +44,19 @@ export const timeoutError = (who: string, ms: number) => new ServiceError('upstr
  * timeout the server advertises (`Keep-Alive: timeout=N`), and after 4 s when none is advertised (common
  * servers keep idle connections 5 s or longer).
  */
-/** Connections per provider origin; a call beyond them waits in the pool's queue for one. */
+/** Connections per provider origin; ProviderClient's calls beyond them wait for one in its `CallSlots`. */
 export const PROVIDER_CONNECTIONS = 1024;
 
-interface Pooled {
+interface Target {
   pool: Pool;
-  connections: number;
-  /** Calls of this process using or waiting for one of the pool's connections (ProviderClient's). */
-  inFlight: number;
+  path: string;
+  /** The pool's connections as slots for ProviderClient's calls (shared by every URL of the pool). */
+  slots: CallSlots;
 }
-const pools = new Map<string, Pooled>();
+const pools = new Map<string, { pool: Pool; slots: CallSlots }>();
 /** Each provider URL's pool and path, resolved once (a URL parsed per call cost measurable CPU at high rates). */
-const targets = new Map<string, { pooled: Pooled; pool: Pool; path: string }>();
-function target(url: string, timeoutMs = 0, connections = PROVIDER_CONNECTIONS): { pooled: Pooled; pool: Pool; path: string } {
+const targets = new Map<string, Target>();
+function target(url: string, timeoutMs = 0, connections = PROVIDER_CONNECTIONS): Target {
   const key = `${timeoutMs} ${connections} ${url}`;
   let t = targets.get(key);
   if (!t) {
@@ -65,31 +66,15 @@ function target(url: string, timeoutMs = 0, connections = PROVIDER_CONNECTIONS):
     const connect = timeoutMs ? { connect: { timeout: timeoutMs } } : {};
     if (!pooled) {
       const pool = new Pool(u.origin, { connections, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0, ...connect });
-      pools.set(poolKey, (pooled = { pool, connections, inFlight: 0 }));
+      pools.set(poolKey, (pooled = { pool, slots: new CallSlots(connections) }));
     }
-    t = { pooled, pool: pooled.pool, path: u.pathname + u.search };
+    t = { pool: pooled.pool, slots: pooled.slots, path: u.pathname + u.search };
     if (targets.size < 1024) targets.set(key, t);
   }
   return t;
 }
 
 export type UpstreamAnswer = Dispatcher.ResponseData;
-
-/**
- * The answer, or the signal's reason once it aborts: undici keeps an aborted call that waits in the pool's
- * queue until a connection frees (then drops it unsent), so its promise alone would wait that long.
- */
-function orAbort<T>(answer: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    answer.then(
-      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
-      (e) => (signal.removeEventListener('abort', onAbort), reject(e)),
-    );
-  });
-}
 
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
@@ -106,13 +91,13 @@ async function errorBody(res: UpstreamAnswer): Promise<unknown> {
 /**
  * POSTs JSON; resolves with the response once its head arrived. `signal` aborts the request and its body.
  * With `timeoutMs`, undici bounds connecting, the wait for the head, and then each wait between two body
- * chunks; undici does not bound a wait in the pool's queue for a connection (ProviderClient does).
+ * chunks, not a wait in the pool's queue for a connection (ProviderClient's calls never wait there).
  */
 export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number, connections?: number): Promise<UpstreamAnswer> {
   return send(target(url, timeoutMs, connections), headers, body, signal, timeoutMs);
 }
 
-function send(t: { pool: Pool; path: string }, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
+function send(t: Target, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
   const limits = timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {};
   return t.pool.request({ path: t.path, method: 'POST', headers, body, signal, ...limits });
 }
@@ -131,24 +116,17 @@ export class ProviderClient {
   }
 
   /**
-   * A non-streamed call: the parsed JSON answer, or a mapped error. The time limit bounds connecting, the wait
-   * for the answer's head and then each wait for more of its body, as for streams (undici's timers: no timer
-   * or abort controller of our own per call, except for a call that has to wait for a connection).
+   * A non-streamed call: the parsed JSON answer, or a mapped error. The time limit bounds the wait for a
+   * connection when all are busy, then connecting, the wait for the answer's head and each wait for more of
+   * its body (undici's timers: no timer or listener of our own per call while a connection is free).
    */
   async json(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
     const who = `Provider ${p.name}`;
+    const payload = JSON.stringify(body);
     const t = target(p.baseUrl + path, this.timeoutMs, this.connections);
-    const pooled = t.pooled;
-    // Every connection busy: the call waits in the pool's queue, where undici's limits do not run yet, so it
-    // gets a time limit of its own over the wait and the answer's head.
-    const limit = this.timeoutMs > 0 && pooled.inFlight >= pooled.connections ? new AbortController() : null;
-    const timer = limit ? setTimeout(() => limit.abort(new Error('upstream time limit')), this.timeoutMs) : undefined;
-    const callSignal = limit ? AbortSignal.any([signal, limit.signal]) : signal;
-    pooled.inFlight++;
-    const answer = send(t, this.headers(p, false), JSON.stringify(body), callSignal, this.timeoutMs);
+    if (!t.slots.tryTake()) await t.slots.wait(signal, this.timeoutMs, () => timeoutError(who, this.timeoutMs));
     try {
-      const res = await (limit ? orAbort(answer, callSignal) : answer);
-      clearTimeout(timer);
+      const res = await send(t, this.headers(p, false), payload, signal, this.timeoutMs);
       const status = res.statusCode;
       if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
       const text = await res.body.text();
@@ -160,14 +138,10 @@ export class ProviderClient {
     } catch (e) {
       if (e instanceof ServiceError) throw e;
       if (signal.aborted) throw e;
-      if (limit?.signal.aborted || UNDICI_TIMEOUTS.has((e as { code?: string }).code ?? '')) throw timeoutError(who, this.timeoutMs);
+      if (UNDICI_TIMEOUTS.has((e as { code?: string }).code ?? '')) throw timeoutError(who, this.timeoutMs);
       throw upstreamHttpError(0, null, who);
     } finally {
-      clearTimeout(timer);
-      // A call given up in the queue keeps its place there until a connection frees (undici then drops it
-      // unsent, its signal aborted): it counts until undici is done with it.
-      if (limit) answer.then((r) => (r.body.destroy(), pooled.inFlight--), () => pooled.inFlight--);
-      else pooled.inFlight--;
+      t.slots.release();
     }
   }
 
@@ -188,19 +162,37 @@ export class ProviderClient {
       }, this.timeoutMs);
     };
     const onAbort = () => ac.abort(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort(); // a caller already gone: nothing is sent
+    else signal.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
     };
+    const payload = JSON.stringify(body);
+    const t = target(p.baseUrl + path, 0, this.connections);
+    // The slot goes back when the answer's body closes: read to its end, destroyed by an abort (the timer's
+    // included, so a stream nobody reads still gives it back), or never opened.
+    let took = false;
+    let released = false;
+    const release = () => {
+      if (!took || released) return;
+      released = true;
+      t.slots.release();
+    };
     arm();
     let res: UpstreamAnswer;
     try {
-      // Raced with the signal: a call waiting for a connection in the pool's queue does not end when aborted.
-      res = await orAbort(post(p.baseUrl + path, this.headers(p, true), JSON.stringify(body), ac.signal, 0, this.connections), ac.signal);
+      took = t.slots.tryTake();
+      if (!took) {
+        await t.slots.wait(ac.signal, 0, () => new Error('unused: the stream timer aborts the wait')); // bounded by `arm`'s timer
+        took = true;
+      }
+      res = await send(t, this.headers(p, true), payload, ac.signal);
+      res.body.once('close', release);
       const status = res.statusCode;
       if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
     } catch (e) {
+      release();
       cleanup();
       if (e instanceof ServiceError) throw e;
       if (timedOut) throw timeoutError(who, this.timeoutMs);

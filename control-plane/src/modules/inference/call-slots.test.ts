@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { CallSlots } from './call-slots.ts';
+
+const never = new AbortController().signal;
+const timeout = () => new Error('timed out');
+
+describe('CallSlots', () => {
+  it('hands slots out up to its size, then to waiting calls in arrival order as they come back', async () => {
+    const s = new CallSlots(2);
+    expect([s.tryTake(), s.tryTake(), s.tryTake()]).toEqual([true, true, false]);
+    const order: number[] = [];
+    const waits = [1, 2, 3].map((n) => s.wait(never, 0, timeout).then(() => order.push(n)));
+    expect(s.state).toEqual({ used: 2, waiting: 3 });
+    s.release();
+    s.release();
+    await Promise.all(waits.slice(0, 2));
+    expect(order).toEqual([1, 2]);
+    expect(s.state).toEqual({ used: 2, waiting: 1 });
+    s.release();
+    await waits[2];
+    s.release();
+    s.release();
+    expect(s.state).toEqual({ used: 0, waiting: 0 });
+    expect(s.tryTake()).toBe(true);
+  });
+
+  it('a call whose caller leaves, or whose time runs out, leaves the queue and holds no slot', async () => {
+    const s = new CallSlots(1);
+    s.tryTake();
+    const ac = new AbortController();
+    const gone = s.wait(ac.signal, 0, timeout);
+    const late = s.wait(never, 20, timeout);
+    const next = s.wait(never, 0, timeout);
+    ac.abort(new Error('caller went away'));
+    await expect(gone).rejects.toThrow('caller went away');
+    await expect(late).rejects.toThrow('timed out');
+    expect(s.state).toEqual({ used: 1, waiting: 1 });
+    s.release(); // straight to `next`, past the two that left
+    await next;
+    expect(s.state).toEqual({ used: 1, waiting: 0 });
+    const already = new AbortController();
+    already.abort(new Error('already gone'));
+    await expect(s.wait(already.signal, 0, timeout)).rejects.toThrow('already gone');
+    expect(s.state).toEqual({ used: 1, waiting: 0 });
+  });
+});
