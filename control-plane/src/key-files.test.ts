@@ -1,11 +1,11 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isPrivateKey } from '@svc/shared';
-import { sealKey, signerKey } from './key-files.ts';
+import { fsOps, sealKey, signerKey } from './key-files.ts';
 
 const dirs: string[] = [];
 const fresh = () => {
@@ -66,7 +66,37 @@ describe('key files', () => {
     expect(() => signerKey('0x1234' as `0x${string}`, dir)).toThrow(/SVC_SIGNER_KEY/);
     signerKey(undefined, dir);
     writeFileSync(join(dir, 'signer.key'), 'not a key\n');
-    expect(() => signerKey(undefined, dir)).toThrow(/signer\.key does not hold a valid key/);
+    expect(() => signerKey(undefined, dir)).toThrow(/signer\.key does not hold a valid key; restore it from a backup, or remove it/);
+    sealKey(undefined, dir);
+    writeFileSync(join(dir, 'seal.key'), '\n');
+    expect(() => sealKey(undefined, dir)).toThrow(/seal\.key does not hold a valid key; restore it from a backup: content sealed under it/);
+  });
+
+  it('on a filesystem without hard links the key is created in place', () => {
+    const dir = fresh();
+    const link = fsOps.link;
+    fsOps.link = () => {
+      throw Object.assign(new Error('operation not permitted, link'), { code: 'EPERM' });
+    };
+    try {
+      const a = signerKey(undefined, dir);
+      expect(signerKey(undefined, dir)).toBe(a);
+      expect(readdirSync(dir)).toEqual(['signer.key']);
+      expect(statSync(join(dir, 'signer.key')).mode & 0o777).toBe(0o600);
+    } finally {
+      fsOps.link = link;
+    }
+  });
+
+  it('temporary key files of processes that died are removed; those of running ones stay', () => {
+    const dir = fresh();
+    mkdirSync(dir, { recursive: true });
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!; // exited
+    const stale = `signer.key.${dead}-0a1b2c.tmp`;
+    const live = `signer.key.${process.ppid}-3d4e5f.tmp`;
+    for (const f of [stale, live]) writeFileSync(join(dir, f), 'key material\n');
+    signerKey(undefined, dir);
+    expect(readdirSync(dir).sort()).toEqual(['signer.key', live].sort());
   });
 
   it('processes starting together on a fresh data dir all get the same keys', async () => {

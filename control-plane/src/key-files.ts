@@ -1,14 +1,103 @@
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, isPrivateKey, type Hex } from '@svc/shared';
 
-const exists = (e: unknown, code: string) => (e as { code?: string }).code === code;
+const hasCode = (e: unknown, ...codes: string[]) => codes.includes((e as { code?: string }).code ?? '');
+/** Filesystems without hard links (vfat, some SMB, FUSE and desktop bind mounts) answer link() with these. */
+const NO_LINKS = ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV', 'EMLINK'];
 
-function read(path: string, valid: (s: string) => boolean): string {
+interface KeyFile {
+  file: string;
+  make: () => string;
+  valid: (s: string) => boolean;
+  /** What to do about a file that holds no valid key. */
+  remedy: string;
+}
+
+const SIGNER: KeyFile = {
+  file: 'signer.key',
+  make: generatePrivateKey,
+  valid: isPrivateKey,
+  remedy: 'restore it from a backup, or remove it to generate a new key (receipts signed before stay verifiable under the old address)',
+};
+const SEAL: KeyFile = {
+  file: 'seal.key',
+  make: () => `0x${randomBytes(32).toString('hex')}`,
+  valid: (s) => /^0x[0-9a-f]{64}$/i.test(s),
+  remedy: 'restore it from a backup: content sealed under it (files, webhook secrets, batch lines) cannot be opened with another key',
+};
+
+/** Test seam: the link call (a filesystem without hard links is simulated by one that throws). */
+export const fsOps = { link: linkSync };
+
+function read(path: string, k: KeyFile): string {
   const v = readFileSync(path, 'utf8').trim();
-  if (!valid(v)) throw new Error(`${path} does not hold a valid key; remove it to generate a new one`);
+  if (!k.valid(v)) throw new Error(`${path} does not hold a valid key; ${k.remedy}`);
   return v;
+}
+
+/** Reads a key another process may still be writing (only where there are no hard links): waits up to 2 s. */
+function readSettled(path: string, k: KeyFile): string {
+  for (let i = 0; ; i++) {
+    try {
+      return read(path, k);
+    } catch (e) {
+      if (i >= 40) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    }
+  }
+}
+
+/** Writes `text` to a new file (`flag` wx: it must not exist) and flushes it to disk. */
+function writeDurably(path: string, text: string): void {
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function syncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    /* some platforms cannot fsync a directory */
+  }
+}
+
+/** Removes temporary key files left by processes that died while creating a key (they hold key material). */
+function sweep(dataDir: string, file: string): void {
+  const re = new RegExp(`^${file.replace('.', '\\.')}\\.(\\d+)-[0-9a-f]+\\.tmp$`);
+  for (const name of readdirSync(dataDir)) {
+    const m = re.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    let alive = pid !== process.pid; // this process creates keys synchronously: any file of its pid is old
+    if (alive) {
+      try {
+        process.kill(pid, 0);
+      } catch (e) {
+        alive = hasCode(e, 'EPERM'); // EPERM: running under another user
+      }
+    }
+    if (!alive) unlinkQuietly(join(dataDir, name));
+  }
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    /* already gone */
+  }
 }
 
 /**
@@ -16,28 +105,40 @@ function read(path: string, valid: (s: string) => boolean): string {
  * and the seal key (AES-256). Files are 0600; a configured value always wins.
  *
  * Processes that start together on a fresh data dir all end up with the same key: a new key is written
- * whole to a file of this process's own, then hard-linked to its name, which succeeds for one process only
- * (the others read the winner's file). A reader never sees a half-written key.
+ * whole (and flushed to disk) to a file of this process's own, then hard-linked to its name, which succeeds
+ * for one process only (the others read the winner's file). A reader never sees a half-written key. Where
+ * the filesystem has no hard links the key is created in place (exclusively), and a reader that finds it
+ * incomplete waits for it.
  */
-function loadOrCreate(dataDir: string, file: string, make: () => string, valid: (s: string) => boolean): string {
+function loadOrCreate(dataDir: string, k: KeyFile): string {
   mkdirSync(dataDir, { recursive: true });
-  const path = join(dataDir, file);
+  const path = join(dataDir, k.file);
   try {
-    return read(path, valid);
+    return read(path, k);
   } catch (e) {
-    if (!exists(e, 'ENOENT')) throw e;
+    if (!hasCode(e, 'ENOENT')) throw e;
   }
-  const v = make();
+  sweep(dataDir, k.file);
+  const v = k.make();
   const tmp = `${path}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(tmp, `${v}\n`, { mode: 0o600, flag: 'wx' });
   try {
-    linkSync(tmp, path);
+    writeDurably(tmp, `${v}\n`);
+    fsOps.link(tmp, path);
+    syncDir(dataDir);
     return v;
   } catch (e) {
-    if (!exists(e, 'EEXIST')) throw e;
-    return read(path, valid); // another process created it first
+    if (hasCode(e, 'EEXIST')) return read(path, k); // another process created it first
+    if (!hasCode(e, ...NO_LINKS)) throw e;
   } finally {
-    unlinkSync(tmp);
+    unlinkQuietly(tmp);
+  }
+  try {
+    writeDurably(path, `${v}\n`);
+    syncDir(dataDir);
+    return v;
+  } catch (e) {
+    if (hasCode(e, 'EEXIST')) return readSettled(path, k);
+    throw e;
   }
 }
 
@@ -46,10 +147,10 @@ export function signerKey(configured: Hex | undefined, dataDir: string): Hex {
     if (!isPrivateKey(configured)) throw new Error('SVC_SIGNER_KEY: not a valid secp256k1 private key');
     return configured;
   }
-  return loadOrCreate(dataDir, 'signer.key', generatePrivateKey, isPrivateKey) as Hex;
+  return loadOrCreate(dataDir, SIGNER) as Hex;
 }
 
 export function sealKey(configured: Hex | undefined, dataDir: string): Uint8Array {
-  const hex = configured ?? loadOrCreate(dataDir, 'seal.key', () => `0x${randomBytes(32).toString('hex')}`, (s) => /^0x[0-9a-f]{64}$/i.test(s));
+  const hex = configured ?? loadOrCreate(dataDir, SEAL);
   return Uint8Array.from(Buffer.from(hex.slice(2), 'hex'));
 }
