@@ -1,5 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,7 +59,7 @@ describe('key files', () => {
     expect(statSync(join(dir, 'seal.key')).mode & 0o777).toBe(0o600);
   });
 
-  it('a configured key wins; a file that holds no key is refused with its path', () => {
+  it('a configured key wins; a file that holds no key is refused with its path (after waiting for a writer)', () => {
     const dir = fresh();
     const configured = signerKey(undefined, fresh());
     expect(signerKey(configured, dir)).toBe(configured);
@@ -88,15 +88,16 @@ describe('key files', () => {
     }
   });
 
-  it('temporary key files of processes that died are removed; those of running ones stay', () => {
+  it('temporary key files left long ago are removed; recent ones (another process creating a key) stay', () => {
     const dir = fresh();
     mkdirSync(dir, { recursive: true });
-    const dead = spawnSync(process.execPath, ['-e', '0']).pid!; // exited
-    const stale = `signer.key.${dead}-0a1b2c.tmp`;
-    const live = `signer.key.${process.ppid}-3d4e5f.tmp`;
-    for (const f of [stale, live]) writeFileSync(join(dir, f), 'key material\n');
+    const stale = 'signer.key.1-0a1b2c.tmp';
+    const recent = 'signer.key.1-3d4e5f.tmp';
+    for (const f of [stale, recent]) writeFileSync(join(dir, f), 'key material\n');
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    utimesSync(join(dir, stale), hourAgo, hourAgo);
     signerKey(undefined, dir);
-    expect(readdirSync(dir).sort()).toEqual(['signer.key', live].sort());
+    expect(readdirSync(dir).sort()).toEqual(['signer.key', recent].sort());
   });
 
   it('processes starting together on a fresh data dir all get the same keys', async () => {

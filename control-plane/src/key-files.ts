@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, isPrivateKey, type Hex } from '@svc/shared';
@@ -37,27 +37,37 @@ function read(path: string, k: KeyFile): string {
   return v;
 }
 
-/** Reads a key another process may still be writing (only where there are no hard links): waits up to 2 s. */
+/**
+ * Reads a key that another process may still be writing in place (where there are no hard links): an
+ * invalid one is read again for up to 2 s before it is refused. ENOENT is thrown at once.
+ */
 function readSettled(path: string, k: KeyFile): string {
   for (let i = 0; ; i++) {
     try {
       return read(path, k);
     } catch (e) {
-      if (i >= 40) throw e;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+      if (hasCode(e, 'ENOENT') || i >= 40) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50); // boot only: nothing else runs yet
     }
   }
 }
 
-/** Writes `text` to a new file (`flag` wx: it must not exist) and flushes it to disk. */
+/** Writes `text` to a new file (it must not exist) and flushes it to disk; a failed write leaves no file. */
 function writeDurably(path: string, text: string): void {
   const fd = openSync(path, 'wx', 0o600);
   try {
     writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
+    try {
+      fsyncSync(fd);
+    } catch (e) {
+      if (!hasCode(e, 'EINVAL', 'ENOTSUP', 'EOPNOTSUPP')) throw e; // a filesystem that cannot fsync
+    }
+  } catch (e) {
     closeSync(fd);
+    unlinkQuietly(path);
+    throw e;
   }
+  closeSync(fd);
 }
 
 function syncDir(dir: string): void {
@@ -73,22 +83,23 @@ function syncDir(dir: string): void {
   }
 }
 
-/** Removes temporary key files left by processes that died while creating a key (they hold key material). */
+/** Temporary key files older than this were left by a process that died while creating a key. */
+const STALE_MS = 10 * 60_000;
+
+/**
+ * Removes temporary key files left by processes that died while creating a key (they hold key material).
+ * Judged by age, not by pid: processes in other containers sharing the data dir may have the same pids.
+ */
 function sweep(dataDir: string, file: string): void {
-  const re = new RegExp(`^${file.replace('.', '\\.')}\\.(\\d+)-[0-9a-f]+\\.tmp$`);
-  for (const name of readdirSync(dataDir)) {
-    const m = re.exec(name);
-    if (!m) continue;
-    const pid = Number(m[1]);
-    let alive = pid !== process.pid; // this process creates keys synchronously: any file of its pid is old
-    if (alive) {
-      try {
-        process.kill(pid, 0);
-      } catch (e) {
-        alive = hasCode(e, 'EPERM'); // EPERM: running under another user
-      }
+  const prefix = `${file}.`;
+  try {
+    for (const name of readdirSync(dataDir)) {
+      if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue;
+      const path = join(dataDir, name);
+      if (Date.now() - statSync(path).mtimeMs > STALE_MS) unlinkQuietly(path);
     }
-    if (!alive) unlinkQuietly(join(dataDir, name));
+  } catch {
+    /* best effort: a key is created without it */
   }
 }
 
@@ -114,15 +125,15 @@ function loadOrCreate(dataDir: string, k: KeyFile): string {
   mkdirSync(dataDir, { recursive: true });
   const path = join(dataDir, k.file);
   try {
-    return read(path, k);
+    return readSettled(path, k);
   } catch (e) {
     if (!hasCode(e, 'ENOENT')) throw e;
   }
   sweep(dataDir, k.file);
   const v = k.make();
   const tmp = `${path}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+  writeDurably(tmp, `${v}\n`);
   try {
-    writeDurably(tmp, `${v}\n`);
     fsOps.link(tmp, path);
     syncDir(dataDir);
     return v;

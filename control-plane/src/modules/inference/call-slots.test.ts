@@ -13,6 +13,7 @@ describe('CallSlots', () => {
     expect(s.state).toEqual({ used: 2, waiting: 3 });
     s.release();
     s.release();
+    expect(s.state).toEqual({ used: 2, waiting: 3 }); // handed over on the next turn
     await Promise.all(waits.slice(0, 2));
     expect(order).toEqual([1, 2]);
     expect(s.state).toEqual({ used: 2, waiting: 1 });
@@ -21,7 +22,20 @@ describe('CallSlots', () => {
     s.release();
     s.release();
     expect(s.state).toEqual({ used: 0, waiting: 0 });
+    expect(() => s.release()).toThrow(/released more slots than were taken/);
     expect(s.tryTake()).toBe(true);
+  });
+
+  it('a slot handed to a queue whose calls all left goes back to the free ones', async () => {
+    const s = new CallSlots(1);
+    s.tryTake();
+    const ac = new AbortController();
+    const w = s.wait(ac.signal, 0, timeout);
+    s.release();
+    ac.abort(new Error('gone'));
+    await expect(w).rejects.toThrow('gone');
+    await new Promise((r) => setImmediate(r));
+    expect(s.state).toEqual({ used: 0, waiting: 0 });
   });
 
   it('a call whose caller leaves, or whose time runs out, leaves the queue and holds no slot', async () => {

@@ -50,11 +50,22 @@ export class CallSlots {
     });
   }
 
-  /** Gives a slot back: to the longest waiting call, else to the free ones. */
+  /**
+   * Gives a slot back: to the free ones, or, when calls wait, to the longest waiting one on the next turn of
+   * the event loop (undici frees a connection one turn after its answer ended; handed over at once, the call
+   * would wait in undici's own queue for that turn).
+   */
   release(): void {
-    const next = this.queue.shift();
-    if (next) next.grant();
-    else this.used--;
+    if (this.used <= 0) throw new Error('CallSlots: released more slots than were taken');
+    if (this.queue.length === 0) {
+      this.used--;
+      return;
+    }
+    setImmediate(() => {
+      const next = this.queue.shift();
+      if (next) next.grant();
+      else this.used--; // every waiter left meanwhile
+    });
   }
 
   /** Slots in use and calls waiting (tests, metrics). */

@@ -181,14 +181,17 @@ describe('provider calls waiting for a connection', () => {
     expect(s.paths).toEqual(['/v1/hold']);
   });
 
-  it('a stream whose caller is already gone is not sent', async () => {
+  it('a call whose caller is already gone is not sent and costs no connection', async () => {
     const s = await busyServer();
     const client = new ProviderClient(5_000, 1);
+    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
     const ac = new AbortController();
     ac.abort(new Error('caller went away'));
     await expect(client.stream(provider(s.url), '/ok', {}, ac.signal)).rejects.toThrow('caller went away');
+    await expect(client.json(provider(s.url), '/ok', {}, ac.signal)).rejects.toThrow('caller went away');
     expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
-    expect(s.paths).toEqual(['/v1/ok']);
+    expect(s.paths).toEqual(['/v1/ok', '/v1/ok']);
+    expect(s.connections()).toBe(1); // the kept-alive connection survived them
   });
 
   it('a stream queued behind busy connections gets upstream_timeout, or ends when its caller goes away', async () => {

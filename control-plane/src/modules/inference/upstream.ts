@@ -122,6 +122,7 @@ export class ProviderClient {
    */
   async json(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<unknown> {
     const who = `Provider ${p.name}`;
+    if (signal.aborted) throw signal.reason; // a caller already gone costs no connection
     const payload = JSON.stringify(body);
     const t = target(p.baseUrl + path, this.timeoutMs, this.connections);
     if (!t.slots.tryTake()) await t.slots.wait(signal, this.timeoutMs, () => timeoutError(who, this.timeoutMs));
@@ -151,6 +152,7 @@ export class ProviderClient {
    */
   async stream(p: ProviderConfig, path: string, body: unknown, signal: AbortSignal): Promise<AsyncIterable<string>> {
     const who = `Provider ${p.name}`;
+    if (signal.aborted) throw signal.reason; // a caller already gone costs no connection
     const ac = new AbortController();
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
@@ -162,16 +164,15 @@ export class ProviderClient {
       }, this.timeoutMs);
     };
     const onAbort = () => ac.abort(signal.reason);
-    if (signal.aborted) onAbort(); // a caller already gone: nothing is sent
-    else signal.addEventListener('abort', onAbort, { once: true });
+    signal.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
     };
     const payload = JSON.stringify(body);
     const t = target(p.baseUrl + path, 0, this.connections);
-    // The slot goes back when the answer's body closes: read to its end, destroyed by an abort (the timer's
-    // included, so a stream nobody reads still gives it back), or never opened.
+    // The slot goes back, and the timer and the caller's listener go, when the answer's body closes: read to
+    // its end, or destroyed by an abort (the timer's included, so a stream nobody reads still gives them back).
     let took = false;
     let released = false;
     const release = () => {
@@ -186,9 +187,13 @@ export class ProviderClient {
       if (!took) {
         await t.slots.wait(ac.signal, 0, () => new Error('unused: the stream timer aborts the wait')); // bounded by `arm`'s timer
         took = true;
+        arm(); // the wait used none of the time for the answer
       }
       res = await send(t, this.headers(p, true), payload, ac.signal);
-      res.body.once('close', release);
+      res.body.once('close', () => {
+        release();
+        cleanup();
+      });
       const status = res.statusCode;
       if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
     } catch (e) {
