@@ -219,4 +219,22 @@ describe('provider calls waiting for a connection', () => {
     expect(next).toEqual(['{"ok":true}']);
     expect(s.connections()).toBe(1);
   });
+
+  it('streams and JSON calls to a provider share its connections', async () => {
+    const s = await busyServer();
+    const client = new ProviderClient(300, 1);
+    const held = await client.stream(provider(s.url), '/hold', {}, new AbortController().signal);
+    await s.holds;
+    const first = (async () => {
+      const frames: string[] = [];
+      for await (const f of held) frames.push(f);
+      return frames;
+    })();
+    await expect(client.json(provider(s.url), '/ok', {}, new AbortController().signal)).rejects.toMatchObject({ type: 'upstream_timeout' });
+    s.release();
+    expect(await first).toEqual(['{"held":true}']);
+    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect(s.paths).toEqual(['/v1/hold', '/v1/ok']);
+    expect(s.connections()).toBe(1); // the stream's connection was kept alive for the JSON call
+  });
 });

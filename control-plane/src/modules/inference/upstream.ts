@@ -170,7 +170,7 @@ export class ProviderClient {
       signal.removeEventListener('abort', onAbort);
     };
     const payload = JSON.stringify(body);
-    const t = target(p.baseUrl + path, 0, this.connections);
+    const t = target(p.baseUrl + path, this.timeoutMs, this.connections); // the JSON calls' pool: one budget of connections per provider
     // The slot goes back, and the timer and the caller's listener go, when the answer's body closes: read to
     // its end, or destroyed by an abort (the timer's included, so a stream nobody reads still gives them back).
     let took = false;
