@@ -1,5 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceError } from '@svc/shared';
 import { ProviderClient, post } from './upstream.ts';
@@ -96,6 +97,29 @@ describe('provider time limit', () => {
       const e = await client.json(provider(url), path, {}, new AbortController().signal).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ServiceError);
       expect(e).toMatchObject({ type: 'upstream_timeout', status: 504 });
+    }
+  });
+
+  it('a provider whose port takes no connection is a 504 upstream_timeout, for JSON calls and streams', async () => {
+    // A socket that listens with a backlog of 0 and never accepts: once its queue is full, the kernel drops
+    // further connection attempts, so they neither connect nor fail.
+    const py = spawn('python3', ['-c', "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(120)"], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const fillers: Socket[] = [];
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        py.stdout.once('data', (d) => resolve(Number(String(d))));
+        py.once('error', reject);
+      });
+      for (let i = 0; i < 3; i++) fillers.push(connect(port, '127.0.0.1').on('error', () => undefined));
+      const client = new ProviderClient(300);
+      const url = `http://127.0.0.1:${port}/v1`;
+      const e = await client.json(provider(url), '/chat/completions', {}, new AbortController().signal).catch((x: unknown) => x);
+      expect(e).toMatchObject({ type: 'upstream_timeout', status: 504 });
+      const s = await client.stream(provider(url), '/chat/completions', {}, new AbortController().signal).catch((x: unknown) => x);
+      expect(s).toMatchObject({ type: 'upstream_timeout', status: 504 });
+    } finally {
+      for (const f of fillers) f.destroy();
+      py.kill();
     }
   });
 
