@@ -55,6 +55,7 @@ function readSettled(path: string, k: KeyFile): string {
 /** Writes `text` to a new file (it must not exist) and flushes it to disk; a failed write leaves no file. */
 function writeDurably(path: string, text: string): void {
   const fd = openSync(path, 'wx', 0o600);
+  let written = false;
   try {
     writeSync(fd, text);
     try {
@@ -62,12 +63,11 @@ function writeDurably(path: string, text: string): void {
     } catch (e) {
       if (!hasCode(e, 'EINVAL', 'ENOTSUP', 'EOPNOTSUPP')) throw e; // a filesystem that cannot fsync
     }
-  } catch (e) {
+    written = true;
+  } finally {
     closeSync(fd);
-    unlinkQuietly(path);
-    throw e;
+    if (!written) unlinkQuietly(path);
   }
-  closeSync(fd);
 }
 
 function syncDir(dir: string): void {

@@ -9,7 +9,7 @@ describe('CallSlots', () => {
     const s = new CallSlots(2);
     expect([s.tryTake(), s.tryTake(), s.tryTake()]).toEqual([true, true, false]);
     const order: number[] = [];
-    const waits = [1, 2, 3].map((n) => s.wait(never, 0, timeout).then(() => order.push(n)));
+    const waits = [1, 2, 3].map((n) => s.wait(never).then(() => order.push(n)));
     expect(s.state).toEqual({ used: 2, waiting: 3 });
     s.release();
     s.release();
@@ -30,7 +30,7 @@ describe('CallSlots', () => {
     const s = new CallSlots(1);
     s.tryTake();
     const ac = new AbortController();
-    const w = s.wait(ac.signal, 0, timeout);
+    const w = s.wait(ac.signal);
     s.release();
     ac.abort(new Error('gone'));
     await expect(w).rejects.toThrow('gone');
@@ -42,9 +42,9 @@ describe('CallSlots', () => {
     const s = new CallSlots(1);
     s.tryTake();
     const ac = new AbortController();
-    const gone = s.wait(ac.signal, 0, timeout);
-    const late = s.wait(never, 20, timeout);
-    const next = s.wait(never, 0, timeout);
+    const gone = s.wait(ac.signal);
+    const late = s.wait(never, { ms: 20, error: timeout });
+    const next = s.wait(never);
     ac.abort(new Error('caller went away'));
     await expect(gone).rejects.toThrow('caller went away');
     await expect(late).rejects.toThrow('timed out');
@@ -54,7 +54,7 @@ describe('CallSlots', () => {
     expect(s.state).toEqual({ used: 1, waiting: 0 });
     const already = new AbortController();
     already.abort(new Error('already gone'));
-    await expect(s.wait(already.signal, 0, timeout)).rejects.toThrow('already gone');
+    await expect(s.wait(already.signal)).rejects.toThrow('already gone');
     expect(s.state).toEqual({ used: 1, waiting: 0 });
   });
 });

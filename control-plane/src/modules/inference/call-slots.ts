@@ -22,10 +22,10 @@ export class CallSlots {
   }
 
   /**
-   * Waits for a slot, handed over by `release`. Rejects with `timeout()` after `ms` (none when 0) or with the
-   * signal's reason once it aborts; either way the call leaves the queue and holds no slot.
+   * Waits for a slot, handed over by `release`. Rejects with the signal's reason once it aborts, or with
+   * `limit.error()` after `limit.ms`; either way the call leaves the queue and holds no slot.
    */
-  wait(signal: AbortSignal, ms: number, timeout: () => Error): Promise<void> {
+  wait(signal: AbortSignal, limit?: { ms: number; error: () => Error }): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
@@ -46,7 +46,7 @@ export class CallSlots {
       };
       this.queue.push(w);
       signal.addEventListener('abort', onAbort, { once: true });
-      if (ms > 0) timer = setTimeout(() => leave(timeout()), ms);
+      if (limit) timer = setTimeout(() => leave(limit.error()), limit.ms);
     });
   }
 
@@ -68,7 +68,7 @@ export class CallSlots {
     });
   }
 
-  /** Slots in use and calls waiting (tests, metrics). */
+  /** Slots in use and calls waiting (tests). */
   get state(): { used: number; waiting: number } {
     return { used: this.used, waiting: this.queue.length };
   }

@@ -137,6 +137,12 @@ describe('provider time limit', () => {
   });
 });
 
+async function collect(frames: AsyncIterable<string>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const f of frames) out.push(f);
+  return out;
+}
+
 describe('provider calls waiting for a connection', () => {
   const provider = (url: string) => ({ name: 'busy', baseUrl: url, apiKey: null, models: [] }) as unknown as Parameters<ProviderClient['json']>[0];
 
@@ -223,11 +229,7 @@ describe('provider calls waiting for a connection', () => {
     const client = new ProviderClient(300, 1);
     const held = await client.stream(provider(s.url), '/hold', {}, new AbortController().signal);
     await s.holds;
-    const first = (async () => {
-      const frames: string[] = [];
-      for await (const f of held) frames.push(f); // read as it comes, so its own time limit never runs out
-      return frames;
-    })();
+    const first = collect(held); // read as it comes, so its own time limit never runs out
     const queued = await client.stream(provider(s.url), '/ok', {}, new AbortController().signal).catch((x: unknown) => x);
     expect(queued).toMatchObject({ type: 'upstream_timeout', status: 504 });
     const ac = new AbortController();
@@ -238,9 +240,7 @@ describe('provider calls waiting for a connection', () => {
     expect(await first).toEqual(['{"held":true}']);
     expect(s.paths).toEqual(['/v1/hold']);
     // The slot came back with the end of the first stream's body: the next stream goes through.
-    const next: string[] = [];
-    for await (const f of await client.stream(provider(s.url), '/ok', {}, new AbortController().signal)) next.push(f);
-    expect(next).toEqual(['{"ok":true}']);
+    expect(await collect(await client.stream(provider(s.url), '/ok', {}, new AbortController().signal))).toEqual(['{"ok":true}']);
     expect(s.connections()).toBe(1);
   });
 
@@ -249,11 +249,7 @@ describe('provider calls waiting for a connection', () => {
     const client = new ProviderClient(300, 1);
     const held = await client.stream(provider(s.url), '/hold', {}, new AbortController().signal);
     await s.holds;
-    const first = (async () => {
-      const frames: string[] = [];
-      for await (const f of held) frames.push(f);
-      return frames;
-    })();
+    const first = collect(held);
     await expect(client.json(provider(s.url), '/ok', {}, new AbortController().signal)).rejects.toMatchObject({ type: 'upstream_timeout' });
     s.release();
     expect(await first).toEqual(['{"held":true}']);

@@ -93,8 +93,8 @@ async function errorBody(res: UpstreamAnswer): Promise<unknown> {
  * With `timeoutMs`, undici bounds connecting, the wait for the head, and then each wait between two body
  * chunks, not a wait in the pool's queue for a connection (ProviderClient's calls never wait there).
  */
-export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number, connections?: number): Promise<UpstreamAnswer> {
-  return send(target(url, timeoutMs, connections), headers, body, signal, timeoutMs);
+export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
+  return send(target(url, timeoutMs), headers, body, signal, timeoutMs);
 }
 
 function send(t: Target, headers: Record<string, string>, body: string, signal: AbortSignal, timeoutMs?: number): Promise<UpstreamAnswer> {
@@ -125,7 +125,7 @@ export class ProviderClient {
     if (signal.aborted) throw signal.reason; // a caller already gone costs no connection
     const payload = JSON.stringify(body);
     const t = target(p.baseUrl + path, this.timeoutMs, this.connections);
-    if (!t.slots.tryTake()) await t.slots.wait(signal, this.timeoutMs, () => timeoutError(who, this.timeoutMs));
+    if (!t.slots.tryTake()) await t.slots.wait(signal, this.timeoutMs > 0 ? { ms: this.timeoutMs, error: () => timeoutError(who, this.timeoutMs) } : undefined);
     try {
       const res = await send(t, this.headers(p, false), payload, signal, this.timeoutMs);
       const status = res.statusCode;
@@ -185,7 +185,7 @@ export class ProviderClient {
     try {
       took = t.slots.tryTake();
       if (!took) {
-        await t.slots.wait(ac.signal, 0, () => new Error('unused: the stream timer aborts the wait')); // bounded by `arm`'s timer
+        await t.slots.wait(ac.signal); // bounded by `arm`'s timer, which aborts `ac`
         took = true;
         arm(); // the wait used none of the time for the answer
       }
