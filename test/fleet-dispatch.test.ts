@@ -181,3 +181,16 @@ describe('the node-drop rule', () => {
     expect((await t.gw.database.db.selectFrom('nodes').select('failed').where('id', '=', victim.nodeId).executeTakeFirstOrThrow()).failed).toBeGreaterThanOrEqual(1);
   }, 30_000);
 });
+
+describe('the job subscription', () => {
+  it('an agent whose subscription the control plane ends (another channel of the node took over) subscribes again and takes jobs', async () => {
+    const c = await startAgent();
+    // What a second connection of the same node does: the hub takes the new channel and ends the agent's subscription.
+    const other = hub().attach(c.nodeId);
+    // That channel's queue ends once the agent's new subscription takes the node's channel back.
+    expect(await other.queue.iterate().next()).toEqual({ done: true, value: undefined });
+    expect(c.output()).toContain('the control plane ended the job subscription; subscribing again');
+    const r = await hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['still here'] }, timeoutMs: 10_000, nodeId: c.nodeId });
+    expect(r.result).toEqual({ chunks: 1 });
+  }, 20_000);
+});

@@ -22,6 +22,7 @@ import { Cursors } from './http/cursor.ts';
 import { UsageService } from './modules/money/usage.ts';
 import { NodeRegistry } from './fleet/registry.ts';
 import { AgentHub } from './fleet/hub.ts';
+import { FleetRelay } from './fleet/relay.ts';
 import { attachAgentChannel } from './fleet/channel.ts';
 import { Idempotency } from './http/idempotency.ts';
 import { SandboxExecutor } from './modules/sandboxes/executor.ts';
@@ -119,7 +120,9 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const registry = new NodeRegistry(db, clock);
   const idempotency = new Idempotency(db, clock);
   const records = new RunRecords(db);
-  const hub = new AgentHub(registry, db, clock, opts.reconnectGraceMs);
+  // Several processes on one Postgres dispatch to each other's agent channels; the embedded database serves one process.
+  const relay = database.kind === 'postgres' ? new FleetRelay(database, (err, what) => app.log.error({ err }, what)) : null;
+  const hub = new AgentHub(registry, db, clock, opts.reconnectGraceMs, relay);
   const sandboxes: SandboxDeps = {
     db,
     clock,
@@ -179,6 +182,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   });
 
   hub.log = app.log;
+  await hub.start();
   const detachChannel = attachAgentChannel(app, hub, registry);
 
   const leader = new Leader(database.leaderLock, metrics, app.log, config.leaderRetrySeconds * 1000, opts.loopTimers ?? true);
@@ -212,8 +216,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       closed = true;
       await batches.runner.stop(); // files and batches: lines in flight end before the database closes
       await leader.stop();
+      await detachChannel(); // agents see their connection drop and dial again (another process, or this one restarted)
       await hub.close();
-      await detachChannel();
       await app.close();
       await denylist.stop();
       await keys.stop();

@@ -24,6 +24,9 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
   return Math.round(base / 2 + random() * (base / 2));
 }
 
+/** Wait before asking again for a job subscription the control plane ended. */
+const RESUBSCRIBE_MS = 1000;
+
 /**
  * The agent end of the channel: dials the control plane (so nodes behind NAT work), authenticates with the
  * node key in the connection params, reconnects with capped backoff, and on every (re)connect tells the
@@ -82,14 +85,25 @@ export class Channel {
   }
 
   private subscribe(): void {
-    this.sub = this.client.jobs.subscribe(undefined, {
+    const sub = this.client.jobs.subscribe(undefined, {
       onData: (data) => {
         const msg = ServerMessage.safeParse(data);
         if (msg.success) this.h.onMessage(msg.data);
         else this.h.log(`ignored a malformed message from the control plane`);
       },
       onError: (e) => this.fail(e),
+      // The control plane ended the subscription while the connection stays (another channel of this node
+      // took over, or the control plane is stopping): ask again shortly, on this connection or the next.
+      onStopped: () => {
+        if (this.sub !== sub) return;
+        this.sub = undefined;
+        this.h.log('the control plane ended the job subscription; subscribing again');
+        setTimeout(() => {
+          if (this.wanted && !this.sub) this.subscribe();
+        }, RESUBSCRIBE_MS).unref();
+      },
     });
+    this.sub = sub;
   }
 
   output(o: JobOutput): Promise<unknown> {

@@ -31,7 +31,7 @@ const run = (args: string[], env: Record<string, string> = {}) =>
 export async function enrollAgent(
   t: TestGateway,
   owner: SvcClient,
-  body: { kinds: string[]; name?: string; speed_factor?: number; models?: string[] } = { kinds: ['sandbox'] },
+  body: { kinds: string[]; name?: string; speed_factor?: number; models?: string[]; model_map?: Record<string, string> } = { kinds: ['sandbox'] },
   opts: { approve?: boolean; /** The control-plane URL the agent dials (a proxy, say); default t.url. */ url?: string } = {},
 ): Promise<TestAgent> {
   const enrolled = await owner.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body });

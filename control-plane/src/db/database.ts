@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
@@ -13,6 +14,13 @@ import type { DB } from './schema.ts';
 export interface Database {
   db: Kysely<DB>;
   kind: 'postgres' | 'pglite';
+  /**
+   * This process's name on the server (`svc_p_<hex>`): its LISTEN connection carries it as application_name,
+   * so other processes can tell whether it is still there (`processesAlive`).
+   */
+  processId: string;
+  /** Which of these process ids still have their LISTEN connection open (pglite: only this process's own). */
+  processesAlive(ids: readonly string[]): Promise<Set<string>>;
   /** Subscribe to a NOTIFY channel; returns an unsubscribe function. */
   listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>;
   /** Try to take the process-wide advisory lock for leadership; true while held. */
@@ -48,18 +56,36 @@ async function openPostgres(url: string): Promise<Database> {
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
 
-  let listener: pg.Client | undefined;
+  const processId = `svc_p_${randomBytes(8).toString('hex')}`;
+  let listener: Promise<pg.Client> | undefined;
+  let closed = false;
   const handlers = new Map<string, Set<(p: string) => void>>();
-  const ensureListener = async () => {
+  // One connection LISTENs for every channel. If it drops, it is opened again (after a second, until that
+  // works) and LISTENs to every channel again: notifications sent in between are lost, as NOTIFY's are.
+  const ensureListener = (): Promise<pg.Client> => {
     if (listener) return listener;
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    c.on('notification', (n) => handlers.get(n.channel)?.forEach((h) => h(n.payload ?? '')));
-    c.on('error', () => {
-      listener = undefined;
-    });
-    listener = c;
-    return c;
+    const attempt = (async () => {
+      const c = new pg.Client({ connectionString: url, application_name: processId });
+      const lost = () => {
+        if (listener !== attempt) return;
+        listener = undefined;
+        c.end().catch(() => undefined);
+        if (!closed && handlers.size > 0) setTimeout(() => void ensureListener().catch(() => undefined), 1000).unref();
+      };
+      c.on('error', lost);
+      c.on('end', lost);
+      c.on('notification', (n) => handlers.get(n.channel)?.forEach((h) => h(n.payload ?? '')));
+      try {
+        await c.connect();
+        for (const channel of handlers.keys()) await c.query(`listen ${channel}`);
+      } catch (e) {
+        lost();
+        throw e;
+      }
+      return c;
+    })();
+    listener = attempt;
+    return attempt;
   };
 
   let lockClient: pg.Client | undefined;
@@ -98,13 +124,21 @@ async function openPostgres(url: string): Promise<Database> {
   return {
     db,
     kind: 'postgres',
+    processId,
+    async processesAlive(ids) {
+      if (ids.length === 0) return new Set();
+      const r = await pool.query<{ name: string }>('select distinct application_name as name from pg_stat_activity where application_name = any($1)', [ids]);
+      return new Set(r.rows.map((x) => x.name));
+    },
     async listen(channel, fn) {
       if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error('bad channel name');
       let set = handlers.get(channel);
       if (!set) {
         set = new Set();
         handlers.set(channel, set);
-        await (await ensureListener()).query(`listen ${channel}`);
+        const had = listener;
+        const c = await ensureListener();
+        if (had) await c.query(`listen ${channel}`); // a new connection LISTENs to every channel itself
       }
       set.add(fn);
       return async () => {
@@ -113,8 +147,11 @@ async function openPostgres(url: string): Promise<Database> {
     },
     leaderLock,
     async close() {
+      closed = true;
       await leaderLock.release();
-      await listener?.end().catch(() => undefined);
+      const c = listener;
+      listener = undefined;
+      await c?.then((x) => x.end()).catch(() => undefined);
       await db.destroy();
     },
   };
@@ -128,9 +165,14 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
   await pglite.waitReady;
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   let held = false;
+  const processId = `svc_p_${randomBytes(8).toString('hex')}`;
   return {
     db,
     kind: 'pglite',
+    processId,
+    async processesAlive(ids) {
+      return new Set(ids.filter((id) => id === processId));
+    },
     async listen(channel, fn) {
       return pglite.listen(channel, fn);
     },

@@ -20,6 +20,7 @@ import * as subscriptions from './migrations/20261122_0402_subscriptions.ts';
 import * as filesBatches from './migrations/20261122_0500_files_batches.ts'; // files and batches
 import * as media from './migrations/20261122_0600_media.ts'; // media (video jobs)
 import * as creditLeases from './migrations/20261122_0700_credit_leases.ts';
+import * as fleetRelay from './migrations/20261124_0800_fleet_relay.ts';
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -44,6 +45,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122_0500_files_batches': filesBatches, // files and batches
   '20261122_0600_media': media,
   '20261122_0700_credit_leases': creditLeases,
+  '20261124_0800_fleet_relay': fleetRelay,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

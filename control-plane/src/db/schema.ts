@@ -177,6 +177,15 @@ export interface NodesTable {
   observed_speed: number | null;
   created_at: Date;
   revoked_at: Date | null;
+  /** The control-plane process holding this node's agent channel now (`Database.processId`); null: none. */
+  channel_process: string | null;
+}
+
+/** Relay messages too large for a NOTIFY payload (fleet/relay.ts). */
+export interface FleetSpillTable {
+  id: Generated<number>;
+  body: string;
+  created_at: Generated<Date>;
 }
 
 export interface JobsTable {
@@ -269,6 +278,7 @@ export interface DB {
   runs: RunsTable;
   nodes: NodesTable;
   jobs: JobsTable;
+  fleet_spill: FleetSpillTable;
   sandbox_sessions: SandboxSessionsTable;
   sandbox_runs: SandboxRunsTable;
   sandbox_snapshots: SandboxSnapshotsTable;

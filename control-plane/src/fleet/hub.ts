@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { ServiceError, newId, type Clock, type JobFinish, type JobOutput, type ServerMessage } from '@svc/shared';
 import type { DB } from '../db/schema.ts';
 import { AsyncQueue } from './queue.ts';
+import type { FleetRelay, RelayMessage } from './relay.ts';
 import type { JobOutcome, NodeRegistry } from './registry.ts';
 import { pickNode } from './scheduler.ts';
 
@@ -44,11 +45,27 @@ interface Pending {
   gotOutput: boolean;
   timer: NodeJS.Timeout;
   lostTimer?: NodeJS.Timeout;
+  /** The process holding the node's channel, when another process does (the job goes through the relay). */
+  holder?: string;
+  /** Until the holder says it passed the job on. */
+  ackTimer?: NodeJS.Timeout;
   resolve(r: JobResult): void;
   reject(e: unknown): void;
 }
 
+/** A job another process dispatched to a node whose channel this process holds. */
+interface Relayed {
+  origin: string;
+  nodeId: string;
+  lostTimer?: NodeJS.Timeout;
+}
+
 class NodeLost extends Error {}
+
+/** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
+export const RELAY_ACK_MS = 5000;
+/** How often processes with relayed jobs check that the process at the other end is still there. */
+const RELAY_WATCH_MS = 5000;
 
 /**
  * The agent hub: live channels of the agents connected to this process, and the dispatch primitive.
@@ -64,10 +81,22 @@ class NodeLost extends Error {}
  * Outcomes (registry.recordOutcome): a finish the agent reports counts succeeded or failed and gives a
  * latency sample; a lost job and a job the control plane times out count failed; a cancel by the caller
  * (spec.signal) counts neither way. Every attempt and its end is recorded in `jobs`, so nothing is lost silently.
+ *
+ * Several processes (with a relay): `nodes.channel_process` says which process holds each node's channel.
+ * A node whose channel another process holds is dispatched to through that process (`FleetRelay`): this
+ * process keeps the job's record, timers and outcome; the holder passes the job to the agent and relays its
+ * output and finish back, applying the node-drop rule to the channel it holds (`lost`). A holder that does
+ * not take the job within RELAY_ACK_MS, refuses it (the agent moved), or leaves the database makes the job
+ * lost before output (dispatched once more elsewhere), without counting against the node. A job whose
+ * origin left the database is cancelled on its node.
  */
 export class AgentHub {
   private readonly conns = new Map<string, Conn>();
   private readonly pending = new Map<string, Pending>();
+  private readonly relayed = new Map<string, Relayed>();
+  /** Writes of `nodes.channel_process`, in order per node. */
+  private readonly channelWrites = new Map<string, Promise<void>>();
+  private watchTimer: NodeJS.Timeout | null = null;
 
   /** Set to the app's logger once it exists; silent until then. */
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'> = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -77,10 +106,30 @@ export class AgentHub {
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
     private readonly reconnectGraceMs = 30_000,
+    /** Dispatch through other processes (Postgres); null: this process is the only one (embedded database). */
+    private readonly relay: FleetRelay | null = null,
   ) {}
 
+  /** Starts taking relay messages from other processes. */
+  async start(): Promise<void> {
+    if (!this.relay) return;
+    await this.relay.start((from, m) => this.onRelay(from, m));
+    this.watchTimer = setInterval(() => void this.watchRelayed().catch((e: unknown) => this.log.error({ err: e }, 'relay watch failed')), RELAY_WATCH_MS);
+    this.watchTimer.unref();
+  }
+
+  /** The node's channel is held by this process. */
   isConnected(nodeId: string): boolean {
     return this.conns.has(nodeId);
+  }
+
+  /** The node's channel is held by this process or by another one still connected to the database. */
+  async reachable(nodeId: string): Promise<boolean> {
+    if (this.conns.has(nodeId)) return true;
+    if (!this.relay) return false;
+    const row = await this.db.selectFrom('nodes').select('channel_process').where('id', '=', nodeId).executeTakeFirst();
+    const holder = row?.channel_process;
+    return !!holder && holder !== this.relay.self && (await this.relay.alive([holder])).has(holder);
   }
 
   attach(nodeId: string): Conn {
@@ -88,6 +137,7 @@ export class AgentHub {
     const conn = { nodeId, queue: new AsyncQueue<ServerMessage>() };
     this.conns.set(nodeId, conn);
     this.log.info({ node_id: nodeId }, 'agent channel attached');
+    void this.writeChannel(nodeId, true);
     return conn;
   }
 
@@ -95,12 +145,37 @@ export class AgentHub {
     if (this.conns.get(conn.nodeId) !== conn) return;
     this.conns.delete(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
+    void this.writeChannel(conn.nodeId, false);
     for (const p of this.pending.values()) {
-      if (p.nodeId === conn.nodeId && !p.lostTimer) {
+      if (p.nodeId === conn.nodeId && !p.holder && !p.lostTimer) {
         p.lostTimer = setTimeout(() => this.lose(p), this.reconnectGraceMs);
         p.lostTimer.unref();
       }
     }
+    for (const [jobId, r] of this.relayed) {
+      if (r.nodeId === conn.nodeId && !r.lostTimer) {
+        r.lostTimer = setTimeout(() => this.dropRelayed(jobId, `node ${r.nodeId} dropped`), this.reconnectGraceMs);
+        r.lostTimer.unref();
+      }
+    }
+  }
+
+  /** Records (held) or clears (released, only if still this process's) which process holds the node's channel. */
+  private writeChannel(nodeId: string, held: boolean): Promise<void> {
+    if (!this.relay) return Promise.resolve();
+    const self = this.relay.self;
+    const write = async () => {
+      if (held) await this.db.updateTable('nodes').set({ channel_process: self }).where('id', '=', nodeId).execute();
+      else await this.db.updateTable('nodes').set({ channel_process: null }).where('id', '=', nodeId).where('channel_process', '=', self).execute();
+    };
+    const next = (this.channelWrites.get(nodeId) ?? Promise.resolve())
+      .then(write)
+      .catch((e: unknown) => this.log.error({ err: e, node_id: nodeId }, 'could not record which process holds a node channel'));
+    this.channelWrites.set(nodeId, next);
+    void next.then(() => {
+      if (this.channelWrites.get(nodeId) === next) this.channelWrites.delete(nodeId);
+    });
+    return next;
   }
 
   /** On (re)connect the agent says what it still runs: those jobs carry on, the rest of ours are lost, its orphans are cancelled. */
@@ -116,15 +191,36 @@ export class AgentHub {
         this.lose(p);
       }
     }
-    const orphans = running.filter((id) => !this.pending.has(id));
+    for (const [jobId, r] of [...this.relayed]) {
+      if (r.nodeId !== nodeId) continue;
+      if (still.has(jobId)) {
+        if (r.lostTimer) clearTimeout(r.lostTimer);
+        r.lostTimer = undefined;
+      } else if (r.lostTimer) this.dropRelayed(jobId, `node ${nodeId} came back without the job`);
+    }
+    const orphans = running.filter((id) => !this.pending.has(id) && !this.relayed.has(id));
     for (const id of orphans) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: id, reason: 'the control plane no longer tracks this job' });
     return { cancelled: orphans };
   }
 
+  /** The process to relay through for this node: its channel's holder, when that is another process. */
+  private holderOf(n: { id: string; channel: string | null }): string | undefined {
+    if (this.conns.has(n.id) || !this.relay || !n.channel || n.channel === this.relay.self) return undefined;
+    return n.channel;
+  }
+
   async dispatch(spec: JobSpec, exclude: string[] = []): Promise<JobResult> {
     const now = this.clock.now();
-    const nodes = (await this.registry.snapshots()).filter((n) => this.conns.has(n.id) && (!spec.nodeId || n.id === spec.nodeId));
-    const node = pickNode(nodes, { kind: spec.nodeKind, model: spec.model, exclude, allowDraining: spec.nodeId !== undefined }, now);
+    let nodes = (await this.registry.snapshots()).filter((n) => (this.conns.has(n.id) || this.holderOf(n)) && (!spec.nodeId || n.id === spec.nodeId));
+    const need = { kind: spec.nodeKind, model: spec.model, exclude, allowDraining: spec.nodeId !== undefined };
+    let node = pickNode(nodes, need, now);
+    const holder = node ? this.holderOf(node) : undefined;
+    if (node && holder && !(await this.relay!.alive([holder])).has(holder)) {
+      // Its holder left without clearing the record (killed): relay through no process that is gone.
+      const alive = await this.relay!.alive([...new Set(nodes.map((n) => this.holderOf(n)).filter((h) => h !== undefined))]);
+      nodes = nodes.filter((n) => this.conns.has(n.id) || alive.has(this.holderOf(n)!));
+      node = pickNode(nodes, need, now);
+    }
     if (!node) {
       throw new ServiceError('no_capacity', `No eligible ${spec.nodeKind ?? ''} node is available for ${spec.kind}${spec.model ? ` for model ${spec.model}` : ''}; retry shortly`, { retryable: true, retry_after: 5 });
     }
@@ -134,7 +230,7 @@ export class AgentHub {
       .values({ id: jobId, node_id: node.id, account_id: spec.accountId ?? null, kind: spec.kind, status: 'dispatched', attempts: exclude.length + 1, error: null, created_at: now, dispatched_at: now, ended_at: null })
       .execute();
     try {
-      return await this.run(jobId, node.id, spec);
+      return await this.run(jobId, node.id, spec, this.holderOf(node));
     } catch (e) {
       if (e instanceof NodeLost && spec.retryable !== false && exclude.length === 0 && !spec.nodeId) {
         this.log.warn({ job_id: jobId, node_id: node.id }, 'node lost before output; dispatching once more elsewhere');
@@ -145,7 +241,7 @@ export class AgentHub {
     }
   }
 
-  private run(jobId: string, nodeId: string, spec: JobSpec): Promise<JobResult> {
+  private run(jobId: string, nodeId: string, spec: JobSpec, holder: string | undefined): Promise<JobResult> {
     return new Promise<JobResult>((resolve, reject) => {
       // The agent enforces timeout_ms itself and reports timed_out; this is the backstop for an agent that never answers.
       const timer = setTimeout(() => {
@@ -157,9 +253,22 @@ export class AgentHub {
           .finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
       }, spec.timeoutMs + 5_000);
       timer.unref();
-      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, timer, resolve, reject };
+      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, timer, resolve, reject, holder };
       this.pending.set(jobId, p);
-      this.conns.get(nodeId)!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
+      if (!holder) this.conns.get(nodeId)!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
+      else {
+        const gone = (why: string) => {
+          const full = `${why} (process ${holder}, which holds the channel of node ${nodeId})`;
+          this.cancel(jobId, full); // in case the holder takes it after all: the job must not run unowned
+          this.lose(p, full, false);
+        };
+        p.ackTimer = setTimeout(() => gone(`no answer within ${RELAY_ACK_MS} ms`), RELAY_ACK_MS);
+        p.ackTimer.unref();
+        this.relay!.send(holder, { t: 'job', job: jobId, node: nodeId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs }).catch((e: unknown) => {
+          this.log.error({ err: e, job_id: jobId }, 'could not relay a job');
+          gone('the job could not be relayed');
+        });
+      }
       const onAbort = () => {
         if (!this.pending.has(jobId)) return;
         this.cancel(jobId, 'caller went away');
@@ -176,23 +285,38 @@ export class AgentHub {
   cancel(jobId: string, reason: string): void {
     const p = this.pending.get(jobId);
     if (!p) return;
-    this.conns.get(p.nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason });
+    if (!p.holder) this.conns.get(p.nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason });
+    else this.relay!.send(p.holder, { t: 'cancel', job: jobId, reason }).catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not relay a cancel'));
   }
 
+  /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
   onOutput(nodeId: string, o: JobOutput): void {
     const p = this.pending.get(o.job_id);
-    if (!p || p.nodeId !== nodeId) return;
+    if (p && p.nodeId === nodeId && !p.holder) return this.output(p, o);
+    const r = this.relayed.get(o.job_id);
+    if (r && r.nodeId === nodeId) this.tell(r.origin, { t: 'output', job: o.job_id, o });
+  }
+
+  private output(p: Pending, o: JobOutput): void {
     p.gotOutput = true;
     p.spec.onOutput?.(o);
   }
 
+  /** A finish from an agent on this process's channel (see onOutput). */
   async onFinish(nodeId: string, f: JobFinish): Promise<void> {
     const p = this.pending.get(f.job_id);
-    if (!p || p.nodeId !== nodeId) {
-      // A job already ended here (canceled, timed out): the node confirms it stopped; its outcome is recorded.
-      this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
-      return;
+    if (p && p.nodeId === nodeId && !p.holder) return this.finish(p, f);
+    const r = this.relayed.get(f.job_id);
+    if (r && r.nodeId === nodeId) {
+      this.forget(f.job_id);
+      return this.tell(r.origin, { t: 'finish', job: f.job_id, f });
     }
+    // A job already ended here (canceled, timed out): the node confirms it stopped; its outcome is recorded.
+    this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
+  }
+
+  private async finish(p: Pending, f: JobFinish): Promise<void> {
+    const nodeId = p.nodeId;
     const latencyMs = performance.now() - p.sentAt;
     await this.end(f.job_id, f.ok ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', f.error ?? null);
     await this.record(nodeId, p.spec, { outcome: f.ok ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });
@@ -201,15 +325,81 @@ export class AgentHub {
     else p.reject(new ServiceError('upstream_error', f.error ?? 'job failed on its node', { job_id: f.job_id }));
   }
 
-  private lose(p: Pending): void {
+  /** The job is lost (`counts`: against its node, which dropped; not when a relaying process failed). */
+  private lose(p: Pending, why = `node ${p.nodeId} dropped`, counts = true): void {
     if (!this.pending.has(p.jobId)) return;
     const retry = !p.gotOutput;
     const ended = this.end(p.jobId, 'failed', 'node lost')
-      .then(() => this.record(p.nodeId, p.spec, { outcome: 'failed', durationMs: performance.now() - p.sentAt }))
+      .then(() => (counts ? this.record(p.nodeId, p.spec, { outcome: 'failed', durationMs: performance.now() - p.sentAt }) : undefined))
       .catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not end a lost job'));
     void ended.finally(() =>
-      p.reject(retry ? new NodeLost(`node ${p.nodeId} dropped`) : new ServiceError('upstream_error', `Node ${p.nodeId} dropped after its output began; not re-run`, { job_id: p.jobId, reason: 'node_lost' })),
+      p.reject(retry ? new NodeLost(why) : new ServiceError('upstream_error', `${why} after its output began; not re-run`, { job_id: p.jobId, reason: 'node_lost' })),
     );
+  }
+
+  /** A message from another process (see FleetRelay). */
+  private onRelay(from: string, m: RelayMessage): void {
+    if (m.t === 'job') return this.take(from, m);
+    if (m.t === 'cancel') {
+      const r = this.relayed.get(m.job);
+      if (r && r.origin === from) this.conns.get(r.nodeId)?.queue.push({ type: 'cancel', job_id: m.job, reason: m.reason });
+      return;
+    }
+    const p = this.pending.get(m.job);
+    if (!p || p.holder !== from) return;
+    if (p.ackTimer) clearTimeout(p.ackTimer);
+    p.ackTimer = undefined;
+    if (m.t === 'refused') this.lose(p, m.why, false);
+    else if (m.t === 'lost') this.lose(p, m.why);
+    else if (m.t === 'output') this.output(p, m.o);
+    else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
+  }
+
+  /** Another process dispatched a job to a node whose channel it believes this process holds. */
+  private take(origin: string, m: Extract<RelayMessage, { t: 'job' }>): void {
+    const conn = this.conns.get(m.node);
+    if (!conn || this.pending.has(m.job) || this.relayed.has(m.job)) {
+      this.tell(origin, { t: 'refused', job: m.job, why: `the channel of node ${m.node} is not held here any more` });
+      return;
+    }
+    this.relayed.set(m.job, { origin, nodeId: m.node });
+    conn.queue.push({ type: 'job', job_id: m.job, kind: m.kind, payload: m.payload, timeout_ms: m.timeout_ms });
+    this.tell(origin, { t: 'accepted', job: m.job });
+  }
+
+  private tell(to: string, m: RelayMessage): void {
+    this.relay!.send(to, m).catch((e: unknown) => this.log.error({ err: e, job_id: m.job, to }, 'could not send a relay message'));
+  }
+
+  private forget(jobId: string): Relayed | undefined {
+    const r = this.relayed.get(jobId);
+    if (r?.lostTimer) clearTimeout(r.lostTimer);
+    this.relayed.delete(jobId);
+    return r;
+  }
+
+  /** A relayed job's node dropped and did not come back with it: its origin applies the node-drop rule. */
+  private dropRelayed(jobId: string, why: string): void {
+    const r = this.forget(jobId);
+    if (r) this.tell(r.origin, { t: 'lost', job: jobId, why });
+  }
+
+  /**
+   * Jobs whose other end left the database: a job relayed through a holder that is gone is lost (before
+   * output: dispatched once more elsewhere); a job relayed for an origin that is gone is cancelled on its node.
+   */
+  async watchRelayed(): Promise<void> {
+    if (!this.relay) return;
+    const holders = [...this.pending.values()].flatMap((p) => (p.holder ? [p.holder] : []));
+    const origins = [...this.relayed.values()].map((r) => r.origin);
+    if (holders.length + origins.length === 0) return;
+    const alive = await this.relay.alive([...new Set([...holders, ...origins])]);
+    for (const p of [...this.pending.values()]) if (p.holder && !alive.has(p.holder)) this.lose(p, `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`, false);
+    for (const [jobId, r] of [...this.relayed]) {
+      if (alive.has(r.origin)) continue;
+      this.forget(jobId);
+      this.conns.get(r.nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason: 'the control-plane process that dispatched this job is gone' });
+    }
   }
 
   private async record(nodeId: string, spec: JobSpec, o: { outcome: JobOutcome; latencyMs?: number; workUnits?: number | undefined; durationMs: number }): Promise<void> {
@@ -221,9 +411,15 @@ export class AgentHub {
     if (p) {
       clearTimeout(p.timer);
       if (p.lostTimer) clearTimeout(p.lostTimer);
+      if (p.ackTimer) clearTimeout(p.ackTimer);
       this.pending.delete(jobId);
     }
     await this.db.updateTable('jobs').set({ status, error, ended_at: this.clock.now() }).where('id', '=', jobId).where('ended_at', 'is', null).execute();
+  }
+
+  /** Jobs of other processes this process relays to its agents (for status and tests). */
+  relayedJobs(): Array<{ jobId: string; nodeId: string; origin: string }> {
+    return [...this.relayed].map(([jobId, r]) => ({ jobId, nodeId: r.nodeId, origin: r.origin }));
   }
 
   /** Jobs still open in this process (for status and tests). */
@@ -232,10 +428,21 @@ export class AgentHub {
   }
 
   async close(): Promise<void> {
+    if (this.watchTimer) clearInterval(this.watchTimer);
     for (const c of this.conns.values()) c.queue.close();
+    for (const nodeId of [...this.conns.keys()]) {
+      this.conns.delete(nodeId);
+      void this.writeChannel(nodeId, false);
+    }
+    for (const [jobId, r] of [...this.relayed]) {
+      this.forget(jobId); // not the node's fault: its origin counts it lost without holding it against the node
+      this.tell(r.origin, { t: 'refused', job: jobId, why: 'the control-plane process holding the node channel is shutting down' });
+    }
     for (const p of [...this.pending.values()]) {
       await this.end(p.jobId, 'failed', 'control plane shutting down');
       p.reject(new ServiceError('unavailable', 'The control plane is shutting down'));
     }
+    await Promise.all([...this.channelWrites.values()]);
+    await this.relay?.close();
   }
 }

@@ -85,7 +85,7 @@ export class SandboxSessions {
   async live(accountId: string, id: string): Promise<SessionRow> {
     const r = await this.row(accountId, id);
     if (r.status !== 'running' || r.stopped_at || this.expired(r, this.clock.now())) throw new ServiceError('conflict', `Sandbox session ${id} is stopped`);
-    if (!this.hub.isConnected(r.node_id ?? '')) throw new ServiceError('no_capacity', `The node running session ${id} is offline; the session is reported as node_offline`, { retry_after: 30 });
+    if (!(await this.hub.reachable(r.node_id ?? ''))) throw new ServiceError('no_capacity', `The node running session ${id} is offline; the session is reported as node_offline`, { retry_after: 30 });
     return r;
   }
 
@@ -135,7 +135,7 @@ export class SandboxSessions {
   /** Stops a session; idempotent. The node is told when it is reachable; the reaper covers the rest. */
   async stop(accountId: string, id: string) {
     const r = await this.row(accountId, id);
-    if (!r.stopped_at && r.node_id && this.hub.isConnected(r.node_id)) {
+    if (!r.stopped_at && r.node_id && (await this.hub.reachable(r.node_id))) {
       await this.hub.dispatch({ kind: SANDBOX_JOBS.sessionStop, nodeKind: 'sandbox', nodeId: r.node_id, timeoutMs: JOB_TIMEOUT_MS, payload: { session_id: id } }).catch(() => undefined);
     }
     const row = await this.db
@@ -216,7 +216,7 @@ export class SandboxSessions {
   /** Deletes the archive on its node, then the record; the node must be reachable. */
   async deleteSnapshot(accountId: string, id: string) {
     const row = await this.getSnapshot(accountId, id);
-    if (!this.hub.isConnected(row.node_id)) throw new ServiceError('no_capacity', 'The node holding this snapshot is offline; retry when it is back', { retry_after: 30 });
+    if (!(await this.hub.reachable(row.node_id))) throw new ServiceError('no_capacity', 'The node holding this snapshot is offline; retry when it is back', { retry_after: 30 });
     await this.hub.dispatch({ kind: SANDBOX_JOBS.snapshotDelete, nodeKind: 'sandbox', nodeId: row.node_id, timeoutMs: JOB_TIMEOUT_MS, retryable: false, payload: { snapshot_id: id } });
     await this.db.updateTable('sandbox_snapshots').set({ deleted_at: this.clock.now() }).where('id', '=', id).execute();
     return { id, object: 'sandbox.snapshot' as const, deleted: true };

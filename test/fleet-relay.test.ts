@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import OpenAI from 'openai';
+import { sql } from 'kysely';
+import { RECEIPT_HEADERS, type JobFinish } from '@svc/shared';
+import { ENFORCED_BILLING, startGatewayPair, type TestGateway } from './support/gateway.ts';
+import { enrollAgent, tcpProxy, until, type TestAgent } from './support/agent.ts';
+import { startChildGateway } from './support/child-gateway.ts';
+import { TEST_DB_KIND } from './support/database.ts';
+import { expectApiError } from './support/expect-error.ts';
+import { startUpstream, type TestUpstream } from './support/upstream.ts';
+import { openDatabase } from '../control-plane/src/db/database.ts';
+import { FleetRelay, type RelayMessage } from '../control-plane/src/fleet/relay.ts';
+
+/**
+ * Dispatch across control-plane processes on one Postgres (ARCHITECTURE decision 2): a job picked on process
+ * A for a node whose agent is connected to process B goes through B over NOTIFY, with its output, finish,
+ * cancel and the node-drop rule; a holder that leaves the database loses its jobs without hanging them.
+ * Postgres only: the embedded database serves one process.
+ */
+const GRACE_MS = 1500;
+const MODEL = 'relay-llama';
+let a: TestGateway & { databaseUrl: string | undefined; dataDir: string };
+let b: TestGateway;
+let closePair: () => Promise<void>;
+let owner: Awaited<ReturnType<TestGateway['signIn']>>;
+let up: TestUpstream;
+const agents: TestAgent[] = [];
+
+const channelOf = async (nodeId: string) => (await a.gw.database.db.selectFrom('nodes').select(['channel_process', 'last_heartbeat_at']).where('id', '=', nodeId).executeTakeFirstOrThrow());
+const counts = (nodeId: string) => a.gw.database.db.selectFrom('nodes').select(['succeeded', 'failed']).where('id', '=', nodeId).executeTakeFirstOrThrow();
+const jobRow = (id: string) => a.gw.database.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+/** An agent enrolled on A, connected to `holder` (B by default), once `holder` is recorded as holding its channel. */
+async function agentOn(holder: { url: string; processId: string }, body: Parameters<typeof enrollAgent>[2] = { kinds: ['sandbox'] }, env: Record<string, string> = {}) {
+  const agent = await enrollAgent(a, owner.client, body, { url: holder.url });
+  agents.push(agent);
+  agent.start({ SVC_DOCKER_SOCKET: '/nonexistent/docker.sock', ...env });
+  await until(`${agent.nodeId} held by ${holder.processId}`, async () => {
+    const r = await channelOf(agent.nodeId);
+    return r.channel_process === holder.processId && r.last_heartbeat_at !== null;
+  });
+  return agent;
+}
+
+describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane processes', () => {
+  beforeAll(async () => {
+    up = await startUpstream();
+    const env = { ...ENFORCED_BILLING, SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 3_000_000 } }) };
+    ({ a, b, close: closePair } = await startGatewayPair({ reconnectGraceMs: GRACE_MS, env }));
+    owner = await a.signIn();
+  });
+  afterAll(async () => {
+    for (const x of agents) await x.kill();
+    await closePair?.();
+    await up?.close();
+  });
+  const B = () => ({ url: b.url, processId: b.gw.database.processId });
+
+  it('a job picked on A runs on a node whose channel B holds; output (large chunks too) and the finish come back in order; A keeps the record', async () => {
+    const agent = await agentOn(B());
+    expect(a.gw.fleet.hub.isConnected(agent.nodeId)).toBe(false);
+    expect(await a.gw.fleet.hub.reachable(agent.nodeId)).toBe(true);
+    const before = await counts(agent.nodeId);
+    // Chunks over the NOTIFY payload limit (8000 bytes) travel through fleet_spill; so does the job itself.
+    const chunks = ['one', 'x'.repeat(60_000), 'three', 'é'.repeat(5000), 'five'];
+    const seen: string[] = [];
+    const job = await a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks }, timeoutMs: 20_000, nodeId: agent.nodeId, onOutput: (o) => seen.push(o.data) });
+    expect(job.result).toEqual({ chunks: chunks.length });
+    expect(seen).toEqual(chunks);
+    expect(await jobRow(job.jobId)).toMatchObject({ status: 'succeeded', node_id: agent.nodeId, error: null });
+    expect(await counts(agent.nodeId)).toEqual({ succeeded: before.succeeded + 1, failed: before.failed });
+    expect(b.gw.fleet.hub.relayedJobs()).toEqual([]);
+    expect(b.gw.fleet.hub.openJobs()).toEqual([]); // B only relayed it
+    expect(await a.gw.database.db.selectFrom('fleet_spill').select('id').execute()).toEqual([]); // read and deleted
+    // Unpinned jobs pick it too (A has no agent of its own).
+    expect((await a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: ['hi'] }, timeoutMs: 20_000 })).nodeId).toBe(agent.nodeId);
+  });
+
+  it("a caller's abort on A cancels the job on the node through B", async () => {
+    const agent = agents[0]!;
+    const finishes = vi.spyOn(b.gw.fleet.hub, 'onFinish');
+    const ac = new AbortController();
+    let started!: () => void;
+    const output = new Promise<void>((r) => (started = r));
+    const job = a.gw.fleet.hub.dispatch({ kind: 'diag.wait', payload: { ms: 30_000, say: 'started' }, timeoutMs: 60_000, nodeId: agent.nodeId, signal: ac.signal, onOutput: () => started() });
+    await output;
+    const jobId = a.gw.fleet.hub.openJobs()[0]!.jobId;
+    expect(b.gw.fleet.hub.relayedJobs()).toEqual([{ jobId, nodeId: agent.nodeId, origin: a.gw.database.processId }]);
+    ac.abort();
+    await expectApiError(job, 409, 'conflict');
+    expect(await jobRow(jobId)).toMatchObject({ status: 'canceled', error: 'caller went away' });
+    const report = await until('the node reports the job stopped', async () => finishes.mock.calls.map(([, f]) => f as JobFinish).find((f) => f.job_id === jobId), 10_000);
+    finishes.mockRestore();
+    expect(report).toMatchObject({ ok: false, error: 'canceled: caller went away' });
+    expect(b.gw.fleet.hub.relayedJobs()).toEqual([]);
+  });
+
+  it('the node drop rule applies through the holder: back within the grace, the job carries on; gone after output began, A fails it node_lost', async () => {
+    const proxy = await tcpProxy(b.url);
+    const agent = await agentOn({ url: proxy.url, processId: b.gw.database.processId });
+    const seen: string[] = [];
+    // Carries on: the agent reconnects to B at once (the proxy cut its connection only) and reports the job.
+    let started!: () => void;
+    let output = new Promise<void>((r) => (started = r));
+    const kept = a.gw.fleet.hub.dispatch({ kind: 'diag.wait', payload: { ms: 2500, say: 'kept' }, timeoutMs: 20_000, nodeId: agent.nodeId, onOutput: (o) => (seen.push(o.data), started()) });
+    await output;
+    proxy.cut();
+    expect((await kept).result).toEqual({ waited_ms: 2500 });
+
+    // Lost: the agent cannot come back (the proxy refuses it) within the grace.
+    const before = await counts(agent.nodeId);
+    output = new Promise<void>((r) => (started = r));
+    const lost = a.gw.fleet.hub.dispatch({ kind: 'diag.wait', payload: { ms: 30_000, say: 'lost' }, timeoutMs: 60_000, nodeId: agent.nodeId, onOutput: (o) => (seen.push(o.data), started()) });
+    await output;
+    proxy.block();
+    proxy.cut();
+    const e = await expectApiError(lost, 502, 'upstream_error');
+    expect(e.body?.error).toMatchObject({ reason: 'node_lost' });
+    expect(seen).toEqual(['kept', 'lost']);
+    expect(await counts(agent.nodeId)).toEqual({ succeeded: before.succeeded, failed: before.failed + 1 }); // the node dropped: it counts
+    expect(b.gw.fleet.hub.relayedJobs()).toEqual([]);
+    await proxy.close();
+  });
+
+  it('a holder killed mid-job: A loses the job without holding it against the node, and stops dispatching through it', async () => {
+    const child = await startChildGateway({ dataDir: a.dataDir, databaseUrl: a.databaseUrl });
+    try {
+      const agent = await enrollAgent(a, owner.client, { kinds: ['sandbox'] }, { url: child.url });
+      agents.push(agent);
+      agent.start({ SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
+      const holder = await until('the child holds the channel', async () => {
+        const r = await channelOf(agent.nodeId);
+        return r.last_heartbeat_at && r.channel_process && r.channel_process !== a.gw.database.processId && r.channel_process !== b.gw.database.processId ? r.channel_process : undefined;
+      });
+      const before = await counts(agent.nodeId);
+      const job = a.gw.fleet.hub.dispatch({ kind: 'diag.wait', payload: { ms: 30_000 }, timeoutMs: 60_000, nodeId: agent.nodeId });
+      await until('the child relays the job', async () => a.gw.fleet.hub.openJobs().length === 1 && (await a.gw.database.processesAlive([holder])).has(holder));
+      await child.kill();
+      await until('the child left the database', async () => !(await a.gw.database.processesAlive([holder])).has(holder));
+      await a.gw.fleet.hub.watchRelayed(); // what the watch timer does every few seconds
+      // Lost before output: dispatched once more, but the job is pinned to that node, so it fails as lost.
+      const e = await expectApiError(job, 502, 'upstream_error');
+      expect(e.body?.error).toMatchObject({ reason: 'node_lost' });
+      expect(await counts(agent.nodeId)).toEqual(before); // the relaying process failed, not the node
+      expect(a.gw.fleet.hub.openJobs()).toEqual([]);
+      // Its record still names the dead process; it is not reachable, and a job for it fails at once.
+      expect((await channelOf(agent.nodeId)).channel_process).toBe(holder);
+      expect(await a.gw.fleet.hub.reachable(agent.nodeId)).toBe(false);
+      await expectApiError(a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: [] }, timeoutMs: 5000, nodeId: agent.nodeId }), 503, 'no_capacity');
+    } finally {
+      await child.kill();
+    }
+  });
+
+  it('the relay alone: messages about one job, sent without waiting, arrive in the order sent, through the spill too', async () => {
+    const [dx, dy] = await Promise.all([openDatabase({ databaseUrl: a.databaseUrl }), openDatabase({ databaseUrl: a.databaseUrl })]);
+    const errors: unknown[] = [];
+    const x = new FleetRelay(dx, (e) => errors.push(e));
+    const y = new FleetRelay(dy, (e) => errors.push(e));
+    const got: Array<{ from: string; m: RelayMessage }> = [];
+    try {
+      await y.start((from, m) => got.push({ from, m }));
+      const data = (i: number) => (i % 3 === 0 ? `${i}:${'L'.repeat(9000)}` : `${i}`);
+      const sends: Array<Promise<void>> = [];
+      for (let i = 0; i < 120; i++) {
+        for (const job of ['j1', 'j2']) sends.push(x.send(dy.processId, { t: 'output', job, o: { job_id: job, seq: i, stream: 'data', data: data(i) } }));
+      }
+      await Promise.all(sends);
+      await until('every message arrived', async () => got.length === 240, 10_000);
+      for (const job of ['j1', 'j2']) {
+        const mine = got.filter((g) => g.m.job === job).map((g) => (g.m as Extract<RelayMessage, { t: 'output' }>).o);
+        expect(mine.map((o) => o.seq)).toEqual([...Array(120).keys()]);
+        expect(mine.every((o) => o.data === data(o.seq))).toBe(true);
+      }
+      expect(new Set(got.map((g) => g.from))).toEqual(new Set([dx.processId]));
+      expect(await dx.db.selectFrom('fleet_spill').select('id').execute()).toEqual([]);
+      expect(errors).toEqual([]);
+      // A process is alive while its LISTEN connection is open.
+      expect(await x.alive([dy.processId, dx.processId, 'svc_p_nobody'])).toEqual(new Set([dy.processId]));
+      // That connection killed on the server: it is opened again and LISTENs again (what was sent meanwhile is lost).
+      await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${dy.processId}`.execute(dx.db);
+      await until('the listener is back', async () => (await x.alive([dy.processId])).has(dy.processId), 10_000);
+      await x.send(dy.processId, { t: 'accepted', job: 'j3' });
+      await until('a message after the reconnect arrived', async () => got.some((g) => g.m.job === 'j3'), 10_000);
+    } finally {
+      await y.close();
+      await dy.close();
+      await dx.close();
+    }
+    expect(await a.gw.database.processesAlive([dy.processId])).toEqual(new Set());
+  });
+
+  it('inference: the openai SDK on A, streamed and not, served by a node agent connected to B', async () => {
+    const agent = await agentOn(B(), { kinds: ['inference'], models: [MODEL], model_map: { [MODEL]: 'llama3:8b' } }, { SVC_INFERENCE_URL: up.url });
+    const s = await a.signIn();
+    await a.gw.services.metering.credit(s.accountId, 10_000_000, 'grant', `relay-${s.accountId}`);
+    const oa = new OpenAI({ apiKey: (await s.client.createKey()).key, baseURL: `${a.url}/v1`, maxRetries: 0 });
+    const { data, response } = await oa.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] }).withResponse();
+    expect(up.requests.at(-1)!.body).toMatchObject({ model: 'llama3:8b' });
+    expect(data).toMatchObject({ model: MODEL, choices: [{ message: { content: up.switches.reply } }], usage: { prompt_tokens: 3, completion_tokens: 11 } });
+    expect(response.headers.get(RECEIPT_HEADERS.cost)).toBe(String(3 + 11 * 3));
+    let text = '';
+    const stream = await oa.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Say hello' }], stream: true, stream_options: { include_usage: true } });
+    let usage: unknown = null;
+    for await (const c of stream) {
+      text += c.choices[0]?.delta?.content ?? '';
+      if (c.usage) usage = c.usage;
+    }
+    expect(text).toBe(up.switches.reply);
+    expect(usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 11 });
+    const jobs = await a.gw.database.db.selectFrom('jobs').select(['kind', 'status']).where('node_id', '=', agent.nodeId).orderBy('created_at').execute();
+    expect(jobs).toEqual([
+      { kind: 'inference.chat', status: 'succeeded' },
+      { kind: 'inference.chat', status: 'succeeded' },
+    ]);
+  });
+});
