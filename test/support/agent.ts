@@ -85,10 +85,11 @@ export async function agentWithKey(url: string, nodeKey: string, nodeId = ''): P
 
 /**
  * A TCP relay between agents and a control plane: `cut()` drops every connection through it (a network
- * blip: the agent stays up and reconnects), `block()` also refuses new ones until `unblock()`.
+ * blip: the agent stays up and reconnects), `block()` also refuses new ones until `unblock()`, `retarget()`
+ * sends new ones elsewhere.
  */
-export async function tcpProxy(target: string): Promise<{ url: string; cut(): void; block(): void; unblock(): void; close(): Promise<void> }> {
-  const { hostname, port } = new URL(target);
+export async function tcpProxy(target: string): Promise<{ url: string; cut(): void; block(): void; unblock(): void; retarget(url: string): void; close(): Promise<void> }> {
+  let { hostname, port } = new URL(target);
   const sockets = new Set<Socket>();
   let blocked = false;
   const server = createServer((client) => {
@@ -120,6 +121,10 @@ export async function tcpProxy(target: string): Promise<{ url: string; cut(): vo
     },
     unblock: () => {
       blocked = false;
+    },
+    /** New connections go to another address (an agent moving to another control-plane process). */
+    retarget: (url: string) => {
+      ({ hostname, port } = new URL(url));
     },
     close: async () => {
       cut();

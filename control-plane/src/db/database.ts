@@ -64,6 +64,7 @@ async function openPostgres(url: string): Promise<Database> {
   // works) and LISTENs to every channel again: notifications sent in between are lost, as NOTIFY's are.
   const ensureListener = (): Promise<pg.Client> => {
     if (listener) return listener;
+    if (closed) return Promise.reject(new Error('the database is closed'));
     const attempt = (async () => {
       const c = new pg.Client({ connectionString: url, application_name: processId });
       const lost = () => {
@@ -77,6 +78,9 @@ async function openPostgres(url: string): Promise<Database> {
       c.on('notification', (n) => handlers.get(n.channel)?.forEach((h) => h(n.payload ?? '')));
       try {
         await c.connect();
+        if (closed) throw new Error('the database is closed');
+        // Named here too: an application_name in DATABASE_URL would override the one given to the client.
+        await c.query('select set_config($1, $2, false)', ['application_name', processId]);
         for (const channel of handlers.keys()) await c.query(`listen ${channel}`);
       } catch (e) {
         lost();

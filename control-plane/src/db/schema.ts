@@ -181,9 +181,11 @@ export interface NodesTable {
   channel_process: string | null;
 }
 
-/** Relay messages too large for a NOTIFY payload (fleet/relay.ts). */
-export interface FleetSpillTable {
+/** Messages between control-plane processes (fleet/relay.ts); the receiver deletes what it reads. */
+export interface FleetMessagesTable {
   id: Generated<number>;
+  receiver: string;
+  sender: string;
   body: string;
   created_at: Generated<Date>;
 }
@@ -278,7 +280,7 @@ export interface DB {
   runs: RunsTable;
   nodes: NodesTable;
   jobs: JobsTable;
-  fleet_spill: FleetSpillTable;
+  fleet_messages: FleetMessagesTable;
   sandbox_sessions: SandboxSessionsTable;
   sandbox_runs: SandboxRunsTable;
   sandbox_snapshots: SandboxSnapshotsTable;

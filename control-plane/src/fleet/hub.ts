@@ -64,8 +64,10 @@ class NodeLost extends Error {}
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
-/** How often processes with relayed jobs check that the process at the other end is still there. */
+/** How often processes check the other end of their relayed jobs, and re-assert the channels they hold. */
 const RELAY_WATCH_MS = 5000;
+/** A process missing from the database at this many checks in a row is gone (one miss: its LISTEN connection may be reconnecting). */
+const GONE_AFTER_MISSES = 2;
 
 /**
  * The agent hub: live channels of the agents connected to this process, and the dispatch primitive.
@@ -97,6 +99,8 @@ export class AgentHub {
   /** Writes of `nodes.channel_process`, in order per node. */
   private readonly channelWrites = new Map<string, Promise<void>>();
   private watchTimer: NodeJS.Timeout | null = null;
+  /** Peers found missing at consecutive checks, and how many times. */
+  private readonly missing = new Map<string, number>();
 
   /** Set to the app's logger once it exists; silent until then. */
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'> = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -114,7 +118,7 @@ export class AgentHub {
   async start(): Promise<void> {
     if (!this.relay) return;
     await this.relay.start((from, m) => this.onRelay(from, m));
-    this.watchTimer = setInterval(() => void this.watchRelayed().catch((e: unknown) => this.log.error({ err: e }, 'relay watch failed')), RELAY_WATCH_MS);
+    this.watchTimer = setInterval(() => void this.watch().catch((e: unknown) => this.log.error({ err: e }, 'relay watch failed')), RELAY_WATCH_MS);
     this.watchTimer.unref();
   }
 
@@ -184,6 +188,7 @@ export class AgentHub {
     for (const p of [...this.pending.values()]) {
       if (p.nodeId !== nodeId) continue;
       if (still.has(p.jobId)) {
+        if (p.holder) this.adopt(p);
         if (p.lostTimer) clearTimeout(p.lostTimer);
         p.lostTimer = undefined;
       } else if (p.lostTimer) {
@@ -262,12 +267,17 @@ export class AgentHub {
           this.cancel(jobId, full); // in case the holder takes it after all: the job must not run unowned
           this.lose(p, full, false);
         };
-        p.ackTimer = setTimeout(() => gone(`no answer within ${RELAY_ACK_MS} ms`), RELAY_ACK_MS);
-        p.ackTimer.unref();
-        this.relay!.send(holder, { t: 'job', job: jobId, node: nodeId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs }).catch((e: unknown) => {
-          this.log.error({ err: e, job_id: jobId }, 'could not relay a job');
-          gone('the job could not be relayed');
-        });
+        this.relay!.send(holder, { t: 'job', job: jobId, node: nodeId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs }).then(
+          () => {
+            if (this.pending.get(jobId) !== p || p.holder !== holder || p.gotOutput) return; // answered already
+            p.ackTimer = setTimeout(() => gone(`no answer within ${RELAY_ACK_MS} ms`), RELAY_ACK_MS);
+            p.ackTimer.unref();
+          },
+          (e: unknown) => {
+            this.log.error({ err: e, job_id: jobId }, 'could not relay a job');
+            gone('the job could not be relayed');
+          },
+        );
       }
       const onAbort = () => {
         if (!this.pending.has(jobId)) return;
@@ -289,10 +299,23 @@ export class AgentHub {
     else this.relay!.send(p.holder, { t: 'cancel', job: jobId, reason }).catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not relay a cancel'));
   }
 
+  /**
+   * A job of this process that was relayed through another process, whose agent is now on this process's own
+   * channel (it moved here): it carries on here; the old holder's late `lost` or `refused` no longer applies.
+   */
+  private adopt(p: Pending): void {
+    p.holder = undefined;
+    if (p.ackTimer) clearTimeout(p.ackTimer);
+    p.ackTimer = undefined;
+  }
+
   /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
   onOutput(nodeId: string, o: JobOutput): void {
     const p = this.pending.get(o.job_id);
-    if (p && p.nodeId === nodeId && !p.holder) return this.output(p, o);
+    if (p && p.nodeId === nodeId) {
+      if (p.holder) this.adopt(p);
+      return this.output(p, o);
+    }
     const r = this.relayed.get(o.job_id);
     if (r && r.nodeId === nodeId) this.tell(r.origin, { t: 'output', job: o.job_id, o });
   }
@@ -305,7 +328,10 @@ export class AgentHub {
   /** A finish from an agent on this process's channel (see onOutput). */
   async onFinish(nodeId: string, f: JobFinish): Promise<void> {
     const p = this.pending.get(f.job_id);
-    if (p && p.nodeId === nodeId && !p.holder) return this.finish(p, f);
+    if (p && p.nodeId === nodeId) {
+      if (p.holder) this.adopt(p);
+      return this.finish(p, f);
+    }
     const r = this.relayed.get(f.job_id);
     if (r && r.nodeId === nodeId) {
       this.forget(f.job_id);
@@ -384,19 +410,45 @@ export class AgentHub {
     if (r) this.tell(r.origin, { t: 'lost', job: jobId, why });
   }
 
+  /** What the watch timer does: the other ends of relayed jobs, the channels this process holds, unread messages. */
+  async watch(): Promise<void> {
+    if (!this.relay) return;
+    await this.watchRelayed();
+    const held = [...this.conns.keys()];
+    // A record another process overwrote late (its write of a channel it had lost) is put right.
+    if (held.length) await this.db.updateTable('nodes').set({ channel_process: this.relay.self }).where('id', 'in', held).where((eb) => eb.or([eb('channel_process', 'is', null), eb('channel_process', '!=', this.relay!.self)])).execute();
+    await this.relay.sweep();
+  }
+
   /**
-   * Jobs whose other end left the database: a job relayed through a holder that is gone is lost (before
-   * output: dispatched once more elsewhere); a job relayed for an origin that is gone is cancelled on its node.
+   * Jobs whose other end left the database (missing at GONE_AFTER_MISSES checks in a row): a job relayed
+   * through a holder that is gone is lost (before output: dispatched once more elsewhere; a cancel is sent in
+   * case the holder was only away); a job relayed for an origin that is gone is cancelled on its node.
    */
   async watchRelayed(): Promise<void> {
     if (!this.relay) return;
     const holders = [...this.pending.values()].flatMap((p) => (p.holder ? [p.holder] : []));
     const origins = [...this.relayed.values()].map((r) => r.origin);
-    if (holders.length + origins.length === 0) return;
-    const alive = await this.relay.alive([...new Set([...holders, ...origins])]);
-    for (const p of [...this.pending.values()]) if (p.holder && !alive.has(p.holder)) this.lose(p, `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`, false);
+    const peers = [...new Set([...holders, ...origins])];
+    const alive = peers.length ? await this.relay.alive(peers) : new Set<string>();
+    const gone = new Set<string>();
+    for (const peer of [...this.missing.keys()]) if (!peers.includes(peer)) this.missing.delete(peer);
+    for (const peer of peers) {
+      if (alive.has(peer)) this.missing.delete(peer);
+      else {
+        const n = (this.missing.get(peer) ?? 0) + 1;
+        this.missing.set(peer, n);
+        if (n >= GONE_AFTER_MISSES) gone.add(peer);
+      }
+    }
+    for (const p of [...this.pending.values()]) {
+      if (!p.holder || !gone.has(p.holder)) continue;
+      const why = `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`;
+      this.cancel(p.jobId, why);
+      this.lose(p, why, false);
+    }
     for (const [jobId, r] of [...this.relayed]) {
-      if (alive.has(r.origin)) continue;
+      if (!gone.has(r.origin)) continue;
       this.forget(jobId);
       this.conns.get(r.nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason: 'the control-plane process that dispatched this job is gone' });
     }

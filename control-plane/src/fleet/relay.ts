@@ -17,22 +17,25 @@ export type RelayMessage =
   | { t: 'finish'; job: string; f: JobFinish }
   | { t: 'lost'; job: string; why: string };
 
-/** NOTIFY payloads must stay under 8000 bytes; a larger message waits in `fleet_spill`. */
-const INLINE_MAX_BYTES = 7000;
-/** Spilled messages nobody read (their receiver died) are deleted after this long. */
-const SPILL_TTL = '10 minutes';
-
-type Envelope = { f: string; m: RelayMessage } | { f: string; s: number };
+/** The inbox is also read this often without a NOTIFY (one missed while the LISTEN connection reconnected). */
+const POLL_MS = 3000;
+/** Messages nobody read (their receiver is gone) are deleted after this long. */
+const UNREAD_TTL = '10 minutes';
 
 /**
- * The transport between control-plane processes (ARCHITECTURE decision 2): Postgres NOTIFY on a channel of
- * each process (`svc_fleet_<process id>`). Messages about one job are sent one after another (each NOTIFY
- * commits before the next is sent, so they arrive in order), and received one at a time in arrival order.
+ * The transport between control-plane processes (ARCHITECTURE decision 2). A message is a row of
+ * `fleet_messages` addressed to its receiver; a NOTIFY on the receiver's channel (`svc_fleet_<process id>`)
+ * wakes it, and it deletes and handles everything addressed to it, in id order. Messages about one job are
+ * sent one after another (each committed before the next is inserted), so they are handled in the order sent.
+ * The NOTIFY carries nothing: whoever can send one only makes the receiver look at its own rows.
  */
 export class FleetRelay {
   private readonly sending = new Map<string, Promise<void>>();
-  private inbox: Promise<void> = Promise.resolve();
+  private onMessage: ((from: string, m: RelayMessage) => void) | null = null;
+  private draining: Promise<void> | null = null;
+  private again = false;
   private unlisten: (() => Promise<void>) | null = null;
+  private poll: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly database: Database,
@@ -48,16 +51,17 @@ export class FleetRelay {
   }
 
   async start(onMessage: (from: string, m: RelayMessage) => void): Promise<void> {
-    await sql`delete from fleet_spill where created_at < now() - ${SPILL_TTL}::interval`.execute(this.database.db);
-    this.unlisten = await this.database.listen(FleetRelay.channel(this.self), (payload) => {
-      this.inbox = this.inbox.then(() => this.receive(payload, onMessage)).catch((e: unknown) => this.onError(e, 'a relay message could not be read'));
-    });
+    this.onMessage = onMessage;
+    this.unlisten = await this.database.listen(FleetRelay.channel(this.self), () => void this.drain());
+    this.poll = setInterval(() => void this.drain(), POLL_MS);
+    this.poll.unref();
+    await this.drain();
   }
 
   /** Sends `m` to process `to`, after the messages about the same job sent before it. */
   send(to: string, m: RelayMessage): Promise<void> {
     const before = this.sending.get(m.job) ?? Promise.resolve();
-    const sent = before.catch(() => undefined).then(() => this.notify(to, m));
+    const sent = before.catch(() => undefined).then(() => this.insert(to, m));
     const tail = sent.catch(() => undefined);
     this.sending.set(m.job, tail);
     void tail.then(() => {
@@ -66,33 +70,63 @@ export class FleetRelay {
     return sent;
   }
 
-  /** Which of these processes are still connected to the database. */
+  /** Which of these processes are connected to the database now. */
   alive(ids: readonly string[]): Promise<Set<string>> {
     return this.database.processesAlive(ids);
   }
 
+  /** Deletes messages addressed to processes that never read them. */
+  async sweep(): Promise<void> {
+    await sql`delete from fleet_messages where created_at < now() - ${UNREAD_TTL}::interval`.execute(this.database.db);
+  }
+
+  /** Reads and handles every message addressed to this process; a call during a read runs one more after it. */
+  drain(): Promise<void> {
+    if (this.draining) {
+      this.again = true;
+      return this.draining;
+    }
+    this.draining = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.readInbox();
+        } catch (e) {
+          this.onError(e, 'relay messages could not be read');
+        }
+      } while (this.again && this.onMessage);
+    })().finally(() => (this.draining = null));
+    return this.draining;
+  }
+
   async close(): Promise<void> {
+    if (this.poll) clearInterval(this.poll);
     await this.unlisten?.();
     this.unlisten = null;
     await Promise.all([...this.sending.values()]);
+    await this.draining;
+    this.onMessage = null;
   }
 
-  private async notify(to: string, m: RelayMessage): Promise<void> {
-    const db = this.database.db;
-    const inline = JSON.stringify({ f: this.self, m } satisfies Envelope);
-    if (Buffer.byteLength(inline) <= INLINE_MAX_BYTES) {
-      await sql`select pg_notify(${FleetRelay.channel(to)}, ${inline})`.execute(db);
-      return;
-    }
+  private async insert(to: string, m: RelayMessage): Promise<void> {
     await sql`
-      with s as (insert into fleet_spill(body) values (${JSON.stringify(m)}) returning id)
-      select pg_notify(${FleetRelay.channel(to)}, json_build_object('f', ${this.self}::text, 's', s.id)::text) from s`.execute(db);
+      with m as (insert into fleet_messages(receiver, sender, body) values (${to}, ${this.self}, ${JSON.stringify(m)}) returning id)
+      select pg_notify(${FleetRelay.channel(to)}, '') from m`.execute(this.database.db);
   }
 
-  private async receive(payload: string, onMessage: (from: string, m: RelayMessage) => void): Promise<void> {
-    const e = JSON.parse(payload) as Envelope;
-    if ('m' in e) return onMessage(e.f, e.m);
-    const row = await this.database.db.deleteFrom('fleet_spill').where('id', '=', e.s).returning('body').executeTakeFirst();
-    if (row) onMessage(e.f, JSON.parse(row.body) as RelayMessage);
+  private async readInbox(): Promise<void> {
+    if (!this.onMessage) return;
+    const rows = await this.database.db.deleteFrom('fleet_messages').where('receiver', '=', this.self).returning(['id', 'sender', 'body']).execute();
+    rows.sort((a, b) => a.id - b.id);
+    for (const r of rows) {
+      let m: RelayMessage;
+      try {
+        m = JSON.parse(r.body) as RelayMessage;
+      } catch (e) {
+        this.onError(e, 'a relay message was not JSON');
+        continue;
+      }
+      this.onMessage?.(r.sender, m);
+    }
   }
 }
