@@ -4,6 +4,8 @@ import { ServiceError, newId, type Clock, type JobFinish, type JobOutput, type S
 import type { DB } from '../db/schema.ts';
 import { AsyncQueue } from './queue.ts';
 import type { FleetRelay, RelayMessage } from './relay.ts';
+import { RelayedJobs } from './relayed-jobs.ts';
+import { ChannelRecord } from './channel-record.ts';
 import type { JobOutcome, NodeRegistry } from './registry.ts';
 import { pickNode } from './scheduler.ts';
 
@@ -53,21 +55,12 @@ interface Pending {
   reject(e: unknown): void;
 }
 
-/** A job another process dispatched to a node whose channel this process holds. */
-interface Relayed {
-  origin: string;
-  nodeId: string;
-  lostTimer?: NodeJS.Timeout;
-}
-
 class NodeLost extends Error {}
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
 /** How often processes check the other end of their relayed jobs, and re-assert the channels they hold. */
 const RELAY_WATCH_MS = 5000;
-/** A process missing from the database at this many checks in a row is gone (one miss: its LISTEN connection may be reconnecting). */
-const GONE_AFTER_MISSES = 2;
 
 /**
  * The agent hub: live channels of the agents connected to this process, and the dispatch primitive.
@@ -95,12 +88,11 @@ const GONE_AFTER_MISSES = 2;
 export class AgentHub {
   private readonly conns = new Map<string, Conn>();
   private readonly pending = new Map<string, Pending>();
-  private readonly relayed = new Map<string, Relayed>();
-  /** Writes of `nodes.channel_process`, in order per node. */
-  private readonly channelWrites = new Map<string, Promise<void>>();
+  /** Jobs of other processes relayed to agents on this process's channels (with a relay). */
+  private readonly relayed: RelayedJobs | null;
+  /** `nodes.channel_process` for the channels this process holds (with a relay). */
+  private readonly channels: ChannelRecord | null;
   private watchTimer: NodeJS.Timeout | null = null;
-  /** Peers found missing at consecutive checks, and how many times. */
-  private readonly missing = new Map<string, number>();
 
   /** Set to the app's logger once it exists; silent until then. */
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'> = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -112,7 +104,15 @@ export class AgentHub {
     private readonly reconnectGraceMs = 30_000,
     /** Dispatch through other processes (Postgres); null: this process is the only one (embedded database). */
     private readonly relay: FleetRelay | null = null,
-  ) {}
+  ) {
+    const push = (nodeId: string, m: ServerMessage) => {
+      const conn = this.conns.get(nodeId);
+      conn?.queue.push(m);
+      return conn !== undefined;
+    };
+    this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs);
+    this.channels = relay && new ChannelRecord(db, relay.self, () => this.log);
+  }
 
   /** Starts taking relay messages from other processes. */
   async start(): Promise<void> {
@@ -131,8 +131,7 @@ export class AgentHub {
   async reachable(nodeId: string): Promise<boolean> {
     if (this.conns.has(nodeId)) return true;
     if (!this.relay) return false;
-    const row = await this.db.selectFrom('nodes').select('channel_process').where('id', '=', nodeId).executeTakeFirst();
-    const holder = row?.channel_process;
+    const holder = await this.channels!.holder(nodeId);
     return !!holder && holder !== this.relay.self && (await this.relay.alive([holder])).has(holder);
   }
 
@@ -141,7 +140,7 @@ export class AgentHub {
     const conn = { nodeId, queue: new AsyncQueue<ServerMessage>() };
     this.conns.set(nodeId, conn);
     this.log.info({ node_id: nodeId }, 'agent channel attached');
-    void this.writeChannel(nodeId, true);
+    void this.channels?.held(nodeId);
     return conn;
   }
 
@@ -149,37 +148,14 @@ export class AgentHub {
     if (this.conns.get(conn.nodeId) !== conn) return;
     this.conns.delete(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
-    void this.writeChannel(conn.nodeId, false);
+    void this.channels?.released(conn.nodeId);
     for (const p of this.pending.values()) {
       if (p.nodeId === conn.nodeId && !p.holder && !p.lostTimer) {
         p.lostTimer = setTimeout(() => this.lose(p), this.reconnectGraceMs);
         p.lostTimer.unref();
       }
     }
-    for (const [jobId, r] of this.relayed) {
-      if (r.nodeId === conn.nodeId && !r.lostTimer) {
-        r.lostTimer = setTimeout(() => this.dropRelayed(jobId, `node ${r.nodeId} dropped`), this.reconnectGraceMs);
-        r.lostTimer.unref();
-      }
-    }
-  }
-
-  /** Records (held) or clears (released, only if still this process's) which process holds the node's channel. */
-  private writeChannel(nodeId: string, held: boolean): Promise<void> {
-    if (!this.relay) return Promise.resolve();
-    const self = this.relay.self;
-    const write = async () => {
-      if (held) await this.db.updateTable('nodes').set({ channel_process: self }).where('id', '=', nodeId).execute();
-      else await this.db.updateTable('nodes').set({ channel_process: null }).where('id', '=', nodeId).where('channel_process', '=', self).execute();
-    };
-    const next = (this.channelWrites.get(nodeId) ?? Promise.resolve())
-      .then(write)
-      .catch((e: unknown) => this.log.error({ err: e, node_id: nodeId }, 'could not record which process holds a node channel'));
-    this.channelWrites.set(nodeId, next);
-    void next.then(() => {
-      if (this.channelWrites.get(nodeId) === next) this.channelWrites.delete(nodeId);
-    });
-    return next;
+    this.relayed?.detached(conn.nodeId);
   }
 
   /** On (re)connect the agent says what it still runs: those jobs carry on, the rest of ours are lost, its orphans are cancelled. */
@@ -196,14 +172,8 @@ export class AgentHub {
         this.lose(p);
       }
     }
-    for (const [jobId, r] of [...this.relayed]) {
-      if (r.nodeId !== nodeId) continue;
-      if (still.has(jobId)) {
-        if (r.lostTimer) clearTimeout(r.lostTimer);
-        r.lostTimer = undefined;
-      } else if (r.lostTimer) this.dropRelayed(jobId, `node ${nodeId} came back without the job`);
-    }
-    const orphans = running.filter((id) => !this.pending.has(id) && !this.relayed.has(id));
+    this.relayed?.hello(nodeId, still);
+    const orphans = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
     for (const id of orphans) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: id, reason: 'the control plane no longer tracks this job' });
     return { cancelled: orphans };
   }
@@ -316,8 +286,7 @@ export class AgentHub {
       if (p.holder) this.adopt(p);
       return this.output(p, o);
     }
-    const r = this.relayed.get(o.job_id);
-    if (r && r.nodeId === nodeId) this.tell(r.origin, { t: 'output', job: o.job_id, o });
+    this.relayed?.output(nodeId, o);
   }
 
   private output(p: Pending, o: JobOutput): void {
@@ -332,11 +301,7 @@ export class AgentHub {
       if (p.holder) this.adopt(p);
       return this.finish(p, f);
     }
-    const r = this.relayed.get(f.job_id);
-    if (r && r.nodeId === nodeId) {
-      this.forget(f.job_id);
-      return this.tell(r.origin, { t: 'finish', job: f.job_id, f });
-    }
+    if (this.relayed?.finish(nodeId, f)) return;
     // A job already ended here (canceled, timed out): the node confirms it stopped; its outcome is recorded.
     this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
   }
@@ -365,12 +330,8 @@ export class AgentHub {
 
   /** A message from another process (see FleetRelay). */
   private onRelay(from: string, m: RelayMessage): void {
-    if (m.t === 'job') return this.take(from, m);
-    if (m.t === 'cancel') {
-      const r = this.relayed.get(m.job);
-      if (r && r.origin === from) this.conns.get(r.nodeId)?.queue.push({ type: 'cancel', job_id: m.job, reason: m.reason });
-      return;
-    }
+    if (m.t === 'job') return this.relayed!.take(from, m, this.pending.has(m.job));
+    if (m.t === 'cancel') return this.relayed!.cancel(from, m.job, m.reason);
     const p = this.pending.get(m.job);
     if (!p || p.holder !== from) return;
     if (p.ackTimer) clearTimeout(p.ackTimer);
@@ -381,77 +342,31 @@ export class AgentHub {
     else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
   }
 
-  /** Another process dispatched a job to a node whose channel it believes this process holds. */
-  private take(origin: string, m: Extract<RelayMessage, { t: 'job' }>): void {
-    const conn = this.conns.get(m.node);
-    if (!conn || this.pending.has(m.job) || this.relayed.has(m.job)) {
-      this.tell(origin, { t: 'refused', job: m.job, why: `the channel of node ${m.node} is not held here any more` });
-      return;
-    }
-    this.relayed.set(m.job, { origin, nodeId: m.node });
-    conn.queue.push({ type: 'job', job_id: m.job, kind: m.kind, payload: m.payload, timeout_ms: m.timeout_ms });
-    this.tell(origin, { t: 'accepted', job: m.job });
-  }
-
-  private tell(to: string, m: RelayMessage): void {
-    this.relay!.send(to, m).catch((e: unknown) => this.log.error({ err: e, job_id: m.job, to }, 'could not send a relay message'));
-  }
-
-  private forget(jobId: string): Relayed | undefined {
-    const r = this.relayed.get(jobId);
-    if (r?.lostTimer) clearTimeout(r.lostTimer);
-    this.relayed.delete(jobId);
-    return r;
-  }
-
-  /** A relayed job's node dropped and did not come back with it: its origin applies the node-drop rule. */
-  private dropRelayed(jobId: string, why: string): void {
-    const r = this.forget(jobId);
-    if (r) this.tell(r.origin, { t: 'lost', job: jobId, why });
-  }
-
   /** What the watch timer does: the other ends of relayed jobs, the channels this process holds, unread messages. */
   async watch(): Promise<void> {
     if (!this.relay) return;
     await this.watchRelayed();
-    const held = [...this.conns.keys()];
-    // A record another process overwrote late (its write of a channel it had lost) is put right.
-    if (held.length) await this.db.updateTable('nodes').set({ channel_process: this.relay.self }).where('id', 'in', held).where((eb) => eb.or([eb('channel_process', 'is', null), eb('channel_process', '!=', this.relay!.self)])).execute();
+    await this.channels!.reassert([...this.conns.keys()]);
     await this.relay.sweep();
   }
 
   /**
-   * Jobs whose other end left the database (missing at GONE_AFTER_MISSES checks in a row): a job relayed
+   * Jobs whose other end left the database (FleetRelay.gone): a job relayed
    * through a holder that is gone is lost (before output: dispatched once more elsewhere; a cancel is sent in
    * case the holder was only away); a job relayed for an origin that is gone is cancelled on its node.
    */
   async watchRelayed(): Promise<void> {
     if (!this.relay) return;
     const holders = [...this.pending.values()].flatMap((p) => (p.holder ? [p.holder] : []));
-    const origins = [...this.relayed.values()].map((r) => r.origin);
-    const peers = [...new Set([...holders, ...origins])];
-    const alive = peers.length ? await this.relay.alive(peers) : new Set<string>();
-    const gone = new Set<string>();
-    for (const peer of [...this.missing.keys()]) if (!peers.includes(peer)) this.missing.delete(peer);
-    for (const peer of peers) {
-      if (alive.has(peer)) this.missing.delete(peer);
-      else {
-        const n = (this.missing.get(peer) ?? 0) + 1;
-        this.missing.set(peer, n);
-        if (n >= GONE_AFTER_MISSES) gone.add(peer);
-      }
-    }
+    const origins = this.relayed?.origins() ?? [];
+    const gone = await this.relay.gone([...new Set([...holders, ...origins])]);
     for (const p of [...this.pending.values()]) {
       if (!p.holder || !gone.has(p.holder)) continue;
       const why = `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`;
       this.cancel(p.jobId, why);
       this.lose(p, why, false);
     }
-    for (const [jobId, r] of [...this.relayed]) {
-      if (!gone.has(r.origin)) continue;
-      this.forget(jobId);
-      this.conns.get(r.nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason: 'the control-plane process that dispatched this job is gone' });
-    }
+    this.relayed?.originsGone(gone);
   }
 
   private async record(nodeId: string, spec: JobSpec, o: { outcome: JobOutcome; latencyMs?: number; workUnits?: number | undefined; durationMs: number }): Promise<void> {
@@ -471,7 +386,7 @@ export class AgentHub {
 
   /** Jobs of other processes this process relays to its agents (for status and tests). */
   relayedJobs(): Array<{ jobId: string; nodeId: string; origin: string }> {
-    return [...this.relayed].map(([jobId, r]) => ({ jobId, nodeId: r.nodeId, origin: r.origin }));
+    return this.relayed?.list() ?? [];
   }
 
   /** Jobs still open in this process (for status and tests). */
@@ -484,17 +399,14 @@ export class AgentHub {
     for (const c of this.conns.values()) c.queue.close();
     for (const nodeId of [...this.conns.keys()]) {
       this.conns.delete(nodeId);
-      void this.writeChannel(nodeId, false);
+      void this.channels?.released(nodeId);
     }
-    for (const [jobId, r] of [...this.relayed]) {
-      this.forget(jobId); // not the node's fault: its origin counts it lost without holding it against the node
-      this.tell(r.origin, { t: 'refused', job: jobId, why: 'the control-plane process holding the node channel is shutting down' });
-    }
+    this.relayed?.close();
     for (const p of [...this.pending.values()]) {
       await this.end(p.jobId, 'failed', 'control plane shutting down');
       p.reject(new ServiceError('unavailable', 'The control plane is shutting down'));
     }
-    await Promise.all([...this.channelWrites.values()]);
+    await this.channels?.idle();
     await this.relay?.close();
   }
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { JobFinish, JobOutput } from '@svc/shared';
 import type { Database } from '../db/database.ts';
+import { KeyedSerial } from './serial.ts';
 
 /**
  * Messages between control-plane processes about a job on a node whose agent channel another process holds.
@@ -19,6 +20,8 @@ export type RelayMessage =
 
 /** The inbox is also read this often without a NOTIFY (one missed while the LISTEN connection reconnected). */
 const POLL_MS = 3000;
+/** A process missing from the database at this many checks in a row is gone (one miss: its LISTEN connection may be reconnecting). */
+const GONE_AFTER_MISSES = 2;
 /** Messages nobody read (their receiver is gone) are deleted after this long. */
 const UNREAD_TTL = '10 minutes';
 
@@ -30,12 +33,14 @@ const UNREAD_TTL = '10 minutes';
  * The NOTIFY carries nothing: whoever can send one only makes the receiver look at its own rows.
  */
 export class FleetRelay {
-  private readonly sending = new Map<string, Promise<void>>();
+  private readonly sending = new KeyedSerial();
   private onMessage: ((from: string, m: RelayMessage) => void) | null = null;
   private draining: Promise<void> | null = null;
   private again = false;
   private unlisten: (() => Promise<void>) | null = null;
   private poll: NodeJS.Timeout | null = null;
+  /** Peers found missing at consecutive `gone` checks, and how many times. */
+  private readonly missing = new Map<string, number>();
 
   constructor(
     private readonly database: Database,
@@ -60,19 +65,31 @@ export class FleetRelay {
 
   /** Sends `m` to process `to`, after the messages about the same job sent before it. */
   send(to: string, m: RelayMessage): Promise<void> {
-    const before = this.sending.get(m.job) ?? Promise.resolve();
-    const sent = before.catch(() => undefined).then(() => this.insert(to, m));
-    const tail = sent.catch(() => undefined);
-    this.sending.set(m.job, tail);
-    void tail.then(() => {
-      if (this.sending.get(m.job) === tail) this.sending.delete(m.job);
-    });
-    return sent;
+    return this.sending.run(m.job, () => this.insert(to, m));
   }
 
   /** Which of these processes are connected to the database now. */
   alive(ids: readonly string[]): Promise<Set<string>> {
     return this.database.processesAlive(ids);
+  }
+
+  /**
+   * Which of these peers are gone: missing from the database at GONE_AFTER_MISSES calls in a row (a peer not
+   * asked about is forgotten). Called by a periodic check, so a LISTEN connection reconnecting is not death.
+   */
+  async gone(peers: readonly string[]): Promise<Set<string>> {
+    const alive = peers.length ? await this.alive(peers) : new Set<string>();
+    const gone = new Set<string>();
+    for (const peer of [...this.missing.keys()]) if (!peers.includes(peer)) this.missing.delete(peer);
+    for (const peer of peers) {
+      if (alive.has(peer)) this.missing.delete(peer);
+      else {
+        const n = (this.missing.get(peer) ?? 0) + 1;
+        this.missing.set(peer, n);
+        if (n >= GONE_AFTER_MISSES) gone.add(peer);
+      }
+    }
+    return gone;
   }
 
   /** Deletes messages addressed to processes that never read them. */
@@ -103,7 +120,7 @@ export class FleetRelay {
     if (this.poll) clearInterval(this.poll);
     await this.unlisten?.();
     this.unlisten = null;
-    await Promise.all([...this.sending.values()]);
+    await this.sending.idle();
     await this.draining;
     this.onMessage = null;
   }
