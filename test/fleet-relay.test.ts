@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import OpenAI from 'openai';
 import { sql } from 'kysely';
 import { RECEIPT_HEADERS, type JobFinish } from '@svc/shared';
-import { ENFORCED_BILLING, startGatewayPair, type TestGateway } from './support/gateway.ts';
+import { ENFORCED_BILLING, startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, tcpProxy, until, type TestAgent } from './support/agent.ts';
 import { startChildGateway } from './support/child-gateway.ts';
 import { TEST_DB_KIND } from './support/database.ts';
@@ -143,7 +143,83 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
     await proxy.close();
   });
 
-  it('a holder killed mid-job: A loses the job without holding it against the node, and stops dispatching through it', async () => {
+  /** A gateway process on A's database besides A and B (each test stops its own). */
+  const third = () => startTestGateway({ reconnectGraceMs: GRACE_MS, share: { databaseUrl: a.databaseUrl, dataDir: a.dataDir }, clock: a.clock });
+  /** A diag.wait job dispatched on A to the agent, once its first output arrived; `seen` collects its output. */
+  async function waitingJob(nodeId: string, ms: number) {
+    const seen: string[] = [];
+    let started!: () => void;
+    const output = new Promise<void>((r) => (started = r));
+    const job = a.gw.fleet.hub.dispatch({ kind: 'diag.wait', payload: { ms, say: 'before', then: 'after' }, timeoutMs: 20_000, nodeId, onOutput: (o) => (seen.push(o.data), started()) });
+    await output;
+    return { job, seen };
+  }
+
+  it('an agent that reconnects mid-job to a third process: that process relays the job to A from then on, output after the move included', async () => {
+    const c = await third();
+    const proxy = await tcpProxy(b.url);
+    try {
+      const agent = await agentOn({ url: proxy.url, processId: b.gw.database.processId });
+      const before = await counts(agent.nodeId);
+      const { job, seen } = await waitingJob(agent.nodeId, 3000);
+      proxy.retarget(c.url);
+      proxy.cut();
+      await until('C relays the job', async () => c.gw.fleet.hub.relayedJobs().length === 1);
+      expect(c.gw.fleet.hub.relayedJobs()).toEqual([{ jobId: a.gw.fleet.hub.openJobs()[0]!.jobId, nodeId: agent.nodeId, origin: a.gw.database.processId }]);
+      const r = await job;
+      expect(r.result).toEqual({ waited_ms: 3000 });
+      expect(seen).toEqual(['before', 'after']);
+      expect(await jobRow(r.jobId)).toMatchObject({ status: 'succeeded', error: null, origin_process: a.gw.database.processId });
+      expect(await counts(agent.nodeId)).toEqual({ succeeded: before.succeeded + 1, failed: before.failed });
+      expect(c.gw.fleet.hub.relayedJobs()).toEqual([]);
+      // B, which held the channel before, forgets the job once the grace ran out; nothing is left open on A.
+      await until('B forgot the job', async () => b.gw.fleet.hub.relayedJobs().length === 0, 10_000);
+      expect(a.gw.fleet.hub.openJobs()).toEqual([]);
+    } finally {
+      await proxy.close();
+      await c.stop();
+    }
+  });
+
+  it("an agent that moves mid-job from the origin's own channel to another process: the job carries on through that process", async () => {
+    const proxy = await tcpProxy(a.url);
+    try {
+      const agent = await agentOn({ url: proxy.url, processId: a.gw.database.processId });
+      const { job, seen } = await waitingJob(agent.nodeId, 2500);
+      proxy.retarget(b.url);
+      proxy.cut();
+      const r = await job;
+      expect(r.result).toEqual({ waited_ms: 2500 });
+      expect(seen).toEqual(['before', 'after']);
+      expect(await jobRow(r.jobId)).toMatchObject({ status: 'succeeded', error: null });
+      expect(b.gw.fleet.hub.isConnected(agent.nodeId)).toBe(true);
+      expect(b.gw.fleet.hub.relayedJobs()).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a holder that shuts down mid-job: its agent reconnects to another process and the job carries on there', async () => {
+    const c = await third();
+    const proxy = await tcpProxy(c.url);
+    try {
+      const agent = await agentOn({ url: proxy.url, processId: c.gw.database.processId });
+      const before = await counts(agent.nodeId);
+      const { job, seen } = await waitingJob(agent.nodeId, 3000);
+      proxy.retarget(b.url);
+      await c.stop(); // closes the agent's connection: it dials again, through the proxy, to B
+      const r = await job;
+      expect(r.result).toEqual({ waited_ms: 3000 });
+      expect(seen).toEqual(['before', 'after']);
+      expect(await counts(agent.nodeId)).toEqual({ succeeded: before.succeeded + 1, failed: before.failed });
+      expect(b.gw.fleet.hub.isConnected(agent.nodeId)).toBe(true);
+    } finally {
+      await proxy.close();
+      await c.stop();
+    }
+  });
+
+  it('a holder killed mid-job, its agent not back within the grace: A loses the job without holding it against the node, and stops dispatching through it', async () => {
     const child = await startChildGateway({ dataDir: a.dataDir, databaseUrl: a.databaseUrl });
     try {
       const agent = await enrollAgent(a, owner.client, { kinds: ['sandbox'] }, { url: child.url });
@@ -160,8 +236,8 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       await until('the child left the database', async () => !(await a.gw.database.processesAlive([holder])).has(holder));
       await a.gw.fleet.hub.watchRelayed(); // what the watch timer does every few seconds: missing once is not gone
       expect(a.gw.fleet.hub.openJobs()).toHaveLength(1);
-      await a.gw.fleet.hub.watchRelayed(); // missing twice in a row is
-      // Lost before output: dispatched once more, but the job is pinned to that node, so it fails as lost.
+      await a.gw.fleet.hub.watchRelayed(); // missing twice in a row is: the grace starts (its agent may reconnect elsewhere)
+      // Not back within the grace; lost before output: dispatched once more, but the job is pinned to that node, so it fails as lost.
       const e = await expectApiError(job, 502, 'upstream_error');
       expect(e.body?.error).toMatchObject({ reason: 'node_lost' });
       expect(await counts(agent.nodeId)).toEqual(before); // the relaying process failed, not the node
@@ -171,6 +247,34 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       expect(await a.gw.fleet.hub.reachable(agent.nodeId)).toBe(false);
       await expectApiError(a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: [] }, timeoutMs: 5000, nodeId: agent.nodeId }), 503, 'no_capacity');
     } finally {
+      await child.kill();
+    }
+  });
+
+  it('a holder killed mid-job whose agent reconnects to another process: the job carries on there', async () => {
+    const child = await startChildGateway({ dataDir: a.dataDir, databaseUrl: a.databaseUrl });
+    const proxy = await tcpProxy(child.url);
+    try {
+      const agent = await enrollAgent(a, owner.client, { kinds: ['sandbox'] }, { url: proxy.url });
+      agents.push(agent);
+      agent.start({ SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
+      const holder = await until('the child holds the channel', async () => {
+        const r = await channelOf(agent.nodeId);
+        return r.last_heartbeat_at && r.channel_process && ![a.gw.database.processId, b.gw.database.processId].includes(r.channel_process) ? r.channel_process : undefined;
+      });
+      const { job, seen } = await waitingJob(agent.nodeId, 4000);
+      proxy.retarget(b.url);
+      await child.kill();
+      await until('B relays the job', async () => b.gw.fleet.hub.relayedJobs().length === 1, 10_000);
+      await until('the child left the database', async () => !(await a.gw.database.processesAlive([holder])).has(holder));
+      await a.gw.fleet.hub.watchRelayed();
+      await a.gw.fleet.hub.watchRelayed(); // the dead child no longer holds the job: nothing to lose
+      const r = await job;
+      expect(r.result).toEqual({ waited_ms: 4000 });
+      expect(seen).toEqual(['before', 'after']);
+      expect(await jobRow(r.jobId)).toMatchObject({ status: 'succeeded', error: null });
+    } finally {
+      await proxy.close();
       await child.kill();
     }
   });

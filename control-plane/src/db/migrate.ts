@@ -21,6 +21,7 @@ import * as filesBatches from './migrations/20261122_0500_files_batches.ts'; // 
 import * as media from './migrations/20261122_0600_media.ts'; // media (video jobs)
 import * as creditLeases from './migrations/20261122_0700_credit_leases.ts';
 import * as fleetRelay from './migrations/20261124_0800_fleet_relay.ts';
+import * as jobOrigin from './migrations/20261124_0900_job_origin.ts';
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -46,6 +47,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122_0600_media': media,
   '20261122_0700_credit_leases': creditLeases,
   '20261124_0800_fleet_relay': fleetRelay,
+  '20261124_0900_job_origin': jobOrigin,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

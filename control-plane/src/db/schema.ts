@@ -201,6 +201,8 @@ export interface JobsTable {
   created_at: Date;
   dispatched_at: Date | null;
   ended_at: Date | null;
+  /** The control-plane process that dispatched the job and owns its outcome (`Database.processId`). */
+  origin_process: string | null;
 }
 
 export interface SandboxSessionsTable {

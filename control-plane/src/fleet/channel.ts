@@ -22,7 +22,7 @@ const agentProcedure = t.procedure.use(({ ctx, next }) => {
 
 function makeRouter(hub: AgentHub) {
   return t.router({
-    hello: agentProcedure.input(Hello).mutation(({ ctx, input }) => ({ node_id: ctx.nodeId, protocol_version: PROTOCOL_VERSION, ...hub.hello(ctx.nodeId, input.running_jobs) })),
+    hello: agentProcedure.input(Hello).mutation(async ({ ctx, input }) => ({ node_id: ctx.nodeId, protocol_version: PROTOCOL_VERSION, ...(await hub.hello(ctx.nodeId, input.running_jobs)) })),
     jobs: agentProcedure.subscription(async function* ({ ctx, signal }) {
       const conn = hub.attach(ctx.nodeId);
       try {

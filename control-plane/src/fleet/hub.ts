@@ -6,6 +6,7 @@ import { AsyncQueue } from './queue.ts';
 import type { FleetRelay, RelayMessage } from './relay.ts';
 import { RelayedJobs } from './relayed-jobs.ts';
 import { ChannelRecord } from './channel-record.ts';
+import { JobClaims, type AgentReport } from './claims.ts';
 import type { JobOutcome, NodeRegistry } from './registry.ts';
 import { pickNode } from './scheduler.ts';
 
@@ -46,6 +47,7 @@ interface Pending {
   sentAt: number;
   gotOutput: boolean;
   timer: NodeJS.Timeout;
+  /** The reconnect grace: the job is lost when it runs out. */
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
   holder?: string;
@@ -79,11 +81,13 @@ const RELAY_WATCH_MS = 5000;
  *
  * Several processes (with a relay): `nodes.channel_process` says which process holds each node's channel.
  * A node whose channel another process holds is dispatched to through that process (`FleetRelay`): this
- * process keeps the job's record, timers and outcome; the holder passes the job to the agent and relays its
- * output and finish back, applying the node-drop rule to the channel it holds (`lost`). A holder that does
- * not take the job within RELAY_ACK_MS, refuses it (the agent moved), or leaves the database makes the job
- * lost before output (dispatched once more elsewhere), without counting against the node. A job whose
- * origin left the database is cancelled on its node.
+ * process (the origin) keeps the job's record, timers, outcome and the node-drop rule; the holder passes the
+ * job to the agent and relays its output and finish back, and says when its channel dropped. Wherever the
+ * agent reconnects with the job (this process, the holder, or any other: `jobs.origin_process` tells that one
+ * whose job it is), the job carries on from there. A holder that does not take the job within RELAY_ACK_MS
+ * or refuses it (the agent moved) makes the job lost before output (dispatched once more elsewhere); a holder
+ * that leaves the database starts the grace; neither counts against the node. A job whose origin left the
+ * database is cancelled on its node.
  */
 export class AgentHub {
   private readonly conns = new Map<string, Conn>();
@@ -92,6 +96,8 @@ export class AgentHub {
   private readonly relayed: RelayedJobs | null;
   /** `nodes.channel_process` for the channels this process holds (with a relay). */
   private readonly channels: ChannelRecord | null;
+  /** Jobs of other processes whose agent reconnected here mid-job (with a relay). */
+  private readonly claims: JobClaims | null;
   private watchTimer: NodeJS.Timeout | null = null;
 
   /** Set to the app's logger once it exists; silent until then. */
@@ -112,6 +118,7 @@ export class AgentHub {
     };
     this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs);
     this.channels = relay && new ChannelRecord(db, relay.self, () => this.log);
+    this.claims = relay && new JobClaims(db, relay.self);
   }
 
   /** Starts taking relay messages from other processes. */
@@ -150,16 +157,32 @@ export class AgentHub {
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
     for (const p of this.pending.values()) {
-      if (p.nodeId === conn.nodeId && !p.holder && !p.lostTimer) {
-        p.lostTimer = setTimeout(() => this.lose(p), this.reconnectGraceMs);
-        p.lostTimer.unref();
-      }
+      if (p.nodeId === conn.nodeId && !p.holder) this.grace(p, `node ${p.nodeId} dropped`, true);
     }
     this.relayed?.detached(conn.nodeId);
   }
 
-  /** On (re)connect the agent says what it still runs: those jobs carry on, the rest of ours are lost, its orphans are cancelled. */
-  hello(nodeId: string, running: string[]): { cancelled: string[] } {
+  /**
+   * The node-drop rule's wait: the job is lost unless its agent comes back with it in time, here (`hello`) or on
+   * another process (`moved`). `counts`: against the node when the grace runs out (its channel dropped; not when
+   * the process relaying it left).
+   */
+  private grace(p: Pending, why: string, counts: boolean): void {
+    if (p.lostTimer) return;
+    p.lostTimer = setTimeout(() => {
+      p.lostTimer = undefined;
+      if (p.holder) this.cancel(p.jobId, why); // in case the holder still has it after all: the job must not run unowned
+      this.lose(p, why, counts);
+    }, this.reconnectGraceMs);
+    p.lostTimer.unref();
+  }
+
+  /**
+   * On (re)connect the agent says what it still runs: those jobs carry on, the rest of ours are lost. A job of
+   * another process (the agent was on a third process before) is relayed from here to its origin; the jobs
+   * nobody owns any more are cancelled.
+   */
+  async hello(nodeId: string, running: string[]): Promise<{ cancelled: string[] }> {
     const still = new Set(running);
     for (const p of [...this.pending.values()]) {
       if (p.nodeId !== nodeId) continue;
@@ -173,9 +196,29 @@ export class AgentHub {
       }
     }
     this.relayed?.hello(nodeId, still);
-    const orphans = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
+    const unknown = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
+    const owned = await Promise.all(unknown.map(async (id) => (await this.claim(nodeId, id)) !== null));
+    const orphans = unknown.filter((_, i) => !owned[i]);
     for (const id of orphans) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: id, reason: 'the control plane no longer tracks this job' });
     return { cancelled: orphans };
+  }
+
+  /** A job of another process run by an agent on this process's channel: relayed to its origin from here on (see JobClaims). */
+  private claim(nodeId: string, jobId: string, report?: AgentReport): Promise<string | null> {
+    if (!this.claims) return Promise.resolve(null);
+    return this.claims.originOf(
+      nodeId,
+      jobId,
+      (origin, held) => {
+        if (origin === null) return;
+        this.relayed!.claim(origin, jobId, nodeId);
+        for (const r of held) {
+          if (r.t === 'output') this.relayed!.output(nodeId, r.o);
+          else this.relayed!.finish(nodeId, r.f);
+        }
+      },
+      report,
+    );
   }
 
   /** The process to relay through for this node: its channel's holder, when that is another process. */
@@ -202,7 +245,7 @@ export class AgentHub {
     const jobId = newId('job_', 20);
     await this.db
       .insertInto('jobs')
-      .values({ id: jobId, node_id: node.id, account_id: spec.accountId ?? null, kind: spec.kind, status: 'dispatched', attempts: exclude.length + 1, error: null, created_at: now, dispatched_at: now, ended_at: null })
+      .values({ id: jobId, node_id: node.id, account_id: spec.accountId ?? null, kind: spec.kind, status: 'dispatched', attempts: exclude.length + 1, error: null, created_at: now, dispatched_at: now, ended_at: null, origin_process: this.relay?.self ?? null })
       .execute();
     try {
       return await this.run(jobId, node.id, spec, this.holderOf(node));
@@ -286,7 +329,7 @@ export class AgentHub {
       if (p.holder) this.adopt(p);
       return this.output(p, o);
     }
-    this.relayed?.output(nodeId, o);
+    if (!this.relayed?.output(nodeId, o)) void this.claim(nodeId, o.job_id, { t: 'output', o });
   }
 
   private output(p: Pending, o: JobOutput): void {
@@ -302,7 +345,8 @@ export class AgentHub {
       return this.finish(p, f);
     }
     if (this.relayed?.finish(nodeId, f)) return;
-    // A job already ended here (canceled, timed out): the node confirms it stopped; its outcome is recorded.
+    if ((await this.claim(nodeId, f.job_id, { t: 'finish', f })) !== null) return; // relayed to its origin
+    // A job already ended (canceled, timed out): the node confirms it stopped; its outcome is recorded.
     this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
   }
 
@@ -333,13 +377,27 @@ export class AgentHub {
     if (m.t === 'job') return this.relayed!.take(from, m, this.pending.has(m.job));
     if (m.t === 'cancel') return this.relayed!.cancel(from, m.job, m.reason);
     const p = this.pending.get(m.job);
+    if (m.t === 'moved') {
+      // The agent runs the job on `from`'s channel now (it reconnected there): that process relays it from here on.
+      if (!p) return void this.relay!.send(from, { t: 'cancel', job: m.job, reason: 'the job is no longer open at the process that dispatched it' }).catch((e: unknown) => this.log.error({ err: e, job_id: m.job }, 'could not relay a cancel'));
+      p.holder = from;
+      for (const t of ['ackTimer', 'lostTimer'] as const) clearTimeout(p[t]);
+      p.ackTimer = p.lostTimer = undefined;
+      return;
+    }
     if (!p || p.holder !== from) return;
     if (p.ackTimer) clearTimeout(p.ackTimer);
     p.ackTimer = undefined;
     if (m.t === 'refused') this.lose(p, m.why, false);
     else if (m.t === 'lost') this.lose(p, m.why);
-    else if (m.t === 'output') this.output(p, m.o);
-    else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
+    else if (m.t === 'dropped') this.grace(p, `${m.why} (process ${from})`, true);
+    else {
+      // The holder relays the job: it was not gone after all.
+      if (p.lostTimer) clearTimeout(p.lostTimer);
+      p.lostTimer = undefined;
+      if (m.t === 'output') this.output(p, m.o);
+      else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
+    }
   }
 
   /** What the watch timer does: the other ends of relayed jobs, the channels this process holds, unread messages. */
@@ -361,10 +419,7 @@ export class AgentHub {
     const origins = this.relayed?.origins() ?? [];
     const gone = await this.relay.gone([...new Set([...holders, ...origins])]);
     for (const p of [...this.pending.values()]) {
-      if (!p.holder || !gone.has(p.holder)) continue;
-      const why = `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`;
-      this.cancel(p.jobId, why);
-      this.lose(p, why, false);
+      if (p.holder && gone.has(p.holder)) this.grace(p, `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`, false);
     }
     this.relayed?.originsGone(gone);
   }

@@ -6,8 +6,10 @@ import { KeyedSerial } from './serial.ts';
 /**
  * Messages between control-plane processes about a job on a node whose agent channel another process holds.
  * The origin (the process that dispatched the job and owns its record) sends `job` and `cancel`; the holder
- * (the process the agent is connected to) answers `accepted` or `refused`, then relays the agent's `output`
- * and `finish`, or `lost` when the agent's channel dropped and did not come back in time.
+ * (the process the agent is connected to) answers `accepted` or `refused` (never passed to an agent: safe to
+ * run elsewhere), then relays the agent's `output` and `finish`. When the holder's channel to the agent drops
+ * it says `dropped` (the origin waits the reconnect grace); wherever the agent comes back with the job, that
+ * process says `moved` and relays it from then on; an agent back on the holder without the job makes it `lost`.
  */
 export type RelayMessage =
   | { t: 'job'; job: string; node: string; kind: string; payload: unknown; timeout_ms: number }
@@ -16,6 +18,8 @@ export type RelayMessage =
   | { t: 'refused'; job: string; why: string }
   | { t: 'output'; job: string; o: JobOutput }
   | { t: 'finish'; job: string; f: JobFinish }
+  | { t: 'dropped'; job: string; why: string }
+  | { t: 'moved'; job: string }
   | { t: 'lost'; job: string; why: string };
 
 /** The inbox is also read this often without a NOTIFY (one missed while the LISTEN connection reconnected). */

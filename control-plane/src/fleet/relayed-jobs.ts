@@ -5,14 +5,16 @@ import type { FleetRelay, RelayMessage } from './relay.ts';
 interface Relayed {
   origin: string;
   nodeId: string;
-  lostTimer?: NodeJS.Timeout;
+  /** The channel dropped and the origin was told; forgotten after the grace unless the agent comes back here with it. */
+  dropped?: NodeJS.Timeout;
 }
 
 /**
  * The holder's side of the relay: jobs other processes (their origins) dispatched to nodes whose channel
- * this process holds. It passes each job to its agent, relays the agent's output and finish back, and
- * applies the node-drop rule to the channel it holds (`lost` once the grace ran out); the origin keeps the
- * job's record, timers and outcome (AgentHub).
+ * this process holds, or whose agent reconnected here mid-job (`claim`). It passes each job to its agent and
+ * relays the agent's output and finish back. When the channel drops it tells the origin (`dropped`), which
+ * applies the node-drop rule and keeps the job's record, timers and outcome (AgentHub); an agent back here
+ * with the job makes this process its holder again (`moved`), one back without it makes it `lost`.
  */
 export class RelayedJobs {
   private readonly jobs = new Map<string, Relayed>();
@@ -43,6 +45,13 @@ export class RelayedJobs {
     this.tell(origin, { t: 'accepted', job: m.job });
   }
 
+  /** A job of `origin` that the agent on this process's channel runs: relayed from here on, and the origin told so. */
+  claim(origin: string, jobId: string, nodeId: string): void {
+    this.forget(jobId);
+    this.jobs.set(jobId, { origin, nodeId });
+    this.tell(origin, { t: 'moved', job: jobId });
+  }
+
   cancel(from: string, jobId: string, reason: string): void {
     const r = this.jobs.get(jobId);
     if (r && r.origin === from) this.push(r.nodeId, { type: 'cancel', job_id: jobId, reason });
@@ -50,39 +59,40 @@ export class RelayedJobs {
 
   /** Output from the agent: relayed when the job is one of these; false when it is not. */
   output(nodeId: string, o: JobOutput): boolean {
-    const r = this.jobs.get(o.job_id);
-    if (!r || r.nodeId !== nodeId) return false;
+    const r = this.back(nodeId, o.job_id);
+    if (!r) return false;
     this.tell(r.origin, { t: 'output', job: o.job_id, o });
     return true;
   }
 
   /** The agent's finish: relayed, and the job forgotten here; false when it is not one of these. */
   finish(nodeId: string, f: JobFinish): boolean {
-    const r = this.jobs.get(f.job_id);
-    if (!r || r.nodeId !== nodeId) return false;
+    const r = this.back(nodeId, f.job_id);
+    if (!r) return false;
     this.forget(f.job_id);
     this.tell(r.origin, { t: 'finish', job: f.job_id, f });
     return true;
   }
 
-  /** The node's channel dropped: its jobs wait the grace for the agent to come back with them. */
+  /** The node's channel dropped: the origins start the reconnect grace; the jobs are remembered here for as long. */
   detached(nodeId: string): void {
     for (const [jobId, r] of this.jobs) {
-      if (r.nodeId === nodeId && !r.lostTimer) {
-        r.lostTimer = setTimeout(() => this.drop(jobId, `node ${r.nodeId} dropped`), this.graceMs);
-        r.lostTimer.unref();
-      }
+      if (r.nodeId !== nodeId || r.dropped) continue;
+      this.tell(r.origin, { t: 'dropped', job: jobId, why: `the channel of node ${nodeId} dropped` });
+      r.dropped = setTimeout(() => this.forget(jobId), this.graceMs);
+      r.dropped.unref();
     }
   }
 
-  /** The agent came back: the jobs it still runs carry on, the others are lost. */
+  /** The agent came back here: the jobs it still runs are relayed from here again, the others are lost. */
   hello(nodeId: string, still: ReadonlySet<string>): void {
     for (const [jobId, r] of [...this.jobs]) {
-      if (r.nodeId !== nodeId) continue;
-      if (still.has(jobId)) {
-        if (r.lostTimer) clearTimeout(r.lostTimer);
-        r.lostTimer = undefined;
-      } else if (r.lostTimer) this.drop(jobId, `node ${nodeId} came back without the job`);
+      if (r.nodeId !== nodeId || !r.dropped) continue;
+      if (still.has(jobId)) this.claim(r.origin, jobId, nodeId);
+      else {
+        this.forget(jobId);
+        this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} came back without the job` });
+      }
     }
   }
 
@@ -99,11 +109,11 @@ export class RelayedJobs {
     }
   }
 
-  /** This process stops: not the node's fault, so its origin counts each job lost without holding it against the node. */
+  /** This process stops: its agents reconnect to another process, where their jobs go on; the origins wait the grace for that. */
   close(): void {
     for (const [jobId, r] of [...this.jobs]) {
       this.forget(jobId);
-      this.tell(r.origin, { t: 'refused', job: jobId, why: 'the control-plane process holding the node channel is shutting down' });
+      if (!r.dropped) this.tell(r.origin, { t: 'dropped', job: jobId, why: 'the control-plane process holding the node channel is shutting down' });
     }
   }
 
@@ -111,16 +121,18 @@ export class RelayedJobs {
     return [...this.jobs].map(([jobId, r]) => ({ jobId, nodeId: r.nodeId, origin: r.origin }));
   }
 
-  private forget(jobId: string): Relayed | undefined {
+  /** The job relayed here for this node; one whose channel had dropped is held here again (its agent is back). */
+  private back(nodeId: string, jobId: string): Relayed | undefined {
     const r = this.jobs.get(jobId);
-    if (r?.lostTimer) clearTimeout(r.lostTimer);
-    this.jobs.delete(jobId);
-    return r;
+    if (!r || r.nodeId !== nodeId) return undefined;
+    if (r.dropped) this.claim(r.origin, jobId, nodeId);
+    return this.jobs.get(jobId);
   }
 
-  /** The node dropped and did not come back with the job: its origin applies the node-drop rule. */
-  private drop(jobId: string, why: string): void {
-    const r = this.forget(jobId);
-    if (r) this.tell(r.origin, { t: 'lost', job: jobId, why });
+  private forget(jobId: string): Relayed | undefined {
+    const r = this.jobs.get(jobId);
+    if (r?.dropped) clearTimeout(r.dropped);
+    this.jobs.delete(jobId);
+    return r;
   }
 }
