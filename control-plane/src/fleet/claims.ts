@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { JobFinish, JobOutput } from '@svc/shared';
 import type { DB } from '../db/schema.ts';
+import type { RelayedJobs } from './relayed-jobs.ts';
 
 export type AgentReport = { t: 'output'; o: JobOutput } | { t: 'finish'; f: JobFinish };
 
@@ -28,7 +29,29 @@ export class JobClaims {
     private readonly db: Kysely<DB>,
     /** This process (`Database.processId`). */
     private readonly self: string,
+    private readonly relayed: RelayedJobs,
   ) {}
+
+  /**
+   * Makes this process the holder of a job of another process that the agent on its channel runs: once its
+   * origin is known, the job is relayed to it from here on, with the reports held meanwhile. Resolves with the
+   * origin, or null when the job is nobody's. `report`: the agent's output or finish that asked.
+   */
+  claim(nodeId: string, jobId: string, report?: AgentReport): Promise<string | null> {
+    return this.originOf(
+      nodeId,
+      jobId,
+      (origin, held) => {
+        if (origin === null) return;
+        this.relayed.claim(origin, jobId, nodeId);
+        for (const r of held) {
+          if (r.t === 'output') this.relayed.output(nodeId, r.o);
+          else this.relayed.finish(nodeId, r.f);
+        }
+      },
+      report,
+    );
+  }
 
   /**
    * The origin of a job running on `nodeId`, once looked up: another process whose job is still open; null when
@@ -36,7 +59,7 @@ export class JobClaims {
    * `report`: an output or finish of the agent to hold until then. `settle` runs once per lookup, before any
    * later caller sees the answer, with the reports held meanwhile.
    */
-  originOf(nodeId: string, jobId: string, settle: (origin: string | null, held: AgentReport[]) => void, report?: AgentReport): Promise<string | null> {
+  private originOf(nodeId: string, jobId: string, settle: (origin: string | null, held: AgentReport[]) => void, report?: AgentReport): Promise<string | null> {
     if (this.orphans.has(jobId)) return Promise.resolve(null);
     const open = this.claims.get(jobId);
     if (open) {

@@ -9,31 +9,9 @@ import { ChannelRecord } from './channel-record.ts';
 import { JobClaims, type AgentReport } from './claims.ts';
 import type { JobOutcome, NodeRegistry } from './registry.ts';
 import { pickNode } from './scheduler.ts';
+import type { JobResult, JobSpec } from './job-spec.ts';
 
-export interface JobSpec {
-  /** The job kind the agent runs, e.g. `sandbox.run`, `diag.echo`. */
-  kind: string;
-  /** Which kind of node may run it; omitted: any node (diagnostics). */
-  nodeKind?: 'sandbox' | 'inference' | undefined;
-  payload: unknown;
-  timeoutMs: number;
-  accountId?: string | undefined;
-  model?: string | undefined;
-  /** Dispatch to this node only (a session that lives on one node, say). */
-  nodeId?: string | undefined;
-  /** May the job run again elsewhere if its node drops before it produced output? */
-  retryable?: boolean;
-  onOutput?: (o: JobOutput) => void;
-  signal?: AbortSignal | undefined;
-}
-
-export interface JobResult {
-  jobId: string;
-  nodeId: string;
-  result: unknown;
-  durationMs: number;
-  workUnits: number | undefined;
-}
+export type { JobResult, JobSpec } from './job-spec.ts';
 
 interface Conn {
   nodeId: string;
@@ -118,7 +96,7 @@ export class AgentHub {
     };
     this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs);
     this.channels = relay && new ChannelRecord(db, relay.self, () => this.log);
-    this.claims = relay && new JobClaims(db, relay.self);
+    this.claims = relay && new JobClaims(db, relay.self, this.relayed!);
   }
 
   /** Starts taking relay messages from other processes. */
@@ -205,20 +183,7 @@ export class AgentHub {
 
   /** A job of another process run by an agent on this process's channel: relayed to its origin from here on (see JobClaims). */
   private claim(nodeId: string, jobId: string, report?: AgentReport): Promise<string | null> {
-    if (!this.claims) return Promise.resolve(null);
-    return this.claims.originOf(
-      nodeId,
-      jobId,
-      (origin, held) => {
-        if (origin === null) return;
-        this.relayed!.claim(origin, jobId, nodeId);
-        for (const r of held) {
-          if (r.t === 'output') this.relayed!.output(nodeId, r.o);
-          else this.relayed!.finish(nodeId, r.f);
-        }
-      },
-      report,
-    );
+    return this.claims?.claim(nodeId, jobId, report) ?? Promise.resolve(null);
   }
 
   /** The process to relay through for this node: its channel's holder, when that is another process. */
