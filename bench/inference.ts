@@ -7,7 +7,10 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor]
+ * `--floor` adds a row: the gateway process's own services (key auth, body digest, validation, model
+ * resolution, hold, upstream call, settle with its signed receipt and journal) called from a bare node:http
+ * handler instead of the HTTP framework, to see what the framework and its per-route stages cost.
  * Each concurrency is measured in `--rounds` rounds of direct, proxy and gateway back to back, and each figure
  * is the median over the rounds: this VM's speed drifts by tens of percent within a minute, so rows measured
  * apart are not comparable; the per-round ratio of the gateway's added p50 to the proxy's is printed too.
@@ -32,6 +35,8 @@ const arg = (name: string, def: string) => {
 const TOTAL = Number(arg('requests', '2000'));
 /** `--gateway-only`: skip the direct and bare-proxy rows (quick A/B runs of the gateway alone). */
 const GATEWAY_ONLY = process.argv.includes('--gateway-only');
+/** `--floor`: also measure the gateway's services behind a bare node:http handler (see floorServer). */
+const FLOOR = process.argv.includes('--floor');
 /** `--conc 1,64` (the default): the concurrencies measured, in order. */
 const CONCS = arg('conc', '1,64').split(',').map(Number);
 const SECONDS = Number(arg('seconds', '4'));
@@ -114,11 +119,55 @@ async function role(name: string): Promise<void> {
     const { client, session } = await new SvcClient({ baseUrl: url }).signIn(privateKeyToAccount(generatePrivateKey()));
     await gw.services.metering.credit(session.account_id, 1_000_000_000_000, 'grant', 'bench');
     const key = (await client.createKey()).key;
-    ready({ url, key });
+    const floor = FLOOR ? await floorServer(gw, url) : undefined;
+    ready({ url, key, floor });
     process.on('SIGTERM', () => process.exit(0)); // lets --cpu-prof write its profile
     return;
   }
   throw new Error(`unknown role ${name}`);
+}
+
+/**
+ * `--floor`: the non-streamed chat completion of the gateway's own services (the same calls the route makes:
+ * key auth, body digest, schema validation, hold, upstream call, settle, signed receipt, journal, receipt
+ * headers) from a bare node:http handler, without the HTTP framework's stages. Not a product path: no error
+ * envelope, no metrics, no denylist beyond the digest.
+ */
+async function floorServer(gw: Awaited<ReturnType<typeof import('../control-plane/src/gateway.ts')['createGateway']>>, publicUrl: string): Promise<string> {
+  const { RECEIPT_HEADERS, sha256Hex, PREFIX, randomId } = await import('@svc/shared');
+  const { ChatBody } = await import('../control-plane/src/modules/inference/schemas.ts');
+  const resource = `${publicUrl}/v1/chat/completions`;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async () => {
+        const raw = Buffer.concat(chunks);
+        sha256Hex(raw);
+        const body = ChatBody.parse(JSON.parse(raw.toString('utf8')));
+        const cred = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
+        const p = await gw.services.keys.authenticate(cred);
+        const requestId = PREFIX.request + randomId(20);
+        const r = await gw.services.inference.chat(p, body, { requestId, runId: null, route: 'POST /v1/chat/completions', resource, endpoint: 'chat.completions', signal: new AbortController().signal, settleBehind: true });
+        res.writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'x-request-id': requestId,
+          [RECEIPT_HEADERS.id]: r.receipt.payload.id,
+          [RECEIPT_HEADERS.payload]: Buffer.from(r.receipt.canonical).toString('base64url'),
+          [RECEIPT_HEADERS.signature]: r.receipt.signature,
+          [RECEIPT_HEADERS.signer]: r.receipt.payload.signer,
+          [RECEIPT_HEADERS.cost]: String(r.receipt.payload.cost_micro_usd),
+        });
+        res.end(JSON.stringify(r.body));
+      })().catch((e: unknown) => {
+        console.error(e);
+        res.writeHead(500).end();
+      });
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
 function startRole(name: string, extra: string[], node: string[] = []): Promise<{ child: ChildProcess; info: Record<string, any> }> {
@@ -227,7 +276,7 @@ async function main() {
     const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port)]);
     children.push(proxy.child);
     const profile = arg('profile', '');
-    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true')], profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
+    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : [])], profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []);
     children.push(gateway.child);
 
     const measure = (url: string, key: string | null, conc: number, around?: { before(): void; after(): void }) =>
@@ -242,11 +291,11 @@ async function main() {
     );
     console.log(`gateway: auth + hold + upstream call + settle (ledger, usage event, signed receipt) + receipt headers; billing enforced; real Postgres (${name})`);
     console.log('');
-    console.log('conc | path                | p50 ms | p99 ms |  req/s | added p50 / p99 vs direct');
+    console.log('conc | path                   | p50 ms | p99 ms |  req/s | added p50 / p99 vs direct');
     const ratios: string[] = [];
     for (const conc of CONCS) {
       type Row = { p50: number; p99: number; rps: number };
-      const rounds: Array<{ direct: Row | null; proxy: Row | null; gateway: Row; cpu: Record<string, number> }> = [];
+      const rounds: Array<{ direct: Row | null; proxy: Row | null; gateway: Row; floor: Row | null; cpu: Record<string, number> }> = [];
       for (let i = 0; i < ROUNDS; i++) {
         const direct = GATEWAY_ONLY ? null : await measure(upstreamUrl, null, conc);
         const proxyRow = GATEWAY_ONLY ? null : await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
@@ -254,7 +303,8 @@ async function main() {
         let c1 = c0;
         const gatewayRow = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc, { before: () => (c0 = cpuOf()), after: () => (c1 = cpuOf()) });
         const cpu = Object.fromEntries((['gateway', 'postgres', 'upstream'] as const).map((k) => [k, ((c1[k] - c0[k]) * 1e6) / (gatewayRow.rps * SECONDS)]));
-        rounds.push({ direct, proxy: proxyRow, gateway: gatewayRow, cpu });
+        const floorRow = FLOOR ? await measure(`${gateway.info.floor}/v1`, gateway.info.key, conc) : null;
+        rounds.push({ direct, proxy: proxyRow, gateway: gatewayRow, floor: floorRow, cpu });
       }
       const median = (xs: number[]) => {
         const s = [...xs].sort((a, b) => a - b);
@@ -264,6 +314,7 @@ async function main() {
       const direct = med(rounds.map((r) => r.direct));
       const viaProxy = med(rounds.map((r) => r.proxy));
       const viaGateway = med(rounds.map((r) => r.gateway))!;
+      const viaFloor = med(rounds.map((r) => r.floor));
       if (CLIENT === 'wrk') {
         const per = (k: string) => `${Math.round(median(rounds.map((r) => r.cpu[k]!)))} µs`;
         split.push(`${String(conc).padStart(4)} | gateway process ${per('gateway')}, postgres ${per('postgres')}, upstream ${per('upstream')} (CPU per request, 10 ms ticks)`);
@@ -271,16 +322,21 @@ async function main() {
       if (direct) {
         const each = rounds.map((r) => (r.gateway.p50 - r.direct!.p50) / (r.proxy!.p50 - r.direct!.p50));
         const rps = rounds.map((r) => r.gateway.rps / r.proxy!.rps);
+        if (FLOOR) {
+          const fl = rounds.map((r) => (r.floor!.p50 - r.direct!.p50) / (r.proxy!.p50 - r.direct!.p50));
+          ratios.push(`${String(conc).padStart(4)} | added p50, services without the framework / proxy: ${fl.map((x) => x.toFixed(2)).join(', ')} (median ${median(fl).toFixed(2)})`);
+        }
         ratios.push(`${String(conc).padStart(4)} | added p50, gateway / proxy: ${each.map((x) => x.toFixed(2)).join(', ')} (median ${median(each).toFixed(2)}); req/s, gateway / proxy: ${rps.map((x) => x.toFixed(3)).join(', ')} (median ${median(rps).toFixed(3)})`);
       }
       for (const [label, r] of [
         ['direct', direct],
         ['bare reverse proxy', viaProxy],
         ['gateway', viaGateway],
+        ['services, no framework', viaFloor],
       ] as const) {
         if (!r) continue;
         const added = label === 'direct' || !direct ? '-' : `+${(r.p50 - direct.p50).toFixed(3)} / +${(r.p99 - direct.p99).toFixed(3)}`;
-        console.log(`${String(conc).padStart(4)} | ${label.padEnd(19)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
+        console.log(`${String(conc).padStart(4)} | ${label.padEnd(22)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
       }
     }
     if (ratios.length) console.log(['', `conc | per round (${ROUNDS} rounds of direct, proxy, gateway back to back)`, ...ratios].join('\n'));

@@ -31,6 +31,7 @@ import { SandboxSessions } from './modules/sandboxes/sessions.ts';
 import { ensureTerminalAccount } from './modules/sandboxes/terminal.ts';
 import type { SandboxDeps } from './modules/sandboxes/deps.ts';
 import { createInference } from './modules/inference/deps.ts'; // inference (issue 7)
+import type { InferenceService } from './modules/inference/service.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
 import { WebhookSender } from './modules/webhooks/sender.ts';
 import { AlertsService } from './modules/alerts/service.ts';
@@ -65,6 +66,7 @@ export interface Gateway {
     webhookSender: WebhookSender;
     alerts: AlertsService;
     subscriptions: SubscriptionService;
+    inference: InferenceService;
   };
   fleet: { registry: NodeRegistry; hub: AgentHub };
   signerKey: `0x${string}`;
@@ -204,7 +206,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     config,
     database,
     leader,
-    services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions },
+    services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions, inference },
     fleet: { registry, hub },
     signerKey: signer,
     sealKey: seal,
