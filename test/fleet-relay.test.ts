@@ -199,6 +199,53 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
     }
   });
 
+  it('a process the agent reaches and leaves while it looks up a job does not take the job over; the holder keeps relaying it', async () => {
+    const c = await third();
+    try {
+      const agent = await agentOn(B());
+      const { job, seen } = await waitingJob(agent.nodeId, 2500);
+      const jobId = a.gw.fleet.hub.openJobs()[0]!.jobId;
+      // What C's channel sees of an agent that connects, says hello with the job, and is gone again before C's
+      // lookup of the job's origin answered (it went back to B, which never noticed it leave).
+      const conn = c.gw.fleet.hub.attach(agent.nodeId);
+      const hello = c.gw.fleet.hub.hello(agent.nodeId, [jobId]);
+      c.gw.fleet.hub.detach(conn);
+      expect(await hello).toEqual({ cancelled: [] }); // someone's job: not cancelled
+      expect(c.gw.fleet.hub.relayedJobs()).toEqual([]);
+      const r = await job; // B's output and finish still reach A
+      expect(r.result).toEqual({ waited_ms: 2500 });
+      expect(seen).toEqual(['before', 'after']);
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('output the process the agent left relays late still reaches A, once each', async () => {
+    const proxy = await tcpProxy(b.url);
+    try {
+      const agent = await agentOn({ url: proxy.url, processId: b.gw.database.processId });
+      const seen: string[] = [];
+      let started!: () => void;
+      const output = new Promise<void>((r) => (started = r));
+      const job = a.gw.fleet.hub.dispatch({ kind: 'diag.wait', payload: { ms: 3000, say: 'before' }, timeoutMs: 20_000, nodeId: agent.nodeId, onOutput: (o) => (seen.push(o.data), started()) });
+      await output;
+      const jobId = a.gw.fleet.hub.openJobs()[0]!.jobId;
+      proxy.retarget(a.url);
+      proxy.cut();
+      await until('the agent is on A', async () => a.gw.fleet.hub.isConnected(agent.nodeId));
+      await until('A runs the job on its own channel', async () => b.gw.fleet.hub.relayedJobs().length === 0 || a.gw.fleet.hub.isConnected(agent.nodeId));
+      // What B's relay delivers after the move when it was behind: an output the agent gave B before it left,
+      // and one A already has.
+      const fromB = (b.gw.fleet.hub as unknown as { relay: FleetRelay }).relay;
+      await fromB.send(a.gw.database.processId, { t: 'output', job: jobId, o: { job_id: jobId, seq: 0, stream: 'data', data: 'before' } });
+      await fromB.send(a.gw.database.processId, { t: 'output', job: jobId, o: { job_id: jobId, seq: 1, stream: 'data', data: 'late from B' } });
+      expect((await job).result).toEqual({ waited_ms: 3000 });
+      expect(seen).toEqual(['before', 'late from B']);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('a holder that shuts down mid-job: its agent reconnects to another process and the job carries on there', async () => {
     const c = await third();
     const proxy = await tcpProxy(c.url);

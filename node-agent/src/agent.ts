@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { Capabilities, JobMessage, ServerMessage } from '@svc/shared';
+import type { Capabilities, JobFinish, JobMessage, ServerMessage } from '@svc/shared';
 import { dockerReachable, readCapabilities } from './capabilities.ts';
 import { Channel } from './channel.ts';
 import type { AgentConfig } from './config.ts';
@@ -16,6 +16,10 @@ export interface Timers {
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
+/** A job's finish that could not be delivered (the connection dropped) is tried again this often, this many times. */
+const FINISH_ATTEMPTS = 5;
+const FINISH_RETRY_MS = 2000;
+
 const realTimers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
 
 export interface AgentOptions {
@@ -147,6 +151,7 @@ export class Agent {
     const started = performance.now();
     let seq = 0;
     let flushed: Promise<unknown> = Promise.resolve();
+    let finish: JobFinish;
     try {
       const handler = this.handlers[m.kind];
       if (!handler) throw new Error(`this agent does not run jobs of kind ${m.kind}`);
@@ -158,17 +163,34 @@ export class Agent {
           flushed = flushed.then(() => ch.output(o)).catch((e: unknown) => this.log(`output of ${m.job_id} not delivered: ${String(e)}`));
         },
       });
-      await flushed;
-      await ch.finish({ job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) });
+      finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
     } catch (e) {
-      await flushed;
       const timedOut = ac.signal.aborted && ac.signal.reason === 'timed out';
-      await ch
-        .finish({ job_id: m.job_id, ok: false, error: (timedOut ? 'timed out' : (e as Error).message).slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) })
-        .catch(() => undefined);
+      finish = { job_id: m.job_id, ok: false, error: (timedOut ? 'timed out' : (e as Error).message).slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) };
     } finally {
       clearTimeout(timeout);
+    }
+    try {
+      await flushed;
+      await this.deliverFinish(ch, finish);
+    } finally {
       this.running.delete(m.job_id);
+    }
+  }
+
+  /**
+   * The job's outcome, delivered: a failure to deliver it (the connection dropped before the answer) is tried
+   * again, never reported as the job failing. The job counts as running (reported in hello) until then.
+   */
+  private async deliverFinish(ch: Channel, f: JobFinish): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await ch.finish(f);
+        return;
+      } catch (e) {
+        if (attempt >= FINISH_ATTEMPTS || this.stopped) return this.log(`finish of ${f.job_id} not delivered: ${String(e)}`);
+        await new Promise((r) => setTimeout(r, FINISH_RETRY_MS)); // waits for a reconnect, not for the schedule
+      }
     }
   }
 

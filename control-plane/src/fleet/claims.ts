@@ -5,11 +5,14 @@ import type { RelayedJobs } from './relayed-jobs.ts';
 
 export type AgentReport = { t: 'output'; o: JobOutput } | { t: 'finish'; f: JobFinish };
 
+/** A job's origin process; null: nobody's; undefined: not known (the lookup failed; asked again at the next report). */
+export type Origin = string | null | undefined;
+
 interface Claim {
   nodeId: string;
   /** The agent's output and finish for the job that arrived while its origin was being looked up, in order. */
   held: AgentReport[];
-  origin: Promise<string | null>;
+  origin: Promise<Origin>;
 }
 
 /** Jobs remembered as nobody's, so late output of a cancelled job does not query the database per chunk. */
@@ -30,51 +33,54 @@ export class JobClaims {
     /** This process (`Database.processId`). */
     private readonly self: string,
     private readonly relayed: RelayedJobs,
+    /** How many times the node's channel detached from this process so far. */
+    private readonly detaches: (nodeId: string) => number,
   ) {}
 
   /**
    * Makes this process the holder of a job of another process that the agent on its channel runs: once its
-   * origin is known, the job is relayed to it from here on, with the reports held meanwhile. Resolves with the
-   * origin, or null when the job is nobody's. `report`: the agent's output or finish that asked.
+   * origin is known (`jobs.origin_process`: another process whose job is still open), the job is relayed to it
+   * from here on, with the reports held meanwhile. Resolves with the origin; null when the job is nobody's
+   * (ended, unknown, on another node, or this process's own and no longer open); undefined when the lookup
+   * failed. `report`: the agent's output or finish that asked.
    */
-  claim(nodeId: string, jobId: string, report?: AgentReport): Promise<string | null> {
-    return this.originOf(
-      nodeId,
-      jobId,
-      (origin, held) => {
-        if (origin === null) return;
-        this.relayed.claim(origin, jobId, nodeId);
-        for (const r of held) {
-          if (r.t === 'output') this.relayed.output(nodeId, r.o);
-          else this.relayed.finish(nodeId, r.f);
-        }
-      },
-      report,
-    );
-  }
-
-  /**
-   * The origin of a job running on `nodeId`, once looked up: another process whose job is still open; null when
-   * the job is nobody's (ended, unknown, on another node, this process's own and no longer open, or the lookup failed).
-   * `report`: an output or finish of the agent to hold until then. `settle` runs once per lookup, before any
-   * later caller sees the answer, with the reports held meanwhile.
-   */
-  private originOf(nodeId: string, jobId: string, settle: (origin: string | null, held: AgentReport[]) => void, report?: AgentReport): Promise<string | null> {
+  claim(nodeId: string, jobId: string, report?: AgentReport): Promise<Origin> {
     if (this.orphans.has(jobId)) return Promise.resolve(null);
     const open = this.claims.get(jobId);
     if (open) {
-      if (report) open.held.push(report);
+      if (report && open.nodeId === nodeId) open.held.push(report);
       return open.origin;
     }
+    const detaches = this.detaches(nodeId);
     const claim: Claim = { nodeId, held: report ? [report] : [], origin: Promise.resolve(null) };
-    claim.origin = this.lookUp(nodeId, jobId).catch(() => null).then((origin) => {
-      this.claims.delete(jobId);
-      if (origin === null) this.orphan(jobId);
-      settle(origin, claim.held);
-      return origin;
-    });
+    claim.origin = this.lookUp(nodeId, jobId).then(
+      (origin) => {
+        this.claims.delete(jobId);
+        if (origin === null) this.orphan(jobId);
+        else this.take(origin, jobId, nodeId, claim.held, detaches);
+        return origin;
+      },
+      () => {
+        this.claims.delete(jobId);
+        return undefined;
+      },
+    );
     this.claims.set(jobId, claim);
     return claim.origin;
+  }
+
+  /**
+   * Relays the job from here on. Not when the agent's channel detached from here during the lookup: the process
+   * it is on now claims it there (this one would relay for a channel it no longer has, and its origin would
+   * follow it); a finish it already gave here is relayed all the same.
+   */
+  private take(origin: string, jobId: string, nodeId: string, held: AgentReport[], detaches: number): void {
+    if (this.detaches(nodeId) !== detaches && !held.some((r) => r.t === 'finish')) return;
+    this.relayed.claim(origin, jobId, nodeId);
+    for (const r of held) {
+      if (r.t === 'output') this.relayed.output(nodeId, r.o);
+      else this.relayed.finish(nodeId, r.f);
+    }
   }
 
   private async lookUp(nodeId: string, jobId: string): Promise<string | null> {

@@ -6,7 +6,7 @@ import { AsyncQueue } from './queue.ts';
 import type { FleetRelay, RelayMessage } from './relay.ts';
 import { RelayedJobs } from './relayed-jobs.ts';
 import { ChannelRecord } from './channel-record.ts';
-import { JobClaims, type AgentReport } from './claims.ts';
+import { JobClaims, type AgentReport, type Origin } from './claims.ts';
 import type { JobOutcome, NodeRegistry } from './registry.ts';
 import { pickNode } from './scheduler.ts';
 import type { JobResult, JobSpec } from './job-spec.ts';
@@ -29,6 +29,10 @@ interface Pending {
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
   holder?: string;
+  /** Processes that held it before (the agent moved): their output and finish still in flight are taken. */
+  former?: Set<string>;
+  /** The last output seq delivered: output arrives once each and in order, whichever process relays it. */
+  lastSeq: number;
   /** Until the holder says it passed the job on. */
   ackTimer?: NodeJS.Timeout;
   resolve(r: JobResult): void;
@@ -69,6 +73,8 @@ const RELAY_WATCH_MS = 5000;
  */
 export class AgentHub {
   private readonly conns = new Map<string, Conn>();
+  /** How many times each node's channel detached from this process (a claim started before one does not take the job). */
+  private readonly detaches = new Map<string, number>();
   private readonly pending = new Map<string, Pending>();
   /** Jobs of other processes relayed to agents on this process's channels (with a relay). */
   private readonly relayed: RelayedJobs | null;
@@ -96,7 +102,7 @@ export class AgentHub {
     };
     this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs);
     this.channels = relay && new ChannelRecord(db, relay.self, () => this.log);
-    this.claims = relay && new JobClaims(db, relay.self, this.relayed!);
+    this.claims = relay && new JobClaims(db, relay.self, this.relayed!, (nodeId) => this.detaches.get(nodeId) ?? 0);
   }
 
   /** Starts taking relay messages from other processes. */
@@ -132,6 +138,7 @@ export class AgentHub {
   detach(conn: Conn): void {
     if (this.conns.get(conn.nodeId) !== conn) return;
     this.conns.delete(conn.nodeId);
+    this.detaches.set(conn.nodeId, (this.detaches.get(conn.nodeId) ?? 0) + 1);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
     for (const p of this.pending.values()) {
@@ -165,7 +172,7 @@ export class AgentHub {
     for (const p of [...this.pending.values()]) {
       if (p.nodeId !== nodeId) continue;
       if (still.has(p.jobId)) {
-        if (p.holder) this.adopt(p);
+        if (p.holder) this.moveTo(p, undefined);
         if (p.lostTimer) clearTimeout(p.lostTimer);
         p.lostTimer = undefined;
       } else if (p.lostTimer) {
@@ -175,14 +182,14 @@ export class AgentHub {
     }
     this.relayed?.hello(nodeId, still);
     const unknown = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
-    const owned = await Promise.all(unknown.map(async (id) => (await this.claim(nodeId, id)) !== null));
-    const orphans = unknown.filter((_, i) => !owned[i]);
+    const origins = await Promise.all(unknown.map((id) => this.claim(nodeId, id)));
+    const orphans = unknown.filter((_, i) => origins[i] === null);
     for (const id of orphans) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: id, reason: 'the control plane no longer tracks this job' });
     return { cancelled: orphans };
   }
 
   /** A job of another process run by an agent on this process's channel: relayed to its origin from here on (see JobClaims). */
-  private claim(nodeId: string, jobId: string, report?: AgentReport): Promise<string | null> {
+  private claim(nodeId: string, jobId: string, report?: AgentReport): Promise<Origin> {
     return this.claims?.claim(nodeId, jobId, report) ?? Promise.resolve(null);
   }
 
@@ -236,7 +243,7 @@ export class AgentHub {
           .finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
       }, spec.timeoutMs + 5_000);
       timer.unref();
-      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, timer, resolve, reject, holder };
+      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder };
       this.pending.set(jobId, p);
       if (!holder) this.conns.get(nodeId)!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
       else {
@@ -278,11 +285,13 @@ export class AgentHub {
   }
 
   /**
-   * A job of this process that was relayed through another process, whose agent is now on this process's own
-   * channel (it moved here): it carries on here; the old holder's late `lost` or `refused` no longer applies.
+   * The job's channel is held by `holder` now: another process (`moved`), or undefined when the agent moved to
+   * this process's own channel (the old holder's late `lost`, `dropped` or `refused` no longer applies). The
+   * holder before may still have reports in flight.
    */
-  private adopt(p: Pending): void {
-    p.holder = undefined;
+  private moveTo(p: Pending, holder: string | undefined): void {
+    if (p.holder && p.holder !== holder) (p.former ??= new Set()).add(p.holder);
+    p.holder = holder;
     if (p.ackTimer) clearTimeout(p.ackTimer);
     p.ackTimer = undefined;
   }
@@ -291,13 +300,15 @@ export class AgentHub {
   onOutput(nodeId: string, o: JobOutput): void {
     const p = this.pending.get(o.job_id);
     if (p && p.nodeId === nodeId) {
-      if (p.holder) this.adopt(p);
+      if (p.holder) this.moveTo(p, undefined);
       return this.output(p, o);
     }
     if (!this.relayed?.output(nodeId, o)) void this.claim(nodeId, o.job_id, { t: 'output', o });
   }
 
   private output(p: Pending, o: JobOutput): void {
+    if (o.seq <= p.lastSeq) return; // delivered already (through the process the agent was on before), or overtaken
+    p.lastSeq = o.seq;
     p.gotOutput = true;
     p.spec.onOutput?.(o);
   }
@@ -306,11 +317,11 @@ export class AgentHub {
   async onFinish(nodeId: string, f: JobFinish): Promise<void> {
     const p = this.pending.get(f.job_id);
     if (p && p.nodeId === nodeId) {
-      if (p.holder) this.adopt(p);
+      if (p.holder) this.moveTo(p, undefined);
       return this.finish(p, f);
     }
     if (this.relayed?.finish(nodeId, f)) return;
-    if ((await this.claim(nodeId, f.job_id, { t: 'finish', f })) !== null) return; // relayed to its origin
+    if (typeof (await this.claim(nodeId, f.job_id, { t: 'finish', f })) === 'string') return; // relayed to its origin
     // A job already ended (canceled, timed out): the node confirms it stopped; its outcome is recorded.
     this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
   }
@@ -345,19 +356,26 @@ export class AgentHub {
     if (m.t === 'moved') {
       // The agent runs the job on `from`'s channel now (it reconnected there): that process relays it from here on.
       if (!p) return void this.relay!.send(from, { t: 'cancel', job: m.job, reason: 'the job is no longer open at the process that dispatched it' }).catch((e: unknown) => this.log.error({ err: e, job_id: m.job }, 'could not relay a cancel'));
-      p.holder = from;
-      for (const t of ['ackTimer', 'lostTimer'] as const) clearTimeout(p[t]);
-      p.ackTimer = p.lostTimer = undefined;
+      this.moveTo(p, from);
+      if (p.lostTimer) clearTimeout(p.lostTimer);
+      p.lostTimer = undefined;
       return;
     }
-    if (!p || p.holder !== from) return;
+    if (!p) return;
+    if (p.holder !== from) {
+      // A process that held the job before the agent moved: what it relays of the agent's reports still counts.
+      if (!p.former?.has(from)) return;
+      if (m.t === 'output') this.output(p, m.o);
+      else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
+      return;
+    }
     if (p.ackTimer) clearTimeout(p.ackTimer);
     p.ackTimer = undefined;
     if (m.t === 'refused') this.lose(p, m.why, false);
     else if (m.t === 'lost') this.lose(p, m.why);
-    else if (m.t === 'dropped') this.grace(p, `${m.why} (process ${from})`, true);
+    else if (m.t === 'dropped') this.grace(p, `${m.why} (process ${from})`, m.counts);
     else {
-      // The holder relays the job: it was not gone after all.
+      // The holder answers (accepted, output, finish): it was not gone after all.
       if (p.lostTimer) clearTimeout(p.lostTimer);
       p.lostTimer = undefined;
       if (m.t === 'output') this.output(p, m.o);

@@ -8,8 +8,9 @@ import { KeyedSerial } from './serial.ts';
  * The origin (the process that dispatched the job and owns its record) sends `job` and `cancel`; the holder
  * (the process the agent is connected to) answers `accepted` or `refused` (never passed to an agent: safe to
  * run elsewhere), then relays the agent's `output` and `finish`. When the holder's channel to the agent drops
- * it says `dropped` (the origin waits the reconnect grace); wherever the agent comes back with the job, that
- * process says `moved` and relays it from then on; an agent back on the holder without the job makes it `lost`.
+ * it says `dropped` (the origin waits the reconnect grace; `counts`: against the node if it runs out, not when
+ * the holder was shutting down); wherever the agent comes back with the job, that process says `moved` and
+ * relays it from then on; an agent back on the holder without the job, or not back within the grace, makes it `lost`.
  */
 export type RelayMessage =
   | { t: 'job'; job: string; node: string; kind: string; payload: unknown; timeout_ms: number }
@@ -18,7 +19,7 @@ export type RelayMessage =
   | { t: 'refused'; job: string; why: string }
   | { t: 'output'; job: string; o: JobOutput }
   | { t: 'finish'; job: string; f: JobFinish }
-  | { t: 'dropped'; job: string; why: string }
+  | { t: 'dropped'; job: string; why: string; counts: boolean }
   | { t: 'moved'; job: string }
   | { t: 'lost'; job: string; why: string };
 

@@ -14,7 +14,8 @@ interface Relayed {
  * this process holds, or whose agent reconnected here mid-job (`claim`). It passes each job to its agent and
  * relays the agent's output and finish back. When the channel drops it tells the origin (`dropped`), which
  * applies the node-drop rule and keeps the job's record, timers and outcome (AgentHub); an agent back here
- * with the job makes this process its holder again (`moved`), one back without it makes it `lost`.
+ * with the job makes this process its holder again (`moved`), one back without it, or not back within the
+ * grace, makes it `lost`.
  */
 export class RelayedJobs {
   private readonly jobs = new Map<string, Relayed>();
@@ -54,7 +55,8 @@ export class RelayedJobs {
 
   cancel(from: string, jobId: string, reason: string): void {
     const r = this.jobs.get(jobId);
-    if (r && r.origin === from) this.push(r.nodeId, { type: 'cancel', job_id: jobId, reason });
+    // An agent not connected here now learns of the cancel wherever it reconnects (the job is nobody's there).
+    if (r && r.origin === from && !this.push(r.nodeId, { type: 'cancel', job_id: jobId, reason })) this.forget(jobId);
   }
 
   /** Output from the agent: relayed when the job is one of these; false when it is not. */
@@ -78,18 +80,25 @@ export class RelayedJobs {
   detached(nodeId: string): void {
     for (const [jobId, r] of this.jobs) {
       if (r.nodeId !== nodeId || r.dropped) continue;
-      this.tell(r.origin, { t: 'dropped', job: jobId, why: `the channel of node ${nodeId} dropped` });
-      r.dropped = setTimeout(() => this.forget(jobId), this.graceMs);
+      this.tell(r.origin, { t: 'dropped', job: jobId, why: `the channel of node ${nodeId} dropped`, counts: true });
+      r.dropped = setTimeout(() => {
+        this.forget(jobId);
+        this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} dropped and did not come back within the grace` });
+      }, this.graceMs);
       r.dropped.unref();
     }
   }
 
-  /** The agent came back here: the jobs it still runs are relayed from here again, the others are lost. */
+  /**
+   * The agent (re)connected here: the jobs it still runs are relayed from here, and their origins told so (the
+   * agent may have been on another process meanwhile, even if this one never saw it leave); those it dropped
+   * and no longer runs are lost.
+   */
   hello(nodeId: string, still: ReadonlySet<string>): void {
     for (const [jobId, r] of [...this.jobs]) {
-      if (r.nodeId !== nodeId || !r.dropped) continue;
+      if (r.nodeId !== nodeId) continue;
       if (still.has(jobId)) this.claim(r.origin, jobId, nodeId);
-      else {
+      else if (r.dropped) {
         this.forget(jobId);
         this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} came back without the job` });
       }
@@ -113,7 +122,7 @@ export class RelayedJobs {
   close(): void {
     for (const [jobId, r] of [...this.jobs]) {
       this.forget(jobId);
-      if (!r.dropped) this.tell(r.origin, { t: 'dropped', job: jobId, why: 'the control-plane process holding the node channel is shutting down' });
+      if (!r.dropped) this.tell(r.origin, { t: 'dropped', job: jobId, why: 'the control-plane process holding the node channel is shutting down', counts: false });
     }
   }
 
@@ -129,10 +138,9 @@ export class RelayedJobs {
     return this.jobs.get(jobId);
   }
 
-  private forget(jobId: string): Relayed | undefined {
+  private forget(jobId: string): void {
     const r = this.jobs.get(jobId);
     if (r?.dropped) clearTimeout(r.dropped);
     this.jobs.delete(jobId);
-    return r;
   }
 }
