@@ -179,8 +179,9 @@ export class Agent {
   }
 
   /**
-   * The job's outcome, delivered: a failure to deliver it (the connection dropped before the answer) is tried
-   * again, never reported as the job failing. The job counts as running (reported in hello) until then.
+   * The job's outcome, delivered: a failure to deliver it (the connection dropped before the answer, or the
+   * control plane could not take it yet) is tried again, never reported as the job failing. The job counts as
+   * running (reported in hello) until then. A finish sent while disconnected waits in the client's queue.
    */
   private async deliverFinish(ch: Channel, f: JobFinish): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -189,7 +190,8 @@ export class Agent {
         return;
       } catch (e) {
         if (attempt >= FINISH_ATTEMPTS || this.stopped) return this.log(`finish of ${f.job_id} not delivered: ${String(e)}`);
-        await new Promise((r) => setTimeout(r, FINISH_RETRY_MS)); // waits for a reconnect, not for the schedule
+        await new Promise((r) => setTimeout(r, FINISH_RETRY_MS).unref()); // a pause before asking again, not a schedule
+        if (this.stopped) return this.log(`finish of ${f.job_id} not delivered: the agent stopped`);
       }
     }
   }

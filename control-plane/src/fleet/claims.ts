@@ -5,7 +5,7 @@ import type { RelayedJobs } from './relayed-jobs.ts';
 
 export type AgentReport = { t: 'output'; o: JobOutput } | { t: 'finish'; f: JobFinish };
 
-/** A job's origin process; null: nobody's; undefined: not known (the lookup failed; asked again at the next report). */
+/** A job's origin process; null: nobody's; undefined: not known (the lookup failed; the hub asks again). */
 export type Origin = string | null | undefined;
 
 interface Claim {
@@ -53,15 +53,16 @@ export class JobClaims {
     }
     const detaches = this.detaches(nodeId);
     const claim: Claim = { nodeId, held: report ? [report] : [], origin: Promise.resolve(null) };
+    const done = () => this.claims.get(jobId) === claim && this.claims.delete(jobId);
     claim.origin = this.lookUp(nodeId, jobId).then(
       (origin) => {
-        this.claims.delete(jobId);
+        done();
         if (origin === null) this.orphan(jobId);
         else this.take(origin, jobId, nodeId, claim.held, detaches);
         return origin;
       },
       () => {
-        this.claims.delete(jobId);
+        done();
         return undefined;
       },
     );
@@ -70,17 +71,25 @@ export class JobClaims {
   }
 
   /**
-   * Relays the job from here on. Not when the agent's channel detached from here during the lookup: the process
-   * it is on now claims it there (this one would relay for a channel it no longer has, and its origin would
-   * follow it); a finish it already gave here is relayed all the same.
+   * Relays the job from here on, the reports held meanwhile first. When the agent's channel detached from here
+   * during the lookup, the process it is on now claims the job there (this one would relay for a channel it no
+   * longer has, and the origin would follow it): only the reports it gave here are passed on.
    */
   private take(origin: string, jobId: string, nodeId: string, held: AgentReport[], detaches: number): void {
-    if (this.detaches(nodeId) !== detaches && !held.some((r) => r.t === 'finish')) return;
+    if (this.detaches(nodeId) !== detaches) {
+      for (const r of held) this.relayed.tell(origin, r.t === 'output' ? { t: 'output', job: jobId, o: r.o } : { t: 'finish', job: jobId, f: r.f });
+      return;
+    }
     this.relayed.claim(origin, jobId, nodeId);
     for (const r of held) {
       if (r.t === 'output') this.relayed.output(nodeId, r.o);
       else this.relayed.finish(nodeId, r.f);
     }
+  }
+
+  /** The node's channel detached: a lookup still running for it is left to finish alone; a new report or hello starts another. */
+  detached(nodeId: string): void {
+    for (const [jobId, c] of this.claims) if (c.nodeId === nodeId) this.claims.delete(jobId);
   }
 
   private async lookUp(nodeId: string, jobId: string): Promise<string | null> {

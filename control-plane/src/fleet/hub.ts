@@ -29,9 +29,11 @@ interface Pending {
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
   holder?: string;
-  /** Processes that held it before (the agent moved): their output and finish still in flight are taken. */
-  former?: Set<string>;
-  /** The last output seq delivered: output arrives once each and in order, whichever process relays it. */
+  /**
+   * The last output seq delivered. Output and finish are taken from whichever process relays them (one the
+   * agent left may still have some in flight); an output is delivered at most once and never after a later
+   * one (one overtaken by a later output is dropped).
+   */
   lastSeq: number;
   /** Until the holder says it passed the job on. */
   ackTimer?: NodeJS.Timeout;
@@ -43,6 +45,9 @@ class NodeLost extends Error {}
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
+/** A job's origin that could not be looked up is looked up again this often, this many times, while its agent stays. */
+const CLAIM_RETRY_MS = 2000;
+const CLAIM_ATTEMPTS = 5;
 /** How often processes check the other end of their relayed jobs, and re-assert the channels they hold. */
 const RELAY_WATCH_MS = 5000;
 
@@ -139,6 +144,7 @@ export class AgentHub {
     if (this.conns.get(conn.nodeId) !== conn) return;
     this.conns.delete(conn.nodeId);
     this.detaches.set(conn.nodeId, (this.detaches.get(conn.nodeId) ?? 0) + 1);
+    this.claims?.detached(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
     for (const p of this.pending.values()) {
@@ -184,8 +190,21 @@ export class AgentHub {
     const unknown = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
     const origins = await Promise.all(unknown.map((id) => this.claim(nodeId, id)));
     const orphans = unknown.filter((_, i) => origins[i] === null);
+    unknown.filter((_, i) => origins[i] === undefined).forEach((id) => this.claimLater(nodeId, id));
     for (const id of orphans) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: id, reason: 'the control plane no longer tracks this job' });
     return { cancelled: orphans };
+  }
+
+  /** A claim whose lookup failed, tried again while the agent stays (a quiet job sends nothing that would ask again). */
+  private claimLater(nodeId: string, jobId: string, attempt = 1): void {
+    const detaches = this.detaches.get(nodeId) ?? 0;
+    setTimeout(() => {
+      if (!this.conns.has(nodeId) || (this.detaches.get(nodeId) ?? 0) !== detaches || this.pending.has(jobId) || this.relayed?.has(jobId)) return;
+      void this.claim(nodeId, jobId).then((origin) => {
+        if (origin === null) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason: 'the control plane no longer tracks this job' });
+        else if (origin === undefined && attempt < CLAIM_ATTEMPTS) this.claimLater(nodeId, jobId, attempt + 1);
+      });
+    }, CLAIM_RETRY_MS).unref();
   }
 
   /** A job of another process run by an agent on this process's channel: relayed to its origin from here on (see JobClaims). */
@@ -286,11 +305,9 @@ export class AgentHub {
 
   /**
    * The job's channel is held by `holder` now: another process (`moved`), or undefined when the agent moved to
-   * this process's own channel (the old holder's late `lost`, `dropped` or `refused` no longer applies). The
-   * holder before may still have reports in flight.
+   * this process's own channel (the old holder's late `lost`, `dropped` or `refused` no longer applies).
    */
   private moveTo(p: Pending, holder: string | undefined): void {
-    if (p.holder && p.holder !== holder) (p.former ??= new Set()).add(p.holder);
     p.holder = holder;
     if (p.ackTimer) clearTimeout(p.ackTimer);
     p.ackTimer = undefined;
@@ -321,7 +338,10 @@ export class AgentHub {
       return this.finish(p, f);
     }
     if (this.relayed?.finish(nodeId, f)) return;
-    if (typeof (await this.claim(nodeId, f.job_id, { t: 'finish', f })) === 'string') return; // relayed to its origin
+    const origin = await this.claim(nodeId, f.job_id, { t: 'finish', f });
+    if (typeof origin === 'string') return; // relayed to its origin
+    // Not known whose it is (the lookup failed): the agent delivers the finish again.
+    if (origin === undefined) throw new ServiceError('unavailable', `could not look up job ${f.job_id}; send its finish again`);
     // A job already ended (canceled, timed out): the node confirms it stopped; its outcome is recorded.
     this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
   }
@@ -363,8 +383,8 @@ export class AgentHub {
     }
     if (!p) return;
     if (p.holder !== from) {
-      // A process that held the job before the agent moved: what it relays of the agent's reports still counts.
-      if (!p.former?.has(from)) return;
+      // The agent's reports relayed by a process it left (still in flight when it moved), or by one that saw it
+      // pass while looking the job up: they are the agent's all the same.
       if (m.t === 'output') this.output(p, m.o);
       else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
       return;
