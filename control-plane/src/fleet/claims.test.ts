@@ -10,7 +10,7 @@ describe('JobClaims', () => {
     const database = await openDatabase({ memory: true });
     await migrateToLatest(database.db);
     const relayed = new RelayedJobs(new FleetRelay(database, () => undefined), () => false, () => ({ error: () => undefined }), 1000);
-    const claims = new JobClaims(database.db, 'svc_p_self', relayed, () => 0);
+    const claims = new JobClaims(database.db, 'svc_p_self', relayed, { attached: () => true, known: () => false, cancel: () => undefined });
     expect(await claims.claim('node_1', 'job_unknown')).toBeNull();
     await database.close();
     expect(await claims.claim('node_1', 'job_unknown')).toBeNull(); // remembered: no query

@@ -17,6 +17,19 @@ interface Claim {
 
 /** Jobs remembered as nobody's, so late output of a cancelled job does not query the database per chunk. */
 const ORPHANS_KEPT = 1000;
+/** A job's origin that could not be looked up is looked up again this often, this many times, while its agent stays. */
+const RETRY_MS = 2000;
+const ATTEMPTS = 5;
+
+/** What the claims need of the hub. */
+export interface ClaimHost {
+  /** The node's channel is on this process now. */
+  attached(nodeId: string): boolean;
+  /** This process dispatched or relays the job already. */
+  known(jobId: string): boolean;
+  /** Cancels a job nobody owns on the node's agent. */
+  cancel(nodeId: string, jobId: string): void;
+}
 
 /**
  * Jobs run by an agent on this process's channel that this process neither dispatched nor relays: the agent
@@ -27,15 +40,42 @@ const ORPHANS_KEPT = 1000;
 export class JobClaims {
   private readonly claims = new Map<string, Claim>();
   private readonly orphans = new Set<string>();
+  /** How many times each node's channel detached from this process (a claim started before one does not take the job). */
+  private readonly detaches = new Map<string, number>();
 
   constructor(
     private readonly db: Kysely<DB>,
     /** This process (`Database.processId`). */
     private readonly self: string,
     private readonly relayed: RelayedJobs,
-    /** How many times the node's channel detached from this process so far. */
-    private readonly detaches: (nodeId: string) => number,
+    private readonly host: ClaimHost,
   ) {}
+
+  /**
+   * The jobs an agent says it runs (hello) that this process does not know: each claimed; returns those nobody
+   * owns (to cancel). One whose lookup failed is looked up again while the agent stays (a quiet job sends no
+   * report that would ask again).
+   */
+  async running(nodeId: string, jobIds: string[]): Promise<string[]> {
+    const origins = await Promise.all(jobIds.map((id) => this.claim(nodeId, id)));
+    jobIds.filter((_, i) => origins[i] === undefined).forEach((id) => this.later(nodeId, id, 1));
+    return jobIds.filter((_, i) => origins[i] === null);
+  }
+
+  private later(nodeId: string, jobId: string, attempt: number): void {
+    const detaches = this.detachesOf(nodeId);
+    setTimeout(() => {
+      if (!this.host.attached(nodeId) || this.detachesOf(nodeId) !== detaches || this.host.known(jobId)) return;
+      void this.claim(nodeId, jobId).then((origin) => {
+        if (origin === null) this.host.cancel(nodeId, jobId);
+        else if (origin === undefined && attempt < ATTEMPTS) this.later(nodeId, jobId, attempt + 1);
+      });
+    }, RETRY_MS).unref();
+  }
+
+  private detachesOf(nodeId: string): number {
+    return this.detaches.get(nodeId) ?? 0;
+  }
 
   /**
    * Makes this process the holder of a job of another process that the agent on its channel runs: once its
@@ -51,7 +91,7 @@ export class JobClaims {
       if (report && open.nodeId === nodeId) open.held.push(report);
       return open.origin;
     }
-    const detaches = this.detaches(nodeId);
+    const detaches = this.detachesOf(nodeId);
     const claim: Claim = { nodeId, held: report ? [report] : [], origin: Promise.resolve(null) };
     const done = () => this.claims.get(jobId) === claim && this.claims.delete(jobId);
     claim.origin = this.lookUp(nodeId, jobId).then(
@@ -76,7 +116,7 @@ export class JobClaims {
    * longer has, and the origin would follow it): only the reports it gave here are passed on.
    */
   private take(origin: string, jobId: string, nodeId: string, held: AgentReport[], detaches: number): void {
-    if (this.detaches(nodeId) !== detaches) {
+    if (this.detachesOf(nodeId) !== detaches) {
       for (const r of held) this.relayed.tell(origin, r.t === 'output' ? { t: 'output', job: jobId, o: r.o } : { t: 'finish', job: jobId, f: r.f });
       return;
     }
@@ -89,6 +129,7 @@ export class JobClaims {
 
   /** The node's channel detached: a lookup still running for it is left to finish alone; a new report or hello starts another. */
   detached(nodeId: string): void {
+    this.detaches.set(nodeId, this.detachesOf(nodeId) + 1);
     for (const [jobId, c] of this.claims) if (c.nodeId === nodeId) this.claims.delete(jobId);
   }
 

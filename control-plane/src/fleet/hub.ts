@@ -45,9 +45,6 @@ class NodeLost extends Error {}
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
-/** A job's origin that could not be looked up is looked up again this often, this many times, while its agent stays. */
-const CLAIM_RETRY_MS = 2000;
-const CLAIM_ATTEMPTS = 5;
 /** How often processes check the other end of their relayed jobs, and re-assert the channels they hold. */
 const RELAY_WATCH_MS = 5000;
 
@@ -78,8 +75,6 @@ const RELAY_WATCH_MS = 5000;
  */
 export class AgentHub {
   private readonly conns = new Map<string, Conn>();
-  /** How many times each node's channel detached from this process (a claim started before one does not take the job). */
-  private readonly detaches = new Map<string, number>();
   private readonly pending = new Map<string, Pending>();
   /** Jobs of other processes relayed to agents on this process's channels (with a relay). */
   private readonly relayed: RelayedJobs | null;
@@ -107,7 +102,13 @@ export class AgentHub {
     };
     this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs);
     this.channels = relay && new ChannelRecord(db, relay.self, () => this.log);
-    this.claims = relay && new JobClaims(db, relay.self, this.relayed!, (nodeId) => this.detaches.get(nodeId) ?? 0);
+    this.claims =
+      relay &&
+      new JobClaims(db, relay.self, this.relayed!, {
+        attached: (nodeId) => this.conns.has(nodeId),
+        known: (jobId) => this.pending.has(jobId) || this.relayed!.has(jobId),
+        cancel: (nodeId, jobId) => this.cancelOrphan(nodeId, jobId),
+      });
   }
 
   /** Starts taking relay messages from other processes. */
@@ -143,7 +144,6 @@ export class AgentHub {
   detach(conn: Conn): void {
     if (this.conns.get(conn.nodeId) !== conn) return;
     this.conns.delete(conn.nodeId);
-    this.detaches.set(conn.nodeId, (this.detaches.get(conn.nodeId) ?? 0) + 1);
     this.claims?.detached(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
@@ -188,23 +188,13 @@ export class AgentHub {
     }
     this.relayed?.hello(nodeId, still);
     const unknown = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
-    const origins = await Promise.all(unknown.map((id) => this.claim(nodeId, id)));
-    const orphans = unknown.filter((_, i) => origins[i] === null);
-    unknown.filter((_, i) => origins[i] === undefined).forEach((id) => this.claimLater(nodeId, id));
-    for (const id of orphans) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: id, reason: 'the control plane no longer tracks this job' });
+    const orphans = this.claims ? await this.claims.running(nodeId, unknown) : unknown;
+    for (const id of orphans) this.cancelOrphan(nodeId, id);
     return { cancelled: orphans };
   }
 
-  /** A claim whose lookup failed, tried again while the agent stays (a quiet job sends nothing that would ask again). */
-  private claimLater(nodeId: string, jobId: string, attempt = 1): void {
-    const detaches = this.detaches.get(nodeId) ?? 0;
-    setTimeout(() => {
-      if (!this.conns.has(nodeId) || (this.detaches.get(nodeId) ?? 0) !== detaches || this.pending.has(jobId) || this.relayed?.has(jobId)) return;
-      void this.claim(nodeId, jobId).then((origin) => {
-        if (origin === null) this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason: 'the control plane no longer tracks this job' });
-        else if (origin === undefined && attempt < CLAIM_ATTEMPTS) this.claimLater(nodeId, jobId, attempt + 1);
-      });
-    }, CLAIM_RETRY_MS).unref();
+  private cancelOrphan(nodeId: string, jobId: string): void {
+    this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason: 'the control plane no longer tracks this job' });
   }
 
   /** A job of another process run by an agent on this process's channel: relayed to its origin from here on (see JobClaims). */
