@@ -390,4 +390,38 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       { kind: 'inference.chat', status: 'succeeded' },
     ]);
   });
+
+  it('inference: a completion streamed through the openai SDK carries on, whole and in order, while its agent reconnects to a third process', async () => {
+    const c = await third();
+    const proxy = await tcpProxy(b.url);
+    try {
+      const agent = await agentOn({ url: proxy.url, processId: b.gw.database.processId }, { kinds: ['inference'], models: [MODEL], model_map: { [MODEL]: 'llama3:8b' } }, { SVC_INFERENCE_URL: up.url });
+      const s = await a.signIn();
+      await a.gw.services.metering.credit(s.accountId, 10_000_000, 'grant', `move-${s.accountId}`);
+      const oa = new OpenAI({ apiKey: (await s.client.createKey()).key, baseURL: `${a.url}/v1`, maxRetries: 0 });
+      up.switches.chunkDelayMs = 150;
+      const stream = await oa.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Say hello' }], stream: true, stream_options: { include_usage: true } });
+      let text = '';
+      let usage: unknown = null;
+      let moved = false;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta?.content ?? '';
+        if (chunk.usage) usage = chunk.usage;
+        if (text && !moved) {
+          moved = true;
+          proxy.retarget(c.url);
+          proxy.cut();
+        }
+      }
+      expect(text).toBe(up.switches.reply);
+      expect(usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 11 });
+      expect(c.gw.fleet.hub.isConnected(agent.nodeId)).toBe(true);
+      const jobs = await a.gw.database.db.selectFrom('jobs').select(['status']).where('node_id', '=', agent.nodeId).execute();
+      expect(jobs).toEqual([{ status: 'succeeded' }]);
+    } finally {
+      up.switches.chunkDelayMs = 0;
+      await proxy.close();
+      await c.stop();
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { Capabilities, JobFinish, JobMessage, ServerMessage } from '@svc/shared';
+import type { Capabilities, JobFinish, JobMessage, JobOutput, ServerMessage } from '@svc/shared';
 import { dockerReachable, readCapabilities } from './capabilities.ts';
 import { Channel } from './channel.ts';
 import type { AgentConfig } from './config.ts';
@@ -19,6 +19,8 @@ export interface Timers {
 /** A job's finish that could not be delivered (the connection dropped) is tried again this often, this many times. */
 const FINISH_ATTEMPTS = 5;
 const FINISH_RETRY_MS = 2000;
+/** An output the connection dropped under is sent again this many times in all. */
+const OUTPUT_ATTEMPTS = 3;
 
 const realTimers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
 
@@ -160,7 +162,7 @@ export class Agent {
         signal: ac.signal,
         emit: (stream, data) => {
           const o = { job_id: m.job_id, seq: seq++, stream, data };
-          flushed = flushed.then(() => ch.output(o)).catch((e: unknown) => this.log(`output of ${m.job_id} not delivered: ${String(e)}`));
+          flushed = flushed.then(() => this.deliverOutput(ch, o));
         },
       });
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
@@ -175,6 +177,21 @@ export class Agent {
       await this.deliverFinish(ch, finish);
     } finally {
       this.running.delete(m.job_id);
+    }
+  }
+
+  /**
+   * An output, delivered in order: one the connection dropped under is sent again (the client holds it until
+   * it reconnects; the control plane takes each seq once). Another failure loses this output only.
+   */
+  private async deliverOutput(ch: Channel, o: JobOutput): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await ch.output(o);
+        return;
+      } catch (e) {
+        if (attempt >= OUTPUT_ATTEMPTS || this.stopped) return this.log(`output of ${o.job_id} not delivered: ${String(e)}`);
+      }
     }
   }
 
