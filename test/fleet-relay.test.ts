@@ -389,6 +389,7 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       { kind: 'inference.chat', status: 'succeeded' },
       { kind: 'inference.chat', status: 'succeeded' },
     ]);
+    await agent.kill(); // the next test's node is the only one serving the model
   });
 
   it('inference: a completion streamed through the openai SDK carries on, whole and in order, while its agent reconnects to a third process', async () => {
