@@ -184,15 +184,8 @@ export class Agent {
    * An output, delivered in order: one the connection dropped under is sent again (the client holds it until
    * it reconnects; the control plane takes each seq once). Another failure loses this output only.
    */
-  private async deliverOutput(ch: Channel, o: JobOutput): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await ch.output(o);
-        return;
-      } catch (e) {
-        if (attempt >= OUTPUT_ATTEMPTS || this.stopped) return this.log(`output of ${o.job_id} not delivered: ${String(e)}`);
-      }
-    }
+  private deliverOutput(ch: Channel, o: JobOutput): Promise<void> {
+    return this.deliver(`output of ${o.job_id}`, () => ch.output(o), OUTPUT_ATTEMPTS, 0);
   }
 
   /**
@@ -200,15 +193,20 @@ export class Agent {
    * control plane could not take it yet) is tried again, never reported as the job failing. The job counts as
    * running (reported in hello) until then. A finish sent while disconnected waits in the client's queue.
    */
-  private async deliverFinish(ch: Channel, f: JobFinish): Promise<void> {
+  private deliverFinish(ch: Channel, f: JobFinish): Promise<void> {
+    return this.deliver(`finish of ${f.job_id}`, () => ch.finish(f), FINISH_ATTEMPTS, FINISH_RETRY_MS);
+  }
+
+  /** Sends until answered, `attempts` times at most with `pauseMs` between; a failure at the end is logged. */
+  private async deliver(what: string, send: () => Promise<unknown>, attempts: number, pauseMs: number): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await ch.finish(f);
+        await send();
         return;
       } catch (e) {
-        if (attempt >= FINISH_ATTEMPTS || this.stopped) return this.log(`finish of ${f.job_id} not delivered: ${String(e)}`);
-        await new Promise((r) => setTimeout(r, FINISH_RETRY_MS).unref()); // a pause before asking again, not a schedule
-        if (this.stopped) return this.log(`finish of ${f.job_id} not delivered: the agent stopped`);
+        if (attempt >= attempts || this.stopped) return this.log(`${what} not delivered: ${String(e)}`);
+        if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs).unref()); // a pause before asking again, not a schedule
+        if (this.stopped) return this.log(`${what} not delivered: the agent stopped`);
       }
     }
   }

@@ -153,6 +153,12 @@ export class AgentHub {
     this.relayed?.detached(conn.nodeId);
   }
 
+  /** The job's agent was heard of again (back on a channel, or its holder answered): the grace stops. */
+  private endGrace(p: Pending): void {
+    clearTimeout(p.lostTimer);
+    p.lostTimer = undefined;
+  }
+
   /**
    * The node-drop rule's wait: the job is lost unless its agent comes back with it in time, here (`hello`) or on
    * another process (`moved`). `counts`: against the node when the grace runs out (its channel dropped; not when
@@ -179,10 +185,9 @@ export class AgentHub {
       if (p.nodeId !== nodeId) continue;
       if (still.has(p.jobId)) {
         if (p.holder) this.moveTo(p, undefined);
-        if (p.lostTimer) clearTimeout(p.lostTimer);
-        p.lostTimer = undefined;
+        this.endGrace(p);
       } else if (p.lostTimer) {
-        clearTimeout(p.lostTimer);
+        this.endGrace(p);
         this.lose(p);
       }
     }
@@ -367,30 +372,28 @@ export class AgentHub {
       // The agent runs the job on `from`'s channel now (it reconnected there): that process relays it from here on.
       if (!p) return void this.relay!.send(from, { t: 'cancel', job: m.job, reason: 'the job is no longer open at the process that dispatched it' }).catch((e: unknown) => this.log.error({ err: e, job_id: m.job }, 'could not relay a cancel'));
       this.moveTo(p, from);
-      if (p.lostTimer) clearTimeout(p.lostTimer);
-      p.lostTimer = undefined;
+      this.endGrace(p);
       return;
     }
     if (!p) return;
-    if (p.holder !== from) {
-      // The agent's reports relayed by a process it left (still in flight when it moved), or by one that saw it
-      // pass while looking the job up: they are the agent's all the same.
+    const fromHolder = p.holder === from;
+    if (fromHolder) {
+      clearTimeout(p.ackTimer);
+      p.ackTimer = undefined;
+    }
+    if (m.t === 'output' || m.t === 'finish') {
+      // The agent's reports, relayed by its holder, by a process it left (still in flight when it moved) or by
+      // one it passed while that one looked the job up: the agent's all the same.
+      if (fromHolder) this.endGrace(p); // the holder answers: it was not gone after all
       if (m.t === 'output') this.output(p, m.o);
-      else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
+      else void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
       return;
     }
-    if (p.ackTimer) clearTimeout(p.ackTimer);
-    p.ackTimer = undefined;
+    if (!fromHolder) return;
     if (m.t === 'refused') this.lose(p, m.why, false);
     else if (m.t === 'lost') this.lose(p, m.why);
     else if (m.t === 'dropped') this.grace(p, `${m.why} (process ${from})`, m.counts);
-    else {
-      // The holder answers (accepted, output, finish): it was not gone after all.
-      if (p.lostTimer) clearTimeout(p.lostTimer);
-      p.lostTimer = undefined;
-      if (m.t === 'output') this.output(p, m.o);
-      else if (m.t === 'finish') void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
-    }
+    else this.endGrace(p); // accepted
   }
 
   /** What the watch timer does: the other ends of relayed jobs, the channels this process holds, unread messages. */
