@@ -33,6 +33,25 @@ export interface SignedReceipt {
   signature: Hex;
 }
 
+/**
+ * The payload with its signer, placed in code-unit order among the payload's keys: a payload written in
+ * canonical order stays so (canonicalize then takes its JSON.stringify path). Any payload signs the same.
+ */
+export function withSigner(payload: Omit<ReceiptPayload, 'signer'>, signer: string): ReceiptPayload {
+  const out: Record<string, unknown> = {};
+  let placed = false;
+  for (const k of Object.keys(payload)) {
+    if (k === 'signer') continue;
+    if (!placed && k > 'signer') {
+      out.signer = signer;
+      placed = true;
+    }
+    out[k] = payload[k];
+  }
+  if (!placed) out.signer = signer;
+  return out as ReceiptPayload;
+}
+
 export function receiptHash(canonical: string): Hex {
   return `0x${sha256Hex(canonical)}`;
 }

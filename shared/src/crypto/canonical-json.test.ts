@@ -252,6 +252,40 @@ describe('round trip and cross-check with the canonicalize npm package', () => {
     }
   }
 
+  /** The same document with every object's keys inserted in code-unit order (what canonicalize's JSON.stringify path takes). */
+  function inOrder(v: unknown): unknown {
+    if (Array.isArray(v)) return v.map(inOrder);
+    if (v === null || typeof v !== 'object') return v;
+    const o: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) o[k] = inOrder((v as Record<string, unknown>)[k]);
+    return o;
+  }
+
+  it('writes a document whose keys are already in order the same bytes (2000 random documents)', () => {
+    const r = rng(3339);
+    let stringified = 0;
+    for (let i = 0; i < 2000; i++) {
+      const v = inOrder(randomValue(r, 0));
+      const ours = canonicalize(v);
+      expect(ours, `doc ${i}`).toBe(referenceCanonicalize(v));
+      if (ours === JSON.stringify(v)) stringified++;
+    }
+    // Integer-like keys come first in Object.keys ("9" before "10"), so not every document can be in order.
+    expect(stringified).toBeGreaterThan(1500);
+  });
+
+  it('does not take JSON.stringify for what it would write differently', () => {
+    // Boxed primitives and other non-plain objects are objects to JCS (their own keys), not their values.
+    for (const v of [{ a: Object(1) }, { a: Object('xy') }, { a: new Map([['k', 1]]) }, { a: new Uint8Array([5, 6]) }, [Object(true)]]) {
+      expect(canonicalize(v)).toBe(referenceCanonicalize(v));
+    }
+    expect(canonicalize({ a: new Uint8Array([5, 6]) })).toBe('{"a":{"0":5,"1":6}}');
+    // A function member JSON.stringify would drop, and a non-finite number it would write as null, are refused.
+    expect(() => canonicalize({ a: 1, b: () => 1 })).toThrow(/function/);
+    expect(() => canonicalize({ a: [1, NaN] })).toThrow(/non-finite/);
+    expect(() => canonicalize({ a: { b: 1n } })).toThrow(/bigint/);
+  });
+
   it('agrees with canonicalize@2 and JSON.parse round-trips, over 2000 random documents', () => {
     const r = rng(8785);
     for (let i = 0; i < 2000; i++) {

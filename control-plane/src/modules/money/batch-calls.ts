@@ -114,23 +114,28 @@ function answersInOrder(items: SettleItem[], out: SettleResult[]): SettleResult[
   });
 }
 
-/** The receipt of a settle, to be signed (`prev`, `count`: the run chain's head). */
+/**
+ * The receipt of a settle, to be signed (`prev`, `count`: the run chain's head). Its keys are written in
+ * canonical (code-unit) order, with the signer's place left for ReceiptSigner, so that canonicalize can
+ * take its JSON.stringify path; any order would sign the same bytes.
+ */
 export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number): Omit<ReceiptPayload, 'signer'> {
   return {
-    v: 1,
-    id: hold.requestId,
-    kind: usage.kind,
     account_id: hold.accountId,
-    key_id: hold.chain[0] ?? null,
-    usage_event_id: usageEventId,
-    route: hold.route,
-    model: usage.model ?? null,
-    units: usage.units,
     cost_micro_usd: usage.costMicroUsd,
     created_at: now.toISOString(),
-    run: hold.runId ? { id: hold.runId, seq: count + 1, prev } : null,
-    policy: usage.policy ?? null,
     ...(usage.detail ? { detail: usage.detail } : {}),
+    id: hold.requestId,
+    key_id: hold.chain[0] ?? null,
+    kind: usage.kind,
+    model: usage.model ?? null,
+    policy: usage.policy ?? null,
+    route: hold.route,
+    run: hold.runId ? { id: hold.runId, prev, seq: count + 1 } : null,
+    // signer
+    units: usage.units,
+    usage_event_id: usageEventId,
+    v: 1,
   };
 }
 

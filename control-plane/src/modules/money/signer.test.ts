@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { recoverMessageAddress } from 'viem';
 import { canonicalize, generatePrivateKey, receiptHash, recoverPersonalMessage, signPersonalMessage, type Hex, type ReceiptPayload } from '@svc/shared';
+import { receiptPayload } from './batch-calls.ts';
 import { ReceiptSigner } from './signer.ts';
 
 const payload = (i: number): Omit<ReceiptPayload, 'signer'> => ({
@@ -182,5 +183,29 @@ describe('ReceiptSigner.signLater (on the worker thread)', () => {
     expect((await first).signature).toBe(usual(key, signer.address, 1));
     expect((await after).signature).toBe(usual(key, signer.address, 2));
     expect(signer.signedOffThread).toBe(0);
+  });
+});
+
+describe('receipt key order', () => {
+  it("a settle's receipt is built in canonical key order, signer included, so its canonical text is its JSON.stringify", async () => {
+    const signer = new ReceiptSigner(generatePrivateKey(), { preparedNonces: false });
+    try {
+      const hold = { id: 'hold_1', accountId: 'acct_1', keyId: 'key_1', amount: 100, requestId: 'req_1', runId: 'run_1', route: 'POST /v1/chat/completions', runHead: null, runCount: 0, chain: ['key_1'], lease: false };
+      const usage = { costMicroUsd: 13, kind: 'inference', model: 'm', units: { input_tokens: 9, output_tokens: 2 }, detail: { upstream: 'p' }, policy: null };
+      for (const h of [hold, { ...hold, runId: null }]) {
+        const now = new Date('2026-11-24T00:00:00.000Z');
+        const receipts = [signer.signReceipt(receiptPayload(h, usage, 'ue_1', now, '0xabc', 4)), await signer.signLater(receiptPayload(h, usage, 'ue_1', now, '0xabc', 4))];
+        for (const r of receipts) {
+          expect(r.canonical).toBe(JSON.stringify(r.payload));
+          expect(r.payload.signer).toBe(signer.address);
+        }
+      }
+      // Any other order signs the same canonical bytes.
+      const shuffled = signer.signReceipt({ ...payload(1) });
+      expect(shuffled.canonical).toBe(canonicalize(shuffled.payload));
+      expect(Object.keys(JSON.parse(shuffled.canonical))).toEqual(Object.keys(shuffled.payload).sort());
+    } finally {
+      await signer.close();
+    }
   });
 });

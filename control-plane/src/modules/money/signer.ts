@@ -10,6 +10,7 @@ import {
   type PreparedNonce,
   type ReceiptPayload,
   type SignedReceipt,
+  withSigner,
 } from '@svc/shared';
 
 type Pending = { payload: ReceiptPayload; canonical: string; resolve: (r: SignedReceipt) => void };
@@ -62,14 +63,14 @@ export class ReceiptSigner {
   }
 
   signReceipt(payload: Omit<ReceiptPayload, 'signer'>): SignedReceipt {
-    return signReceipt(this.signText, { ...payload, signer: this.address } as ReceiptPayload);
+    return signReceipt(this.signText, withSigner(payload, this.address));
   }
 
   /** A receipt signed on the worker thread together with the others of this turn. */
   signLater(payload: Omit<ReceiptPayload, 'signer'>): Promise<SignedReceipt> | SignedReceipt {
     const worker = this.closed ? null : this.ensureWorker();
     if (!worker) return this.signReceipt(payload);
-    const full = { ...payload, signer: this.address } as ReceiptPayload;
+    const full = withSigner(payload, this.address);
     const canonical = canonicalize(full);
     return new Promise<SignedReceipt>((resolve) => {
       if (this.gather.push({ payload: full, canonical, resolve }) === 1) setImmediate(() => this.flush());
