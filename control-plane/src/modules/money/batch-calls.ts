@@ -91,10 +91,22 @@ export async function holdMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, it
   return items.map((i) => byId.get(i.id)!);
 }
 
+/** Where a settle item keeps its JSON text once written (a symbol: JSON.stringify leaves it out). */
+const JSON_TEXT = Symbol('settle item JSON');
+
+/**
+ * A settle item's JSON text, made once: a write-behind settle is written to the journal and then sent to
+ * the database in the same words. Items are not changed once made.
+ */
+export function settleJson(item: SettleItem): string {
+  const it = item as SettleItem & { [JSON_TEXT]?: string };
+  return (it[JSON_TEXT] ??= JSON.stringify(item));
+}
+
 /** Settles a batch in one transaction (ledger entries, usage events, receipts, run chains); answers in the items' order. */
 export async function settleMany(db: Kysely<DB>, now: Date, cfg: BillingConfig, items: SettleItem[]): Promise<SettleResult[]> {
   const r = await sql<{ out: SettleResult[] }>`
-    select svc_settle_many(${JSON.stringify(items)}::jsonb, ${now}, ${cfg.breakerWindowSeconds}) as out`.execute(db);
+    select svc_settle_many(${`[${items.map(settleJson).join(',')}]`}::jsonb, ${now}, ${cfg.breakerWindowSeconds}) as out`.execute(db);
   return answersInOrder(items, r.rows[0]!.out);
 }
 

@@ -41,11 +41,14 @@ export class SettleJournal<T> {
     return `settles-${process.pid}-${this.id}-`;
   }
 
-  /** Appends a settle; returns its segment, to hand back to `done` once the settle committed. */
-  append(item: T): string {
+  /**
+   * Appends a settle (`json`: its JSON text, when the caller has it already); returns its segment, to hand
+   * back to `done` once the settle committed.
+   */
+  append(item: T, json: string = JSON.stringify(item)): string {
     if (!this.current || this.current.entries >= this.segmentEntries) this.rotate();
     const c = this.current!;
-    writeSync(c.fd, `${JSON.stringify(item)}\n`);
+    writeSync(c.fd, `${json}\n`);
     c.entries++;
     this.open.set(c.name, (this.open.get(c.name) ?? 0) + 1);
     this.dirty = true;

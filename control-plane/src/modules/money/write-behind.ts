@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import type { SettleItem, SettleResult } from './batch-calls.ts';
+import { settleJson, type SettleItem, type SettleResult } from './batch-calls.ts';
 import type { SettleJournal } from './settle-journal.ts';
 
 /**
@@ -56,7 +56,7 @@ export class WriteBehind {
 
   /** Journals a signed settle and commits it with the others gathered in the next few milliseconds. */
   add(item: SettleItem): void {
-    const segment = this.d.journal.append(item);
+    const segment = this.d.journal.append(item, settleJson(item)); // the same text goes to the database
     const committed = this.commit(item, segment);
     let set = this.waiting.get(item.account);
     if (!set) this.waiting.set(item.account, (set = new Set()));
