@@ -109,6 +109,7 @@ export class InferenceService {
     return this.metering.hold({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: prep.holdMicroUsd, route: ctx.route, resource: ctx.resource });
   }
 
+  /** `detail` comes with its keys in code-unit order, as the receipt's others (canonicalize then takes its JSON.stringify path). */
   private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, discountPercent = 0): Usage {
     const list = costMicroUsd(price, input, output);
     const cost = discounted(list, discountPercent);
@@ -134,7 +135,7 @@ export class InferenceService {
       const source = int(u?.prompt_tokens) !== undefined && int(u?.completion_tokens) !== undefined ? 'upstream' : 'estimated';
       if (!u) a.body.usage = toUsage(input, output);
       await ctx.beforeSettle?.(a.body);
-      return { result: a.body, usage: this.usage(prep, hold, a.price, input, output, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: source, outcome: 'completed' }, ctx.discountPercent) };
+      return { result: a.body, usage: this.usage(prep, hold, a.price, input, output, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: source }, ctx.discountPercent) };
     }, { behind: ctx.settleBehind });
     return { body: out.result, receipt: out.receipt };
   }
@@ -246,7 +247,7 @@ export class InferenceService {
     try {
       const settled = await this.metering.settle(
         hold,
-        this.usage(prep, hold, up.price, input, output, { endpoint: ctx.endpoint, backend, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated', outcome }),
+        this.usage(prep, hold, up.price, input, output, { backend, endpoint: ctx.endpoint, outcome, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }),
         { behind: ctx.settleBehind },
       );
       receipt = settled.receipt;
@@ -274,7 +275,7 @@ export class InferenceService {
       const input = int(u?.prompt_tokens) ?? inputTokens;
       if (!u) a.body.usage = { prompt_tokens: input, total_tokens: input };
       await ctx.beforeSettle?.(a.body);
-      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { endpoint: ctx.endpoint, backend: a.backend, stream: false, usage_source: u ? 'upstream' : 'estimated', outcome: 'completed' }, ctx.discountPercent) };
+      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: u ? 'upstream' : 'estimated' }, ctx.discountPercent) };
     }, { behind: ctx.settleBehind });
     return { body: out.result, receipt: out.receipt };
   }
