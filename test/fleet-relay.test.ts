@@ -170,6 +170,28 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
     }
   });
 
+  it("a process the agent left without a close reaching it does not write itself back over the agent's later connection; jobs go through that one", async () => {
+    const c = await third();
+    const proxy = await tcpProxy(b.url);
+    try {
+      const agent = await agentOn({ url: proxy.url, processId: b.gw.database.processId });
+      const epochOf = async () => Number((await a.gw.database.db.selectFrom('nodes').select('channel_epoch').where('id', '=', agent.nodeId).executeTakeFirstOrThrow()).channel_epoch);
+      const onB = await epochOf();
+      proxy.retarget(c.url);
+      proxy.strand(); // B's end of the connection stays open and silent: B still thinks it holds the channel
+      await until('the record names C', async () => (await channelOf(agent.nodeId)).channel_process === c.gw.database.processId);
+      expect(b.gw.fleet.hub.isConnected(agent.nodeId)).toBe(true);
+      expect(await epochOf()).toBeGreaterThan(onB);
+      await b.gw.fleet.hub.watch(); // B's periodic reassert of the channels it holds
+      expect((await channelOf(agent.nodeId)).channel_process).toBe(c.gw.database.processId);
+      const job = await a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: ['through C'] }, timeoutMs: 10_000, nodeId: agent.nodeId });
+      expect(job.result).toEqual({ chunks: 1 });
+    } finally {
+      await proxy.close();
+      await c.stop();
+    }
+  });
+
   it("an agent that moves mid-job from the origin's own channel to another process: the job carries on through that process", async () => {
     const proxy = await tcpProxy(a.url);
     try {
@@ -185,6 +207,42 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       expect(b.gw.fleet.hub.relayedJobs()).toEqual([]);
     } finally {
       await proxy.close();
+    }
+  });
+
+  it("a `moved` from an older connection of the agent than the one its job is on (it took longer than the later one's) does not take the job back there", async () => {
+    const c = await third();
+    const proxy = await tcpProxy(b.url);
+    const dx = await openDatabase({ databaseUrl: a.databaseUrl });
+    const x = new FleetRelay(dx, () => undefined);
+    const toX: RelayMessage[] = [];
+    const finishes = vi.spyOn(c.gw.fleet.hub, 'onFinish');
+    try {
+      await x.start((_from, m) => toX.push(m));
+      const agent = await agentOn({ url: proxy.url, processId: b.gw.database.processId });
+      const onB = Number((await a.gw.database.db.selectFrom('nodes').select('channel_epoch').where('id', '=', agent.nodeId).executeTakeFirstOrThrow()).channel_epoch);
+      const ac = new AbortController();
+      const { job } = await waitingJob(agent.nodeId, { ms: 30_000, say: 'started' }, { timeoutMs: 60_000, signal: ac.signal });
+      const jobId = a.gw.fleet.hub.openJobs()[0]!.jobId;
+      proxy.retarget(c.url);
+      proxy.cut();
+      await until('C relays the job', async () => c.gw.fleet.hub.relayedJobs().length === 1);
+      // The `moved` of a process the agent was on before C (its connection numbered as B's was) arrives late.
+      await x.send(a.gw.database.processId, { t: 'moved', job: jobId, connection: onB });
+      await x.send(a.gw.database.processId, { t: 'accepted', job: 'marker' }); // sent after it: A has read the `moved` once this is gone
+      await until('A read the late moved', async () => (await dx.db.selectFrom('fleet_messages').select('id').where('receiver', '=', a.gw.database.processId).execute()).length === 0);
+      // A still follows C: the caller's cancel reaches the agent through C, and nothing goes to the late process.
+      ac.abort();
+      await expectApiError(job, 409, 'conflict');
+      const report = await until('the node reports the job stopped', async () => finishes.mock.calls.map(([, f]) => f as JobFinish).find((f) => f.job_id === jobId), 10_000);
+      expect(report).toMatchObject({ ok: false, error: 'canceled: caller went away' });
+      expect(toX).toEqual([]);
+    } finally {
+      finishes.mockRestore();
+      await x.close();
+      await dx.close();
+      await proxy.close();
+      await c.stop();
     }
   });
 

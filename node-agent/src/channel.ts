@@ -37,6 +37,8 @@ export class Channel {
   private readonly client: ReturnType<typeof createTRPCClient<AgentRouter>>;
   private sub: { unsubscribe(): void } | undefined;
   private wanted = false;
+  /** Numbers this agent's connections in order (ConnectionParams.connection): start time in ms × 1000, plus one each. */
+  private connection = Date.now() * 1000;
 
   constructor(
     url: string,
@@ -50,7 +52,7 @@ export class Channel {
     this.ws = createWSClient({
       url: wsUrl.toString(),
       WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
-      connectionParams: () => ({ node_key: nodeKey, protocol_version: String(protocolVersion), agent_version: agentVersion }),
+      connectionParams: () => ({ node_key: nodeKey, protocol_version: String(protocolVersion), agent_version: agentVersion, connection: String(++this.connection) }),
       retryDelayMs: backoffMs,
       onOpen: () => {
         h.log('channel open');

@@ -18,6 +18,11 @@ export const ConnectionParams = z.object({
   node_key: z.string().startsWith('nk-svc_'),
   protocol_version: z.coerce.number().int(),
   agent_version: z.string().max(64),
+  /**
+   * This connection's number: larger for every later connection of the node's agent (its start time in ms
+   * times 1000, plus its connections since). Absent from agents before it; those are recorded unnumbered.
+   */
+  connection: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
 export const Capabilities = z

@@ -88,9 +88,10 @@ export async function agentWithKey(url: string, nodeKey: string, nodeId = ''): P
  * blip: the agent stays up and reconnects), `block()` also refuses new ones until `unblock()`, `retarget()`
  * sends new ones elsewhere.
  */
-export async function tcpProxy(target: string): Promise<{ url: string; cut(): void; block(): void; unblock(): void; retarget(url: string): void; close(): Promise<void> }> {
+export async function tcpProxy(target: string): Promise<{ url: string; cut(): void; strand(): void; block(): void; unblock(): void; retarget(url: string): void; close(): Promise<void> }> {
   let { hostname, port } = new URL(target);
   const sockets = new Set<Socket>();
+  const pairs = new Set<{ client: Socket; upstream: Socket; stranded: boolean }>();
   let blocked = false;
   const server = createServer((client) => {
     if (blocked) {
@@ -103,9 +104,14 @@ export async function tcpProxy(target: string): Promise<{ url: string; cut(): vo
       s.on('close', () => sockets.delete(s));
       s.on('error', () => undefined);
     }
+    const pair = { client, upstream, stranded: false };
+    pairs.add(pair);
     client.pipe(upstream);
     upstream.pipe(client);
-    client.on('close', () => upstream.destroy());
+    client.on('close', () => {
+      pairs.delete(pair);
+      if (!pair.stranded) upstream.destroy();
+    });
     upstream.on('close', () => client.destroy());
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -115,6 +121,19 @@ export async function tcpProxy(target: string): Promise<{ url: string; cut(): vo
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     cut,
+    /**
+     * The client's side closes; the target's stays open and hears nothing more (what the target sees when the
+     * client's host or network goes away without a close reaching it). `close()` ends it.
+     */
+    strand: () => {
+      for (const pair of [...pairs]) {
+        pair.stranded = true;
+        pair.client.unpipe(pair.upstream);
+        pair.upstream.unpipe(pair.client);
+        pair.upstream.pause();
+        pair.client.destroy();
+      }
+    },
     block: () => {
       blocked = true;
       cut();

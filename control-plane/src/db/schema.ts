@@ -179,6 +179,8 @@ export interface NodesTable {
   revoked_at: Date | null;
   /** The control-plane process holding this node's agent channel now (`Database.processId`); null: none. */
   channel_process: string | null;
+  /** The agent's number for that connection (later connections have larger ones); null: an agent that does not number them. */
+  channel_epoch: string | number | null;
 }
 
 /** Messages between control-plane processes (fleet/relay.ts); the receiver deletes what it reads. */

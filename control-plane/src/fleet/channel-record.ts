@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { KeyedSerial } from './serial.ts';
 
@@ -7,6 +7,13 @@ import { KeyedSerial } from './serial.ts';
  * `nodes.channel_process`: which control-plane process holds each node's agent channel (with several
  * processes on one Postgres). Written when a channel attaches, cleared when it detaches (only if it still
  * names this process: the agent may already be on another one), in order per node.
+ *
+ * `nodes.channel_epoch` records the agent's number for that connection (later connections have larger
+ * ones). A process never writes itself over the record of a later connection: when the agent went away
+ * without a close reaching this process (the network dropped, the agent's host died) and came back on another
+ * one, this process's channel looks open until its keepalive gives up (up to 30 s), and until then its
+ * writes (`reassert`) would send the node's jobs to a connection nobody is on. A record nobody holds (null)
+ * and the connections of agents that do not number them are written as before.
  */
 export class ChannelRecord {
   private readonly writes = new KeyedSerial();
@@ -18,23 +25,40 @@ export class ChannelRecord {
     private readonly log: () => Pick<FastifyBaseLogger, 'error'>,
   ) {}
 
-  held(nodeId: string): Promise<void> {
-    return this.write(nodeId, () => this.db.updateTable('nodes').set({ channel_process: this.self }).where('id', '=', nodeId).execute());
+  held(nodeId: string, connection: number | null = null): Promise<void> {
+    return this.write(nodeId, () =>
+      this.db
+        .updateTable('nodes')
+        .set({ channel_process: this.self, channel_epoch: connection })
+        .where('id', '=', nodeId)
+        .where((eb) => this.notLater(eb, connection))
+        .execute(),
+    );
   }
 
   released(nodeId: string): Promise<void> {
     return this.write(nodeId, () => this.db.updateTable('nodes').set({ channel_process: null }).where('id', '=', nodeId).where('channel_process', '=', this.self).execute());
   }
 
-  /** Puts right the records of channels held here that another process overwrote late (its write of a channel it had lost). */
-  async reassert(nodeIds: string[]): Promise<void> {
-    if (!nodeIds.length) return;
-    await this.db
-      .updateTable('nodes')
-      .set({ channel_process: this.self })
-      .where('id', 'in', nodeIds)
-      .where((eb) => eb.or([eb('channel_process', 'is', null), eb('channel_process', '!=', this.self)]))
-      .execute();
+  /**
+   * Puts right the records of channels held here that another process overwrote late (its write of a
+   * channel it had lost), unless that record is of a later connection of the agent.
+   */
+  async reassert(held: Array<{ nodeId: string; connection: number | null }>): Promise<void> {
+    if (!held.length) return;
+    const ids = held.map((h) => h.nodeId);
+    const connections = held.map((h) => (h.connection === null ? null : String(h.connection)));
+    await sql`
+      update nodes n set channel_process = ${this.self}, channel_epoch = h.connection
+      from unnest(${ids}::text[], ${connections}::bigint[]) as h(id, connection)
+      where n.id = h.id and (n.channel_process is null or n.channel_process <> ${this.self})
+        and (h.connection is null or n.channel_process is null or n.channel_epoch is null or n.channel_epoch <= h.connection)`.execute(this.db);
+  }
+
+  /** The record is free, unnumbered, or of this connection or an earlier one (an unnumbered connection may always write). */
+  private notLater(eb: ExpressionBuilder<DB, 'nodes'>, connection: number | null) {
+    if (connection === null) return eb.lit(true);
+    return eb.or([eb('channel_process', 'is', null), eb('channel_epoch', 'is', null), eb('channel_epoch', '<=', String(connection))]);
   }
 
   /** The process holding the node's channel, by the record. */

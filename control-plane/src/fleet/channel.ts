@@ -12,19 +12,21 @@ interface ChannelContext {
   nodeId: string | null;
   /** Why this connection is refused; every call answers with it, so the agent reads the reason. */
   refusal: TRPCError | null;
+  /** The agent's number for this connection (ConnectionParams.connection); null from agents that send none. */
+  connection: number | null;
 }
 
 const t = initTRPC.context<ChannelContext>().create();
 const agentProcedure = t.procedure.use(({ ctx, next }) => {
   if (ctx.refusal || !ctx.nodeId) throw ctx.refusal ?? new TRPCError({ code: 'UNAUTHORIZED', message: 'no node key' });
-  return next({ ctx: { nodeId: ctx.nodeId } });
+  return next({ ctx: { nodeId: ctx.nodeId, connection: ctx.connection } });
 });
 
 function makeRouter(hub: AgentHub) {
   return t.router({
-    hello: agentProcedure.input(Hello).mutation(async ({ ctx, input }) => ({ node_id: ctx.nodeId, protocol_version: PROTOCOL_VERSION, ...(await hub.hello(ctx.nodeId, input.running_jobs)) })),
+    hello: agentProcedure.input(Hello).mutation(async ({ ctx, input }) => ({ node_id: ctx.nodeId, protocol_version: PROTOCOL_VERSION, ...(await hub.hello(ctx.nodeId, input.running_jobs, ctx.connection)) })),
     jobs: agentProcedure.subscription(async function* ({ ctx, signal }) {
-      const conn = hub.attach(ctx.nodeId);
+      const conn = hub.attach(ctx.nodeId, ctx.connection);
       try {
         yield* conn.queue.iterate(signal);
       } finally {
@@ -32,11 +34,11 @@ function makeRouter(hub: AgentHub) {
       }
     }),
     output: agentProcedure.input(JobOutput).mutation(({ ctx, input }) => {
-      hub.onOutput(ctx.nodeId, input);
+      hub.onOutput(ctx.nodeId, input, ctx.connection);
       return { ok: true };
     }),
     finish: agentProcedure.input(JobFinish).mutation(async ({ ctx, input }) => {
-      await hub.onFinish(ctx.nodeId, input);
+      await hub.onFinish(ctx.nodeId, input, ctx.connection);
       return { ok: true };
     }),
   });
@@ -56,7 +58,7 @@ export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry
     router: makeRouter(hub),
     keepAlive: { enabled: true, pingMs: 20_000, pongWaitMs: 10_000 },
     createContext: async ({ info, res }): Promise<ChannelContext> => {
-      const refuse = (code: 'UNAUTHORIZED' | 'FORBIDDEN' | 'PRECONDITION_FAILED', message: string) => ({ nodeId: null, refusal: new TRPCError({ code, message }) });
+      const refuse = (code: 'UNAUTHORIZED' | 'FORBIDDEN' | 'PRECONDITION_FAILED', message: string) => ({ nodeId: null, refusal: new TRPCError({ code, message }), connection: null });
       const parsed = ConnectionParams.safeParse(info.connectionParams ?? {});
       if (!parsed.success) return refuse('UNAUTHORIZED', 'connection params must carry node_key, protocol_version and agent_version');
       if (parsed.data.protocol_version !== PROTOCOL_VERSION) {
@@ -67,7 +69,7 @@ export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry
       }
       try {
         const node = await registry.authenticate(parsed.data.node_key);
-        return { nodeId: node.nodeId, refusal: null };
+        return { nodeId: node.nodeId, refusal: null, connection: parsed.data.connection ?? null };
       } catch (e) {
         if (e instanceof ServiceError && e.type === 'account_suspended') {
           // Refused for now, not for good: close the connection once the refusal is answered, so the agent

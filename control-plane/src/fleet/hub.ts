@@ -16,6 +16,8 @@ export type { JobResult, JobSpec } from './job-spec.ts';
 interface Conn {
   nodeId: string;
   queue: AsyncQueue<ServerMessage>;
+  /** The agent's number for the connection (ConnectionParams.connection), or null. */
+  connection: number | null;
 }
 
 interface Pending {
@@ -37,11 +39,20 @@ interface Pending {
   lastSeq: number;
   /** Until the holder says it passed the job on. */
   ackTimer?: NodeJS.Timeout;
+  /**
+   * The agent's number for the connection the job is on, as far as this process knows (null: not known, or an
+   * agent that does not number them). A report of an older connection (a `moved` that took longer than a later
+   * one, output from a connection the agent already left) does not take the job back to it.
+   */
+  connection: number | null;
   resolve(r: JobResult): void;
   reject(e: unknown): void;
 }
 
 class NodeLost extends Error {}
+
+/** Whether `connection` is older than the one the job is known on (both numbered). */
+const older = (p: Pending, connection: number | null): boolean => connection !== null && p.connection !== null && connection < p.connection;
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
@@ -100,7 +111,7 @@ export class AgentHub {
       conn?.queue.push(m);
       return conn !== undefined;
     };
-    this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs);
+    this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs, (nodeId) => this.conns.get(nodeId)?.connection ?? null);
     this.channels = relay && new ChannelRecord(db, relay.self, () => this.log);
     this.claims =
       relay &&
@@ -132,12 +143,12 @@ export class AgentHub {
     return !!holder && holder !== this.relay.self && (await this.relay.alive([holder])).has(holder);
   }
 
-  attach(nodeId: string): Conn {
+  attach(nodeId: string, connection: number | null = null): Conn {
     this.conns.get(nodeId)?.queue.close();
-    const conn = { nodeId, queue: new AsyncQueue<ServerMessage>() };
+    const conn = { nodeId, queue: new AsyncQueue<ServerMessage>(), connection };
     this.conns.set(nodeId, conn);
     this.log.info({ node_id: nodeId }, 'agent channel attached');
-    void this.channels?.held(nodeId);
+    void this.channels?.held(nodeId, connection);
     return conn;
   }
 
@@ -179,12 +190,12 @@ export class AgentHub {
    * another process (the agent was on a third process before) is relayed from here to its origin; the jobs
    * nobody owns any more are cancelled.
    */
-  async hello(nodeId: string, running: string[]): Promise<{ cancelled: string[] }> {
+  async hello(nodeId: string, running: string[], connection: number | null = null): Promise<{ cancelled: string[] }> {
     const still = new Set(running);
     for (const p of [...this.pending.values()]) {
-      if (p.nodeId !== nodeId) continue;
+      if (p.nodeId !== nodeId || older(p, connection)) continue;
       if (still.has(p.jobId)) {
-        if (p.holder) this.moveTo(p, undefined);
+        this.onOwnChannel(p, connection);
         this.endGrace(p);
       } else if (p.lostTimer) {
         this.endGrace(p);
@@ -257,7 +268,8 @@ export class AgentHub {
           .finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
       }, spec.timeoutMs + 5_000);
       timer.unref();
-      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder };
+      const connection = holder ? null : this.conns.get(nodeId)!.connection;
+      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection };
       this.pending.set(jobId, p);
       if (!holder) this.conns.get(nodeId)!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
       else {
@@ -302,17 +314,24 @@ export class AgentHub {
    * The job's channel is held by `holder` now: another process (`moved`), or undefined when the agent moved to
    * this process's own channel (the old holder's late `lost`, `dropped` or `refused` no longer applies).
    */
-  private moveTo(p: Pending, holder: string | undefined): void {
+  /** The agent reported the job on this process's own channel, on `connection` (not older than the job's). */
+  private onOwnChannel(p: Pending, connection: number | null): void {
+    if (p.holder) this.moveTo(p, undefined, connection);
+    else p.connection = connection ?? p.connection;
+  }
+
+  private moveTo(p: Pending, holder: string | undefined, connection: number | null | undefined): void {
     p.holder = holder;
+    p.connection = connection ?? null;
     if (p.ackTimer) clearTimeout(p.ackTimer);
     p.ackTimer = undefined;
   }
 
   /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
-  onOutput(nodeId: string, o: JobOutput): void {
+  onOutput(nodeId: string, o: JobOutput, connection: number | null = null): void {
     const p = this.pending.get(o.job_id);
     if (p && p.nodeId === nodeId) {
-      if (p.holder) this.moveTo(p, undefined);
+      if (!older(p, connection)) this.onOwnChannel(p, connection);
       return this.output(p, o);
     }
     if (!this.relayed?.output(nodeId, o)) void this.claim(nodeId, o.job_id, { t: 'output', o });
@@ -326,10 +345,10 @@ export class AgentHub {
   }
 
   /** A finish from an agent on this process's channel (see onOutput). */
-  async onFinish(nodeId: string, f: JobFinish): Promise<void> {
+  async onFinish(nodeId: string, f: JobFinish, connection: number | null = null): Promise<void> {
     const p = this.pending.get(f.job_id);
     if (p && p.nodeId === nodeId) {
-      if (p.holder) this.moveTo(p, undefined);
+      if (!older(p, connection)) this.onOwnChannel(p, connection);
       return this.finish(p, f);
     }
     if (this.relayed?.finish(nodeId, f)) return;
@@ -371,7 +390,10 @@ export class AgentHub {
     if (m.t === 'moved') {
       // The agent runs the job on `from`'s channel now (it reconnected there): that process relays it from here on.
       if (!p) return void this.relay!.send(from, { t: 'cancel', job: m.job, reason: 'the job is no longer open at the process that dispatched it' }).catch((e: unknown) => this.log.error({ err: e, job_id: m.job }, 'could not relay a cancel'));
-      this.moveTo(p, from);
+      // A `moved` from a connection older than one the job is known on took longer than the later one's: the
+      // agent is not there any more (that process forgets the job once its channel drops).
+      if (older(p, m.connection ?? null)) return;
+      this.moveTo(p, from, m.connection);
       this.endGrace(p);
       return;
     }
@@ -393,14 +415,18 @@ export class AgentHub {
     if (m.t === 'refused') this.lose(p, m.why, false);
     else if (m.t === 'lost') this.lose(p, m.why);
     else if (m.t === 'dropped') this.grace(p, `${m.why} (process ${from})`, m.counts);
-    else this.endGrace(p); // accepted
+    else {
+      // accepted
+      if (m.connection != null && p.connection === null) p.connection = m.connection;
+      this.endGrace(p);
+    }
   }
 
   /** What the watch timer does: the other ends of relayed jobs, the channels this process holds, unread messages. */
   async watch(): Promise<void> {
     if (!this.relay) return;
     await this.watchRelayed();
-    await this.channels!.reassert([...this.conns.keys()]);
+    await this.channels!.reassert([...this.conns.values()]);
     await this.relay.sweep();
   }
 

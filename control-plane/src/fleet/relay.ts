@@ -15,12 +15,12 @@ import { KeyedSerial } from './serial.ts';
 export type RelayMessage =
   | { t: 'job'; job: string; node: string; kind: string; payload: unknown; timeout_ms: number }
   | { t: 'cancel'; job: string; reason: string }
-  | { t: 'accepted'; job: string }
+  | { t: 'accepted'; job: string; connection?: number | null }
   | { t: 'refused'; job: string; why: string }
   | { t: 'output'; job: string; o: JobOutput }
   | { t: 'finish'; job: string; f: JobFinish }
   | { t: 'dropped'; job: string; why: string; counts: boolean }
-  | { t: 'moved'; job: string }
+  | { t: 'moved'; job: string; connection?: number | null }
   | { t: 'lost'; job: string; why: string };
 
 /** The inbox is also read this often without a NOTIFY (one missed while the LISTEN connection reconnected). */

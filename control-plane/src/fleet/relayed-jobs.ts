@@ -26,6 +26,8 @@ export class RelayedJobs {
     private readonly push: (nodeId: string, m: ServerMessage) => boolean,
     private readonly log: () => Pick<FastifyBaseLogger, 'error'>,
     private readonly graceMs: number,
+    /** The agent's number for the node's connection held here (ConnectionParams.connection), or null. */
+    private readonly connectionOf: (nodeId: string) => number | null = () => null,
   ) {}
 
   has(jobId: string): boolean {
@@ -43,14 +45,17 @@ export class RelayedJobs {
       return;
     }
     this.jobs.set(m.job, { origin, nodeId: m.node });
-    this.tell(origin, { t: 'accepted', job: m.job });
+    this.tell(origin, { t: 'accepted', job: m.job, connection: this.connectionOf(m.node) });
   }
 
-  /** A job of `origin` that the agent on this process's channel runs: relayed from here on, and the origin told so. */
+  /**
+   * A job of `origin` that the agent on this process's channel runs: relayed from here on, and the origin told
+   * so, with the agent's number for the connection (the origin follows no connection older than one it knows).
+   */
   claim(origin: string, jobId: string, nodeId: string): void {
     this.forget(jobId);
     this.jobs.set(jobId, { origin, nodeId });
-    this.tell(origin, { t: 'moved', job: jobId });
+    this.tell(origin, { t: 'moved', job: jobId, connection: this.connectionOf(nodeId) });
   }
 
   cancel(from: string, jobId: string, reason: string): void {

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { openDatabase, type Database } from '../db/database.ts';
+import { migrateToLatest } from '../db/migrate.ts';
+import { ChannelRecord } from './channel-record.ts';
+
+describe('ChannelRecord', () => {
+  let database: Database;
+  const log = () => ({ error: (o: object) => expect.fail(`unexpected error: ${JSON.stringify(o)}`) });
+  const record = async () => (await database.db.selectFrom('nodes').select(['channel_process', 'channel_epoch']).where('id', '=', 'node_1').executeTakeFirstOrThrow());
+  const at = async () => {
+    const r = await record();
+    return [r.channel_process, r.channel_epoch === null ? null : Number(r.channel_epoch)];
+  };
+
+  beforeAll(async () => {
+    database = await openDatabase({ memory: true });
+    await migrateToLatest(database.db);
+    await sql`insert into accounts (id, created_at) values ('acct_1', now())`.execute(database.db);
+    await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values ('node_1', 'acct_1', '[]', 'h', 'p', now())`.execute(database.db);
+  });
+  afterAll(() => database.close());
+
+  it("no process writes itself over the record of the agent's later connection; a free record and unnumbered agents are written as before", async () => {
+    const [p, q, r] = ['svc_p_1', 'svc_p_2', 'svc_p_3'].map((id) => new ChannelRecord(database.db, id, log));
+    await p!.held('node_1', 5000);
+    expect(await at()).toEqual(['svc_p_1', 5000]);
+    // A process holding an earlier connection (its close never reached it) neither takes the record at attach
+    // (a late write) nor on its periodic reassert.
+    await q!.held('node_1', 4000);
+    await q!.reassert([{ nodeId: 'node_1', connection: 4000 }]);
+    expect(await at()).toEqual(['svc_p_1', 5000]);
+    // A later connection does.
+    await q!.reassert([{ nodeId: 'node_1', connection: 6000 }]);
+    expect(await at()).toEqual(['svc_p_2', 6000]);
+    await p!.reassert([{ nodeId: 'node_1', connection: 5000 }]);
+    expect(await at()).toEqual(['svc_p_2', 6000]);
+    // Released by its holder, the record is free: anyone holding the node takes it back, whatever its number
+    // (an agent restarted with its clock set back numbers its connections lower).
+    await p!.released('node_1'); // not p's: no change
+    expect(await at()).toEqual(['svc_p_2', 6000]);
+    await q!.released('node_1');
+    expect((await at())[0]).toBeNull();
+    await r!.reassert([{ nodeId: 'node_1', connection: 10 }]);
+    expect(await at()).toEqual(['svc_p_3', 10]);
+    // An agent that does not number its connections is recorded as before, and anyone may write over it.
+    await p!.held('node_1', null);
+    expect(await at()).toEqual(['svc_p_1', null]);
+    await q!.reassert([{ nodeId: 'node_1', connection: 1 }]);
+    expect(await at()).toEqual(['svc_p_2', 1]);
+    await r!.held('node_1', null);
+    expect(await at()).toEqual(['svc_p_3', null]);
+  });
+});
