@@ -186,6 +186,20 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       expect((await channelOf(agent.nodeId)).channel_process).toBe(c.gw.database.processId);
       const job = await a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: ['through C'] }, timeoutMs: 10_000, nodeId: agent.nodeId });
       expect(job.result).toEqual({ chunks: 1 });
+
+      // A job relayed through C; then what B sees of the agent coming back on a later connection whose hello
+      // runs before that connection's channel replaced the stranded one there (its node-key lookup took longer):
+      // B, which still relays the job, tells A `moved` with the later connection's number, not the stranded one's
+      // (A would take it for a late `moved` and keep following C, which the agent left).
+      const onC = await epochOf();
+      const fromB = vi.spyOn(a.gw.fleet.hub as unknown as { onRelay(from: string, m: RelayMessage): void }, 'onRelay');
+      const { job: relayed } = await waitingJob(agent.nodeId, { ms: 2500, say: 'on C' });
+      const jobId = a.gw.fleet.hub.openJobs()[0]!.jobId;
+      await b.gw.fleet.hub.hello(agent.nodeId, [jobId], onC + 1);
+      const moved = await until('A hears from B', async () => fromB.mock.calls.find(([from, m]) => from === b.gw.database.processId && m.t === 'moved')?.[1]);
+      fromB.mockRestore();
+      expect(moved).toEqual({ t: 'moved', job: jobId, connection: onC + 1 });
+      expect((await relayed).result).toEqual({ waited_ms: 2500 });
     } finally {
       await proxy.close();
       await c.stop();

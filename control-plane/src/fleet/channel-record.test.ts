@@ -21,34 +21,40 @@ describe('ChannelRecord', () => {
   });
   afterAll(() => database.close());
 
-  it("no process writes itself over the record of the agent's later connection; a free record and unnumbered agents are written as before", async () => {
-    const [p, q, r] = ['svc_p_1', 'svc_p_2', 'svc_p_3'].map((id) => new ChannelRecord(database.db, id, log));
+  it("no process writes itself over the record of the agent's later connection; a free record, a gone process's and unnumbered agents are written as before", async () => {
+    // The embedded database knows one process alive: its own. P stands for a live process, Q and R for gone ones.
+    const alive = (ids: string[]) => database.processesAlive(ids);
+    const [p, q, r] = [database.processId, 'svc_p_gone_1', 'svc_p_gone_2'].map((id) => new ChannelRecord(database.db, id, log, alive));
+    const P = database.processId;
     await p!.held('node_1', 5000);
-    expect(await at()).toEqual(['svc_p_1', 5000]);
+    expect(await at()).toEqual([P, 5000]);
     // A process holding an earlier connection (its close never reached it) neither takes the record at attach
     // (a late write) nor on its periodic reassert.
     await q!.held('node_1', 4000);
     await q!.reassert([{ nodeId: 'node_1', connection: 4000 }]);
-    expect(await at()).toEqual(['svc_p_1', 5000]);
+    expect(await at()).toEqual([P, 5000]);
     // A later connection does.
     await q!.reassert([{ nodeId: 'node_1', connection: 6000 }]);
-    expect(await at()).toEqual(['svc_p_2', 6000]);
-    await p!.reassert([{ nodeId: 'node_1', connection: 5000 }]);
-    expect(await at()).toEqual(['svc_p_2', 6000]);
-    // Released by its holder, the record is free: anyone holding the node takes it back, whatever its number
-    // (an agent restarted with its clock set back numbers its connections lower).
-    await p!.released('node_1'); // not p's: no change
-    expect(await at()).toEqual(['svc_p_2', 6000]);
-    await q!.released('node_1');
+    expect(await at()).toEqual(['svc_p_gone_1', 6000]);
+    await r!.held('node_1', 5500);
+    expect(await at()).toEqual(['svc_p_gone_1', 6000]);
+    // The record of a process that is gone is taken whatever the number (an agent whose clock went back since
+    // numbers its connections lower, and nobody else would put the record right).
+    await p!.reassert([{ nodeId: 'node_1', connection: 10 }]);
+    expect(await at()).toEqual([P, 10]);
+    // Released by its holder, the record is free: anyone holding the node takes it.
+    await q!.released('node_1'); // not q's: no change
+    expect(await at()).toEqual([P, 10]);
+    await p!.released('node_1');
     expect((await at())[0]).toBeNull();
-    await r!.reassert([{ nodeId: 'node_1', connection: 10 }]);
-    expect(await at()).toEqual(['svc_p_3', 10]);
+    await r!.reassert([{ nodeId: 'node_1', connection: 7 }]);
+    expect(await at()).toEqual(['svc_p_gone_2', 7]);
     // An agent that does not number its connections is recorded as before, and anyone may write over it.
     await p!.held('node_1', null);
-    expect(await at()).toEqual(['svc_p_1', null]);
+    expect(await at()).toEqual([P, null]);
     await q!.reassert([{ nodeId: 'node_1', connection: 1 }]);
-    expect(await at()).toEqual(['svc_p_2', 1]);
+    expect(await at()).toEqual(['svc_p_gone_1', 1]);
     await r!.held('node_1', null);
-    expect(await at()).toEqual(['svc_p_3', null]);
+    expect(await at()).toEqual(['svc_p_gone_2', null]);
   });
 });

@@ -12,8 +12,9 @@ import { KeyedSerial } from './serial.ts';
  * ones). A process never writes itself over the record of a later connection: when the agent went away
  * without a close reaching this process (the network dropped, the agent's host died) and came back on another
  * one, this process's channel looks open until its keepalive gives up (up to 30 s), and until then its
- * writes (`reassert`) would send the node's jobs to a connection nobody is on. A record nobody holds (null)
- * and the connections of agents that do not number them are written as before.
+ * writes (`reassert`) would send the node's jobs to a connection nobody is on. A record nobody holds (null),
+ * one naming a process that is gone (an agent whose clock went back since numbers its connections lower than
+ * the one that process recorded), and the connections of agents that do not number them are written as before.
  */
 export class ChannelRecord {
   private readonly writes = new KeyedSerial();
@@ -23,6 +24,8 @@ export class ChannelRecord {
     /** This process (`Database.processId`). */
     private readonly self: string,
     private readonly log: () => Pick<FastifyBaseLogger, 'error'>,
+    /** Which of these processes are still there (`Database.processesAlive`). */
+    private readonly alive: (processIds: string[]) => Promise<Set<string>>,
   ) {}
 
   held(nodeId: string, connection: number | null = null): Promise<void> {
@@ -53,6 +56,15 @@ export class ChannelRecord {
       from unnest(${ids}::text[], ${connections}::bigint[]) as h(id, connection)
       where n.id = h.id and (n.channel_process is null or n.channel_process <> ${this.self})
         and (h.connection is null or n.channel_process is null or n.channel_epoch is null or n.channel_epoch <= h.connection)`.execute(this.db);
+    // Still another's: taken anyway from a process that is gone (nobody else would ever put the record right).
+    const others = await this.db.selectFrom('nodes').select(['id', 'channel_process']).where('id', 'in', ids).where('channel_process', 'is not', null).where('channel_process', '!=', this.self).execute();
+    if (!others.length) return;
+    const alive = await this.alive([...new Set(others.map((o) => o.channel_process!))]);
+    for (const o of others) {
+      if (alive.has(o.channel_process!)) continue;
+      const connection = held.find((h) => h.nodeId === o.id)!.connection;
+      await this.db.updateTable('nodes').set({ channel_process: this.self, channel_epoch: connection }).where('id', '=', o.id).where('channel_process', '=', o.channel_process).execute();
+    }
   }
 
   /** The record is free, unnumbered, or of this connection or an earlier one (an unnumbered connection may always write). */

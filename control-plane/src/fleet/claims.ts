@@ -10,6 +10,8 @@ export type Origin = string | null | undefined;
 
 interface Claim {
   nodeId: string;
+  /** The agent's number for the connection that reported the job (told to the origin with `moved`). */
+  connection: number | null;
   /** The agent's output and finish for the job that arrived while its origin was being looked up, in order. */
   held: AgentReport[];
   origin: Promise<Origin>;
@@ -56,19 +58,19 @@ export class JobClaims {
    * owns (to cancel). One whose lookup failed is looked up again while the agent stays (a quiet job sends no
    * report that would ask again).
    */
-  async running(nodeId: string, jobIds: string[]): Promise<string[]> {
-    const origins = await Promise.all(jobIds.map((id) => this.claim(nodeId, id)));
-    jobIds.filter((_, i) => origins[i] === undefined).forEach((id) => this.later(nodeId, id, 1));
+  async running(nodeId: string, jobIds: string[], connection: number | null = null): Promise<string[]> {
+    const origins = await Promise.all(jobIds.map((id) => this.claim(nodeId, id, undefined, connection)));
+    jobIds.filter((_, i) => origins[i] === undefined).forEach((id) => this.later(nodeId, id, 1, connection));
     return jobIds.filter((_, i) => origins[i] === null);
   }
 
-  private later(nodeId: string, jobId: string, attempt: number): void {
+  private later(nodeId: string, jobId: string, attempt: number, connection: number | null): void {
     const detaches = this.detachesOf(nodeId);
     setTimeout(() => {
       if (!this.host.attached(nodeId) || this.detachesOf(nodeId) !== detaches || this.host.known(jobId)) return;
-      void this.claim(nodeId, jobId).then((origin) => {
+      void this.claim(nodeId, jobId, undefined, connection).then((origin) => {
         if (origin === null) this.host.cancel(nodeId, jobId);
-        else if (origin === undefined && attempt < ATTEMPTS) this.later(nodeId, jobId, attempt + 1);
+        else if (origin === undefined && attempt < ATTEMPTS) this.later(nodeId, jobId, attempt + 1, connection);
       });
     }, RETRY_MS).unref();
   }
@@ -82,9 +84,10 @@ export class JobClaims {
    * origin is known (`jobs.origin_process`: another process whose job is still open), the job is relayed to it
    * from here on, with the reports held meanwhile. Resolves with the origin; null when the job is nobody's
    * (ended, unknown, on another node, or this process's own and no longer open); undefined when the lookup
-   * failed. `report`: the agent's output or finish that asked.
+   * failed. `report`: the agent's output or finish that asked; `connection`: the agent's number for the
+   * connection it came on.
    */
-  claim(nodeId: string, jobId: string, report?: AgentReport): Promise<Origin> {
+  claim(nodeId: string, jobId: string, report?: AgentReport, connection: number | null = null): Promise<Origin> {
     if (this.orphans.has(jobId)) return Promise.resolve(null);
     const open = this.claims.get(jobId);
     if (open) {
@@ -92,13 +95,13 @@ export class JobClaims {
       return open.origin;
     }
     const detaches = this.detachesOf(nodeId);
-    const claim: Claim = { nodeId, held: report ? [report] : [], origin: Promise.resolve(null) };
+    const claim: Claim = { nodeId, connection, held: report ? [report] : [], origin: Promise.resolve(null) };
     const done = () => this.claims.get(jobId) === claim && this.claims.delete(jobId);
     claim.origin = this.lookUp(nodeId, jobId).then(
       (origin) => {
         done();
         if (origin === null) this.orphan(jobId);
-        else this.take(origin, jobId, nodeId, claim.held, detaches);
+        else this.take(origin, jobId, claim, detaches);
         return origin;
       },
       () => {
@@ -115,15 +118,15 @@ export class JobClaims {
    * during the lookup, the process it is on now claims the job there (this one would relay for a channel it no
    * longer has, and the origin would follow it): only the reports it gave here are passed on.
    */
-  private take(origin: string, jobId: string, nodeId: string, held: AgentReport[], detaches: number): void {
+  private take(origin: string, jobId: string, { nodeId, connection, held }: Claim, detaches: number): void {
     if (this.detachesOf(nodeId) !== detaches) {
       for (const r of held) this.relayed.tell(origin, r.t === 'output' ? { t: 'output', job: jobId, o: r.o } : { t: 'finish', job: jobId, f: r.f });
       return;
     }
-    this.relayed.claim(origin, jobId, nodeId);
+    this.relayed.claim(origin, jobId, nodeId, connection);
     for (const r of held) {
-      if (r.t === 'output') this.relayed.output(nodeId, r.o);
-      else this.relayed.finish(nodeId, r.f);
+      if (r.t === 'output') this.relayed.output(nodeId, r.o, connection);
+      else this.relayed.finish(nodeId, r.f, connection);
     }
   }
 

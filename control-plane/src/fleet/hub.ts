@@ -112,7 +112,7 @@ export class AgentHub {
       return conn !== undefined;
     };
     this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs, (nodeId) => this.conns.get(nodeId)?.connection ?? null);
-    this.channels = relay && new ChannelRecord(db, relay.self, () => this.log);
+    this.channels = relay && new ChannelRecord(db, relay.self, () => this.log, (ids) => relay.alive(ids));
     this.claims =
       relay &&
       new JobClaims(db, relay.self, this.relayed!, {
@@ -202,9 +202,9 @@ export class AgentHub {
         this.lose(p);
       }
     }
-    this.relayed?.hello(nodeId, still);
+    this.relayed?.hello(nodeId, still, connection);
     const unknown = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
-    const orphans = this.claims ? await this.claims.running(nodeId, unknown) : unknown;
+    const orphans = this.claims ? await this.claims.running(nodeId, unknown, connection) : unknown;
     for (const id of orphans) this.cancelOrphan(nodeId, id);
     return { cancelled: orphans };
   }
@@ -214,8 +214,8 @@ export class AgentHub {
   }
 
   /** A job of another process run by an agent on this process's channel: relayed to its origin from here on (see JobClaims). */
-  private claim(nodeId: string, jobId: string, report?: AgentReport): Promise<Origin> {
-    return this.claims?.claim(nodeId, jobId, report) ?? Promise.resolve(null);
+  private claim(nodeId: string, jobId: string, report: AgentReport, connection: number | null): Promise<Origin> {
+    return this.claims?.claim(nodeId, jobId, report, connection) ?? Promise.resolve(null);
   }
 
   /** The process to relay through for this node: its channel's holder, when that is another process. */
@@ -334,7 +334,7 @@ export class AgentHub {
       if (!older(p, connection)) this.onOwnChannel(p, connection);
       return this.output(p, o);
     }
-    if (!this.relayed?.output(nodeId, o)) void this.claim(nodeId, o.job_id, { t: 'output', o });
+    if (!this.relayed?.output(nodeId, o, connection)) void this.claim(nodeId, o.job_id, { t: 'output', o }, connection);
   }
 
   private output(p: Pending, o: JobOutput): void {
@@ -351,8 +351,8 @@ export class AgentHub {
       if (!older(p, connection)) this.onOwnChannel(p, connection);
       return this.finish(p, f);
     }
-    if (this.relayed?.finish(nodeId, f)) return;
-    const origin = await this.claim(nodeId, f.job_id, { t: 'finish', f });
+    if (this.relayed?.finish(nodeId, f, connection)) return;
+    const origin = await this.claim(nodeId, f.job_id, { t: 'finish', f }, connection);
     if (typeof origin === 'string') return; // relayed to its origin
     // Not known whose it is (the lookup failed): the agent delivers the finish again.
     if (origin === undefined) throw new ServiceError('unavailable', `could not look up job ${f.job_id}; send its finish again`);

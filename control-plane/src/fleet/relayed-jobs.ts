@@ -26,7 +26,7 @@ export class RelayedJobs {
     private readonly push: (nodeId: string, m: ServerMessage) => boolean,
     private readonly log: () => Pick<FastifyBaseLogger, 'error'>,
     private readonly graceMs: number,
-    /** The agent's number for the node's connection held here (ConnectionParams.connection), or null. */
+    /** The agent's number for the node's connection held here (ConnectionParams.connection), or null: told with `accepted`. */
     private readonly connectionOf: (nodeId: string) => number | null = () => null,
   ) {}
 
@@ -50,12 +50,14 @@ export class RelayedJobs {
 
   /**
    * A job of `origin` that the agent on this process's channel runs: relayed from here on, and the origin told
-   * so, with the agent's number for the connection (the origin follows no connection older than one it knows).
+   * so, with the agent's number for the connection that reported it (the origin follows no connection older
+   * than one it knows). That number comes with the report: the connection's hello can run before its channel
+   * replaced an older one of the agent here.
    */
-  claim(origin: string, jobId: string, nodeId: string): void {
+  claim(origin: string, jobId: string, nodeId: string, connection: number | null): void {
     this.forget(jobId);
     this.jobs.set(jobId, { origin, nodeId });
-    this.tell(origin, { t: 'moved', job: jobId, connection: this.connectionOf(nodeId) });
+    this.tell(origin, { t: 'moved', job: jobId, connection });
   }
 
   cancel(from: string, jobId: string, reason: string): void {
@@ -65,16 +67,16 @@ export class RelayedJobs {
   }
 
   /** Output from the agent: relayed when the job is one of these; false when it is not. */
-  output(nodeId: string, o: JobOutput): boolean {
-    const r = this.back(nodeId, o.job_id);
+  output(nodeId: string, o: JobOutput, connection: number | null): boolean {
+    const r = this.back(nodeId, o.job_id, connection);
     if (!r) return false;
     this.tell(r.origin, { t: 'output', job: o.job_id, o });
     return true;
   }
 
   /** The agent's finish: relayed, and the job forgotten here; false when it is not one of these. */
-  finish(nodeId: string, f: JobFinish): boolean {
-    const r = this.back(nodeId, f.job_id);
+  finish(nodeId: string, f: JobFinish, connection: number | null): boolean {
+    const r = this.back(nodeId, f.job_id, connection);
     if (!r) return false;
     this.forget(f.job_id);
     this.tell(r.origin, { t: 'finish', job: f.job_id, f });
@@ -99,10 +101,10 @@ export class RelayedJobs {
    * agent may have been on another process meanwhile, even if this one never saw it leave); those it dropped
    * and no longer runs are lost.
    */
-  hello(nodeId: string, still: ReadonlySet<string>): void {
+  hello(nodeId: string, still: ReadonlySet<string>, connection: number | null): void {
     for (const [jobId, r] of [...this.jobs]) {
       if (r.nodeId !== nodeId) continue;
-      if (still.has(jobId)) this.claim(r.origin, jobId, nodeId);
+      if (still.has(jobId)) this.claim(r.origin, jobId, nodeId, connection);
       else if (r.dropped) {
         this.forget(jobId);
         this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} came back without the job` });
@@ -136,10 +138,10 @@ export class RelayedJobs {
   }
 
   /** The job relayed here for this node; one whose channel had dropped is held here again (its agent is back). */
-  private back(nodeId: string, jobId: string): Relayed | undefined {
+  private back(nodeId: string, jobId: string, connection: number | null): Relayed | undefined {
     const r = this.jobs.get(jobId);
     if (!r || r.nodeId !== nodeId) return undefined;
-    if (r.dropped) this.claim(r.origin, jobId, nodeId);
+    if (r.dropped) this.claim(r.origin, jobId, nodeId, connection);
     return this.jobs.get(jobId);
   }
 
