@@ -186,6 +186,10 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       expect((await channelOf(agent.nodeId)).channel_process).toBe(c.gw.database.processId);
       const job = await a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: ['through C'] }, timeoutMs: 10_000, nodeId: agent.nodeId });
       expect(job.result).toEqual({ chunks: 1 });
+      // B itself sends the node's jobs through C too, not onto its stranded channel.
+      expect(await b.gw.fleet.hub.reachable(agent.nodeId)).toBe(true);
+      const picked = await b.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: ['from B'] }, timeoutMs: 10_000, nodeId: agent.nodeId });
+      expect(picked.result).toEqual({ chunks: 1 });
 
       // A job relayed through C; then what B sees of the agent coming back on a later connection whose hello
       // runs before that connection's channel replaced the stranded one there (its node-key lookup took longer):

@@ -39,7 +39,10 @@ describe('ChannelRecord', () => {
     await r!.held('node_1', 5500);
     expect(await at()).toEqual(['svc_p_gone_1', 6000]);
     // The record of a process that is gone is taken whatever the number (an agent whose clock went back since
-    // numbers its connections lower, and nobody else would put the record right).
+    // numbers its connections lower, and nobody else would put the record right), once it was gone at two
+    // reasserts in a row (one miss may be its LISTEN connection reconnecting).
+    await p!.reassert([{ nodeId: 'node_1', connection: 10 }]);
+    expect(await at()).toEqual(['svc_p_gone_1', 6000]);
     await p!.reassert([{ nodeId: 'node_1', connection: 10 }]);
     expect(await at()).toEqual([P, 10]);
     // Released by its holder, the record is free: anyone holding the node takes it.

@@ -18,6 +18,11 @@ import { KeyedSerial } from './serial.ts';
  */
 export class ChannelRecord {
   private readonly writes = new KeyedSerial();
+  /**
+   * Processes named by records of channels held here, by how many reasserts in a row found them gone (one miss
+   * may be a LISTEN connection reconnecting; see FleetRelay.gone).
+   */
+  private readonly missing = new Map<string, number>();
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -56,12 +61,19 @@ export class ChannelRecord {
       from unnest(${ids}::text[], ${connections}::bigint[]) as h(id, connection)
       where n.id = h.id and (n.channel_process is null or n.channel_process <> ${this.self})
         and (h.connection is null or n.channel_process is null or n.channel_epoch is null or n.channel_epoch <= h.connection)`.execute(this.db);
-    // Still another's: taken anyway from a process that is gone (nobody else would ever put the record right).
-    const others = await this.db.selectFrom('nodes').select(['id', 'channel_process']).where('id', 'in', ids).where('channel_process', 'is not', null).where('channel_process', '!=', this.self).execute();
-    if (!others.length) return;
-    const alive = await this.alive([...new Set(others.map((o) => o.channel_process!))]);
+    // Still another's: taken anyway from a process gone at two reasserts in a row (nobody else would ever put
+    // the record right).
+    const others = (
+      await sql<{ id: string; channel_process: string }>`
+        select id, channel_process from nodes where id = any(${ids}::text[]) and channel_process is not null and channel_process <> ${this.self}`.execute(this.db)
+    ).rows;
+    const named = [...new Set(others.map((o) => o.channel_process))];
+    for (const p of [...this.missing.keys()]) if (!named.includes(p)) this.missing.delete(p);
+    if (!named.length) return;
+    const alive = await this.alive(named);
+    for (const p of named) this.missing.set(p, alive.has(p) ? 0 : (this.missing.get(p) ?? 0) + 1);
     for (const o of others) {
-      if (alive.has(o.channel_process!)) continue;
+      if ((this.missing.get(o.channel_process) ?? 0) < 2) continue;
       const connection = held.find((h) => h.nodeId === o.id)!.connection;
       await this.db.updateTable('nodes').set({ channel_process: this.self, channel_epoch: connection }).where('id', '=', o.id).where('channel_process', '=', o.channel_process).execute();
     }
@@ -73,10 +85,10 @@ export class ChannelRecord {
     return eb.or([eb('channel_process', 'is', null), eb('channel_epoch', 'is', null), eb('channel_epoch', '<=', String(connection))]);
   }
 
-  /** The process holding the node's channel, by the record. */
-  async holder(nodeId: string): Promise<string | null> {
-    const row = await this.db.selectFrom('nodes').select('channel_process').where('id', '=', nodeId).executeTakeFirst();
-    return row?.channel_process ?? null;
+  /** The process holding the node's channel, by the record, and the agent's number for that connection. */
+  async holder(nodeId: string): Promise<{ channel: string | null; channelEpoch: number | null }> {
+    const row = await this.db.selectFrom('nodes').select(['channel_process', 'channel_epoch']).where('id', '=', nodeId).executeTakeFirst();
+    return { channel: row?.channel_process ?? null, channelEpoch: row?.channel_epoch == null ? null : Number(row.channel_epoch) };
   }
 
   idle(): Promise<void> {

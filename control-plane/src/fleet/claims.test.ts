@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { FleetRelay } from './relay.ts';
@@ -16,5 +17,27 @@ describe('JobClaims', () => {
     expect(await claims.claim('node_1', 'job_unknown')).toBeNull(); // remembered: no query
     expect(await claims.claim('node_1', 'job_x')).toBeUndefined(); // the lookup failed: not known
     expect(await claims.claim('node_1', 'job_x')).toBeUndefined(); // asked again, not remembered as nobody's
+  });
+
+  it("tells the origin the latest connection that reported the job during the lookup (the agent came back on a later one)", async () => {
+    const database = await openDatabase({ memory: true });
+    try {
+      await migrateToLatest(database.db);
+      await sql`insert into accounts (id, created_at) values ('acct_1', now())`.execute(database.db);
+      await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values ('node_1', 'acct_1', '[]', 'h', 'p', now())`.execute(database.db);
+      await sql`insert into jobs (id, node_id, kind, status, created_at, origin_process) values ('job_1', 'node_1', 'diag.wait', 'dispatched', now(), 'svc_p_origin')`.execute(database.db);
+      const relayed = new RelayedJobs(new FleetRelay(database, () => undefined), () => true, () => ({ error: () => undefined }), 1000);
+      const claims = new JobClaims(database.db, database.processId, relayed, { attached: () => true, known: () => false, cancel: () => undefined });
+      // The hello of connection 5 starts the lookup; connection 7's hello (the agent left and came back here,
+      // its new channel replacing the old one: no detach) joins it before it answers.
+      const first = claims.running('node_1', ['job_1'], 5);
+      const again = claims.running('node_1', ['job_1'], 7);
+      expect(await Promise.all([first, again])).toEqual([[], []]);
+      const sent = await database.db.selectFrom('fleet_messages').select(['receiver', 'body']).execute();
+      expect(sent.map((m) => ({ to: m.receiver, m: JSON.parse(m.body) as unknown }))).toEqual([{ to: 'svc_p_origin', m: { t: 'moved', job: 'job_1', connection: 7 } }]);
+      expect(relayed.list()).toEqual([{ jobId: 'job_1', nodeId: 'node_1', origin: 'svc_p_origin' }]);
+    } finally {
+      await database.close();
+    }
   });
 });

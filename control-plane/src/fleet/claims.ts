@@ -91,7 +91,12 @@ export class JobClaims {
     if (this.orphans.has(jobId)) return Promise.resolve(null);
     const open = this.claims.get(jobId);
     if (open) {
-      if (report && open.nodeId === nodeId) open.held.push(report);
+      if (open.nodeId === nodeId) {
+        if (report) open.held.push(report);
+        // The agent's later connection here (it left and came back during the lookup, without a detach: the
+        // new channel replaced the old one) is the one the origin is to follow.
+        if (connection !== null && (open.connection === null || connection > open.connection)) open.connection = connection;
+      }
       return open.origin;
     }
     const detaches = this.detachesOf(nodeId);
@@ -116,7 +121,8 @@ export class JobClaims {
   /**
    * Relays the job from here on, the reports held meanwhile first. When the agent's channel detached from here
    * during the lookup, the process it is on now claims the job there (this one would relay for a channel it no
-   * longer has, and the origin would follow it): only the reports it gave here are passed on.
+   * longer has, and the origin would follow it): only the reports it gave here are passed on. The origin is
+   * told the latest connection that reported the job here, read now that the lookup answered.
    */
   private take(origin: string, jobId: string, { nodeId, connection, held }: Claim, detaches: number): void {
     if (this.detachesOf(nodeId) !== detaches) {

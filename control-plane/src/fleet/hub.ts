@@ -137,10 +137,22 @@ export class AgentHub {
 
   /** The node's channel is held by this process or by another one still connected to the database. */
   async reachable(nodeId: string): Promise<boolean> {
-    if (this.conns.has(nodeId)) return true;
-    if (!this.relay) return false;
-    const holder = await this.channels!.holder(nodeId);
-    return !!holder && holder !== this.relay.self && (await this.relay.alive([holder])).has(holder);
+    if (!this.relay) return this.conns.has(nodeId);
+    const record = await this.channels!.holder(nodeId);
+    if (this.local({ id: nodeId, ...record })) return true;
+    const holder = this.holderOf({ id: nodeId, ...record });
+    return !!holder && (await this.relay.alive([holder])).has(holder);
+  }
+
+  /**
+   * Jobs for the node go onto this process's own channel: it has one, and the record does not name another
+   * process's later connection of the agent (this one was left without a close reaching it: nobody is on it).
+   */
+  private local(n: { id: string; channel: string | null; channelEpoch: number | null }): boolean {
+    const conn = this.conns.get(n.id);
+    if (!conn) return false;
+    const later = !!this.relay && !!n.channel && n.channel !== this.relay.self && n.channelEpoch !== null && conn.connection !== null && n.channelEpoch > conn.connection;
+    return !later;
   }
 
   attach(nodeId: string, connection: number | null = null): Conn {
@@ -219,21 +231,21 @@ export class AgentHub {
   }
 
   /** The process to relay through for this node: its channel's holder, when that is another process. */
-  private holderOf(n: { id: string; channel: string | null }): string | undefined {
-    if (this.conns.has(n.id) || !this.relay || !n.channel || n.channel === this.relay.self) return undefined;
+  private holderOf(n: { id: string; channel: string | null; channelEpoch: number | null }): string | undefined {
+    if (this.local(n) || !this.relay || !n.channel || n.channel === this.relay.self) return undefined;
     return n.channel;
   }
 
   async dispatch(spec: JobSpec, exclude: string[] = []): Promise<JobResult> {
     const now = this.clock.now();
-    let nodes = (await this.registry.snapshots()).filter((n) => (this.conns.has(n.id) || this.holderOf(n)) && (!spec.nodeId || n.id === spec.nodeId));
+    let nodes = (await this.registry.snapshots()).filter((n) => (this.local(n) || this.holderOf(n)) && (!spec.nodeId || n.id === spec.nodeId));
     const need = { kind: spec.nodeKind, model: spec.model, exclude, allowDraining: spec.nodeId !== undefined };
     let node = pickNode(nodes, need, now);
     const holder = node ? this.holderOf(node) : undefined;
     if (node && holder && !(await this.relay!.alive([holder])).has(holder)) {
       // Its holder left without clearing the record (killed): relay through no process that is gone.
       const alive = await this.relay!.alive([...new Set(nodes.map((n) => this.holderOf(n)).filter((h) => h !== undefined))]);
-      nodes = nodes.filter((n) => this.conns.has(n.id) || alive.has(this.holderOf(n)!));
+      nodes = nodes.filter((n) => this.local(n) || alive.has(this.holderOf(n)!));
       node = pickNode(nodes, need, now);
     }
     if (!node) {

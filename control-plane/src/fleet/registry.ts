@@ -140,7 +140,7 @@ export class NodeRegistry {
   }
 
   /** What the scheduler sees: nodes whose owner is not suspended (a suspended owner's open channel gets no new work). */
-  async snapshots(): Promise<Array<NodeSnapshot & { modelMap: Record<string, string>; channel: string | null }>> {
+  async snapshots(): Promise<Array<NodeSnapshot & { modelMap: Record<string, string>; channel: string | null; channelEpoch: number | null }>> {
     const rows = await this.db.selectFrom('nodes as n').innerJoin('accounts as a', 'a.id', 'n.account_id').selectAll('n').where('a.suspended_at', 'is', null).execute();
     return rows.map((r) => ({
       id: r.id,
@@ -157,6 +157,7 @@ export class NodeRegistry {
       failed: r.failed,
       latencyMs: r.latency_ms,
       channel: r.channel_process,
+      channelEpoch: r.channel_epoch === null ? null : Number(r.channel_epoch),
     }));
   }
 
