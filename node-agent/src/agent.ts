@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { Capabilities, JobFinish, JobMessage, JobOutput, ServerMessage } from '@svc/shared';
 import { dockerReachable, readCapabilities } from './capabilities.ts';
@@ -8,6 +9,7 @@ import { echo, wait } from './jobs/diag.ts';
 import type { JobHandler } from './jobs/types.ts';
 import { inferenceHandlers, inferenceOptionsFromEnv } from './inference/index.ts';
 import { sandboxOptionsFromEnv, startSandbox, type Sandbox, type SandboxOptions } from './sandbox/index.ts';
+import { ConnectionNumbers } from './connection-numbers.ts';
 
 export const AGENT_VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
@@ -50,6 +52,8 @@ export class Agent {
   private fatal: ((message: string) => void) | undefined;
   private sandbox: Sandbox | undefined;
   private stopped = false;
+  /** Numbers its connections in order, across restarts on this data dir (`<data dir>/connection-number`). */
+  private readonly connections: ConnectionNumbers;
   readonly log: (msg: string) => void;
   last: HeartbeatAnswer | undefined;
 
@@ -58,6 +62,7 @@ export class Agent {
     private readonly opts: AgentOptions = {},
   ) {
     this.log = opts.log ?? ((m) => console.log(`[svc-node] ${new Date().toISOString()} ${m}`));
+    this.connections = new ConnectionNumbers(join(cfg.data_dir, 'connection-number'));
     // Inference jobs (issue 7) where SVC_INFERENCE_URL names a local OpenAI-compatible server.
     const inference = inferenceOptionsFromEnv(process.env);
     this.handlers = { 'diag.echo': echo, 'diag.wait': wait, ...inferenceHandlers(inference && { ...inference, nodeId: () => this.last?.node_id ?? this.cfg.node_id }), ...opts.handlers };
@@ -98,6 +103,7 @@ export class Agent {
     this.channel = new Channel(this.cfg.url, this.cfg.node_key, AGENT_VERSION, {
       onMessage: (m) => this.onMessage(m),
       runningJobs: () => [...this.running.keys()],
+      connection: () => this.connections.next(),
       onFatal: (m) => this.fatal?.(m),
       log: this.log,
     }, this.opts.protocolVersion);

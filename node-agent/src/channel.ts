@@ -6,6 +6,8 @@ import type { AgentRouter } from '../../control-plane/src/fleet/channel.ts';
 export interface ChannelHandlers {
   onMessage(msg: ServerMessage): void;
   runningJobs(): string[];
+  /** The number of the connection being opened (ConnectionParams.connection; see ConnectionNumbers). */
+  connection(): number;
   /** A refusal retrying cannot fix (bad key, wrong protocol version). */
   onFatal(message: string): void;
   log(msg: string): void;
@@ -37,8 +39,6 @@ export class Channel {
   private readonly client: ReturnType<typeof createTRPCClient<AgentRouter>>;
   private sub: { unsubscribe(): void } | undefined;
   private wanted = false;
-  /** Numbers this agent's connections in order (ConnectionParams.connection): start time in ms × 1000, plus one each. */
-  private connection = Date.now() * 1000;
 
   constructor(
     url: string,
@@ -52,7 +52,7 @@ export class Channel {
     this.ws = createWSClient({
       url: wsUrl.toString(),
       WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
-      connectionParams: () => ({ node_key: nodeKey, protocol_version: String(protocolVersion), agent_version: agentVersion, connection: String(++this.connection) }),
+      connectionParams: () => ({ node_key: nodeKey, protocol_version: String(protocolVersion), agent_version: agentVersion, connection: String(h.connection()) }),
       retryDelayMs: backoffMs,
       onOpen: () => {
         h.log('channel open');

@@ -43,6 +43,9 @@ describe('ChannelRecord', () => {
     // reasserts in a row (one miss may be its LISTEN connection reconnecting).
     await p!.reassert([{ nodeId: 'node_1', connection: 10 }]);
     expect(await at()).toEqual(['svc_p_gone_1', 6000]);
+    await p!.reassert([]); // holding nothing for a while: the absence it counted is forgotten
+    await p!.reassert([{ nodeId: 'node_1', connection: 10 }]);
+    expect(await at()).toEqual(['svc_p_gone_1', 6000]);
     await p!.reassert([{ nodeId: 'node_1', connection: 10 }]);
     expect(await at()).toEqual([P, 10]);
     // Released by its holder, the record is free: anyone holding the node takes it.

@@ -53,7 +53,7 @@ export class ChannelRecord {
    * channel it had lost), unless that record is of a later connection of the agent.
    */
   async reassert(held: Array<{ nodeId: string; connection: number | null }>): Promise<void> {
-    if (!held.length) return;
+    if (!held.length) return this.missing.clear();
     const ids = held.map((h) => h.nodeId);
     const connections = held.map((h) => (h.connection === null ? null : String(h.connection)));
     await sql`
@@ -64,8 +64,8 @@ export class ChannelRecord {
     // Still another's: taken anyway from a process gone at two reasserts in a row (nobody else would ever put
     // the record right).
     const others = (
-      await sql<{ id: string; channel_process: string }>`
-        select id, channel_process from nodes where id = any(${ids}::text[]) and channel_process is not null and channel_process <> ${this.self}`.execute(this.db)
+      await sql<{ id: string; channel_process: string; channel_epoch: string | null }>`
+        select id, channel_process, channel_epoch from nodes where id = any(${ids}::text[]) and channel_process is not null and channel_process <> ${this.self}`.execute(this.db)
     ).rows;
     const named = [...new Set(others.map((o) => o.channel_process))];
     for (const p of [...this.missing.keys()]) if (!named.includes(p)) this.missing.delete(p);
@@ -75,7 +75,9 @@ export class ChannelRecord {
     for (const o of others) {
       if ((this.missing.get(o.channel_process) ?? 0) < 2) continue;
       const connection = held.find((h) => h.nodeId === o.id)!.connection;
-      await this.db.updateTable('nodes').set({ channel_process: this.self, channel_epoch: connection }).where('id', '=', o.id).where('channel_process', '=', o.channel_process).execute();
+      await sql`
+        update nodes set channel_process = ${this.self}, channel_epoch = ${connection === null ? null : String(connection)}::bigint
+        where id = ${o.id} and channel_process = ${o.channel_process} and channel_epoch is not distinct from ${o.channel_epoch}::bigint`.execute(this.db);
     }
   }
 

@@ -94,6 +94,7 @@ export class AgentHub {
   /** Jobs of other processes whose agent reconnected here mid-job (with a relay). */
   private readonly claims: JobClaims | null;
   private watchTimer: NodeJS.Timeout | null = null;
+  private watching: Promise<void> | null = null;
 
   /** Set to the app's logger once it exists; silent until then. */
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'> = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -434,8 +435,16 @@ export class AgentHub {
     }
   }
 
-  /** What the watch timer does: the other ends of relayed jobs, the channels this process holds, unread messages. */
-  async watch(): Promise<void> {
+  /**
+   * What the watch timer does: the other ends of relayed jobs, the channels this process holds, unread messages.
+   * One at a time (a slow database must not make two rounds count one absence twice).
+   */
+  watch(): Promise<void> {
+    this.watching ??= this.watchOnce().finally(() => (this.watching = null));
+    return this.watching;
+  }
+
+  private async watchOnce(): Promise<void> {
     if (!this.relay) return;
     await this.watchRelayed();
     await this.channels!.reassert([...this.conns.values()]);
