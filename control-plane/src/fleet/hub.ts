@@ -323,16 +323,17 @@ export class AgentHub {
     else this.relay!.send(p.holder, { t: 'cancel', job: jobId, reason }).catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not relay a cancel'));
   }
 
-  /**
-   * The job's channel is held by `holder` now: another process (`moved`), or undefined when the agent moved to
-   * this process's own channel (the old holder's late `lost`, `dropped` or `refused` no longer applies).
-   */
   /** The agent reported the job on this process's own channel, on `connection` (not older than the job's). */
   private onOwnChannel(p: Pending, connection: number | null): void {
     if (p.holder) this.moveTo(p, undefined, connection);
     else p.connection = connection ?? p.connection;
   }
 
+  /**
+   * The job's channel is held by `holder` now: another process (`moved`), or undefined when the agent moved to
+   * this process's own channel (the old holder's late `lost`, `dropped` or `refused` no longer applies), on the
+   * agent's connection numbered `connection`.
+   */
   private moveTo(p: Pending, holder: string | undefined, connection: number | null | undefined): void {
     p.holder = holder;
     p.connection = connection ?? null;
