@@ -182,6 +182,31 @@ describe('the node-drop rule', () => {
   }, 30_000);
 });
 
+describe('a channel that detaches between the pick and the send', () => {
+  it('the job is lost before output (a clear 502, the record ended, nothing open), not a crash; the node is not held to it', async () => {
+    const c = await startAgent();
+    const before = await t.gw.database.db.selectFrom('nodes').select(['failed']).where('id', '=', c.nodeId).executeTakeFirstOrThrow();
+    const db = t.gw.database.db;
+    const insertInto = db.insertInto.bind(db);
+    const spy = vi.spyOn(db, 'insertInto').mockImplementation(((table: Parameters<typeof insertInto>[0]) => {
+      // The node's channel goes away once the node is picked, while the job's record is written (what another
+      // connection of the node taking the channel and then dropping does).
+      if (table === 'jobs') hub().detach(hub().attach(c.nodeId));
+      return insertInto(table);
+    }) as typeof db.insertInto);
+    const e = await expectApiError(hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 10_000, nodeId: c.nodeId }), 502, 'upstream_error');
+    spy.mockRestore();
+    expect(e.body?.error).toMatchObject({ reason: 'node_lost' });
+    const jobId = String(e.body?.error?.job_id);
+    expect(await jobRow(jobId)).toMatchObject({ status: 'failed', error: 'node lost' });
+    expect(hub().openJobs()).toEqual([]);
+    expect((await t.gw.database.db.selectFrom('nodes').select(['failed']).where('id', '=', c.nodeId).executeTakeFirstOrThrow()).failed).toBe(before.failed);
+    // The agent subscribes again and takes jobs.
+    await until('the agent is back', async () => hub().isConnected(c.nodeId));
+    expect((await hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['back'] }, timeoutMs: 10_000, nodeId: c.nodeId })).result).toEqual({ chunks: 1 });
+  }, 20_000);
+});
+
 describe('the job subscription', () => {
   it('an agent whose subscription the control plane ends (another channel of the node took over) subscribes again and takes jobs', async () => {
     const c = await startAgent();

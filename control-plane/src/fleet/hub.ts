@@ -270,6 +270,11 @@ export class AgentHub {
   }
 
   private run(jobId: string, nodeId: string, spec: JobSpec, holder: string | undefined): Promise<JobResult> {
+    if (!holder && !this.conns.has(nodeId)) {
+      // The channel detached after the node was picked: the job never reached it (not held against the node;
+      // dispatched once more elsewhere when it may be).
+      return this.end(jobId, 'failed', 'node lost').then(() => Promise.reject(new NodeLost(`node ${nodeId} dropped before the job was sent`)));
+    }
     return new Promise<JobResult>((resolve, reject) => {
       // The agent enforces timeout_ms itself and reports timed_out; this is the backstop for an agent that never answers.
       const timer = setTimeout(() => {
