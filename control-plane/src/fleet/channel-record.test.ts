@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { openDatabase, type Database } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { ChannelRecord } from './channel-record.ts';
+import { FleetRelay } from './relay.ts';
 
 describe('ChannelRecord', () => {
   let database: Database;
@@ -23,8 +24,8 @@ describe('ChannelRecord', () => {
 
   it("no process writes itself over the record of the agent's later connection; a free record, a gone process's and unnumbered agents are written as before", async () => {
     // The embedded database knows one process alive: its own. P stands for a live process, Q and R for gone ones.
-    const alive = (ids: string[]) => database.processesAlive(ids);
-    const [p, q, r] = [database.processId, 'svc_p_gone_1', 'svc_p_gone_2'].map((id) => new ChannelRecord(database.db, id, log, alive));
+    const relay = new FleetRelay(database, () => undefined);
+    const [p, q, r] = [database.processId, 'svc_p_gone_1', 'svc_p_gone_2'].map((id) => new ChannelRecord(database.db, id, log, relay.goneCheck()));
     const P = database.processId;
     await p!.held('node_1', 5000);
     expect(await at()).toEqual([P, 5000]);

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { KeyedSerial } from './serial.ts';
 
@@ -18,30 +18,18 @@ import { KeyedSerial } from './serial.ts';
  */
 export class ChannelRecord {
   private readonly writes = new KeyedSerial();
-  /**
-   * Processes named by records of channels held here, by how many reasserts in a row found them gone (one miss
-   * may be a LISTEN connection reconnecting; see FleetRelay.gone).
-   */
-  private readonly missing = new Map<string, number>();
 
   constructor(
     private readonly db: Kysely<DB>,
     /** This process (`Database.processId`). */
     private readonly self: string,
     private readonly log: () => Pick<FastifyBaseLogger, 'error'>,
-    /** Which of these processes are still there (`Database.processesAlive`). */
-    private readonly alive: (processIds: string[]) => Promise<Set<string>>,
+    /** Which of these processes are gone: missing at two checks in a row (FleetRelay.goneCheck, this record's own). */
+    private readonly gone: (processIds: string[]) => Promise<Set<string>>,
   ) {}
 
   held(nodeId: string, connection: number | null = null): Promise<void> {
-    return this.write(nodeId, () =>
-      this.db
-        .updateTable('nodes')
-        .set({ channel_process: this.self, channel_epoch: connection })
-        .where('id', '=', nodeId)
-        .where((eb) => this.notLater(eb, connection))
-        .execute(),
-    );
+    return this.write(nodeId, () => this.take([{ nodeId, connection }], false));
   }
 
   released(nodeId: string): Promise<void> {
@@ -53,27 +41,19 @@ export class ChannelRecord {
    * channel it had lost), unless that record is of a later connection of the agent.
    */
   async reassert(held: Array<{ nodeId: string; connection: number | null }>): Promise<void> {
-    if (!held.length) return this.missing.clear();
-    const ids = held.map((h) => h.nodeId);
-    const connections = held.map((h) => (h.connection === null ? null : String(h.connection)));
-    await sql`
-      update nodes n set channel_process = ${this.self}, channel_epoch = h.connection
-      from unnest(${ids}::text[], ${connections}::bigint[]) as h(id, connection)
-      where n.id = h.id and (n.channel_process is null or n.channel_process <> ${this.self})
-        and (h.connection is null or n.channel_process is null or n.channel_epoch is null or n.channel_epoch <= h.connection)`.execute(this.db);
+    if (held.length) await this.take(held, true);
     // Still another's: taken anyway from a process gone at two reasserts in a row (nobody else would ever put
     // the record right).
-    const others = (
-      await sql<{ id: string; channel_process: string; channel_epoch: string | null }>`
-        select id, channel_process, channel_epoch from nodes where id = any(${ids}::text[]) and channel_process is not null and channel_process <> ${this.self}`.execute(this.db)
-    ).rows;
-    const named = [...new Set(others.map((o) => o.channel_process))];
-    for (const p of [...this.missing.keys()]) if (!named.includes(p)) this.missing.delete(p);
-    if (!named.length) return;
-    const alive = await this.alive(named);
-    for (const p of named) this.missing.set(p, alive.has(p) ? 0 : (this.missing.get(p) ?? 0) + 1);
+    const others = held.length
+      ? (
+          await sql<{ id: string; channel_process: string; channel_epoch: string | null }>`
+            select id, channel_process, channel_epoch from nodes
+            where id = any(${held.map((h) => h.nodeId)}::text[]) and channel_process is not null and channel_process <> ${this.self}`.execute(this.db)
+        ).rows
+      : [];
+    const gone = await this.gone([...new Set(others.map((o) => o.channel_process))]); // none: what it counted is forgotten
     for (const o of others) {
-      if ((this.missing.get(o.channel_process) ?? 0) < 2) continue;
+      if (!gone.has(o.channel_process)) continue;
       const connection = held.find((h) => h.nodeId === o.id)!.connection;
       await sql`
         update nodes set channel_process = ${this.self}, channel_epoch = ${connection === null ? null : String(connection)}::bigint
@@ -81,10 +61,17 @@ export class ChannelRecord {
     }
   }
 
-  /** The record is free, unnumbered, or of this connection or an earlier one (an unnumbered connection may always write). */
-  private notLater(eb: ExpressionBuilder<DB, 'nodes'>, connection: number | null) {
-    if (connection === null) return eb.lit(true);
-    return eb.or([eb('channel_process', 'is', null), eb('channel_epoch', 'is', null), eb('channel_epoch', '<=', String(connection))]);
+  /**
+   * Names this process in the records of these channels, except over the record of a later connection of the
+   * agent (free and unnumbered records, and unnumbered connections, always write). `othersOnly`: only records
+   * that name another process or none.
+   */
+  private async take(held: Array<{ nodeId: string; connection: number | null }>, othersOnly: boolean): Promise<void> {
+    await sql`
+      update nodes n set channel_process = ${this.self}, channel_epoch = h.connection
+      from unnest(${held.map((h) => h.nodeId)}::text[], ${held.map((h) => (h.connection === null ? null : String(h.connection)))}::bigint[]) as h(id, connection)
+      where n.id = h.id ${othersOnly ? sql`and (n.channel_process is null or n.channel_process <> ${this.self})` : sql``}
+        and (h.connection is null or n.channel_process is null or n.channel_epoch is null or n.channel_epoch <= h.connection)`.execute(this.db);
   }
 
   /** The process holding the node's channel, by the record, and the agent's number for that connection. */

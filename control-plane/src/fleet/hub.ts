@@ -113,7 +113,7 @@ export class AgentHub {
       return conn !== undefined;
     };
     this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs, (nodeId) => this.conns.get(nodeId)?.connection ?? null);
-    this.channels = relay && new ChannelRecord(db, relay.self, () => this.log, (ids) => relay.alive(ids));
+    this.channels = relay && new ChannelRecord(db, relay.self, () => this.log, relay.goneCheck());
     this.claims =
       relay &&
       new JobClaims(db, relay.self, this.relayed!, {
@@ -286,10 +286,10 @@ export class AgentHub {
           .finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
       }, spec.timeoutMs + 5_000);
       timer.unref();
-      const connection = holder ? null : this.conns.get(nodeId)!.connection;
-      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection };
+      const conn = holder ? undefined : this.conns.get(nodeId)!;
+      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection: conn?.connection ?? null };
       this.pending.set(jobId, p);
-      if (!holder) this.conns.get(nodeId)!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
+      if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
       else {
         const gone = (why: string) => {
           const full = `${why} (process ${holder}, which holds the channel of node ${nodeId})`;

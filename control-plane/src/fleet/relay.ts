@@ -44,8 +44,8 @@ export class FleetRelay {
   private again = false;
   private unlisten: (() => Promise<void>) | null = null;
   private poll: NodeJS.Timeout | null = null;
-  /** Peers found missing at consecutive `gone` checks, and how many times. */
-  private readonly missing = new Map<string, number>();
+  /** Which of these peers are gone (see goneCheck): the relay's own check, for the jobs relayed to and from them. */
+  readonly gone = this.goneCheck();
 
   constructor(
     private readonly database: Database,
@@ -79,22 +79,26 @@ export class FleetRelay {
   }
 
   /**
-   * Which of these peers are gone: missing from the database at GONE_AFTER_MISSES calls in a row (a peer not
-   * asked about is forgotten). Called by a periodic check, so a LISTEN connection reconnecting is not death.
+   * A check of which peers are gone: missing from the database at GONE_AFTER_MISSES calls in a row (a peer not
+   * asked about is forgotten). Called periodically, so a LISTEN connection reconnecting is not death. Each
+   * periodic check keeps its own count (its calls are its rounds).
    */
-  async gone(peers: readonly string[]): Promise<Set<string>> {
-    const alive = peers.length ? await this.alive(peers) : new Set<string>();
-    const gone = new Set<string>();
-    for (const peer of [...this.missing.keys()]) if (!peers.includes(peer)) this.missing.delete(peer);
-    for (const peer of peers) {
-      if (alive.has(peer)) this.missing.delete(peer);
-      else {
-        const n = (this.missing.get(peer) ?? 0) + 1;
-        this.missing.set(peer, n);
-        if (n >= GONE_AFTER_MISSES) gone.add(peer);
+  goneCheck(): (peers: readonly string[]) => Promise<Set<string>> {
+    const missing = new Map<string, number>();
+    return async (peers) => {
+      const alive = peers.length ? await this.alive(peers) : new Set<string>();
+      const gone = new Set<string>();
+      for (const peer of [...missing.keys()]) if (!peers.includes(peer)) missing.delete(peer);
+      for (const peer of peers) {
+        if (alive.has(peer)) missing.delete(peer);
+        else {
+          const n = (missing.get(peer) ?? 0) + 1;
+          missing.set(peer, n);
+          if (n >= GONE_AFTER_MISSES) gone.add(peer);
+        }
       }
-    }
-    return gone;
+      return gone;
+    };
   }
 
   /** Deletes messages addressed to processes that never read them. */
