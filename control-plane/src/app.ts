@@ -114,13 +114,16 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   });
   await registerOpenApi(app, VERSION);
 
-  app.addHook('onRequest', async (req, reply) => {
+  // Callback hooks, not async ones: these run on every request and need no promise or microtask turn.
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    done();
   });
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     d.metrics.httpRequests.inc({ method: req.method, route, status: `${Math.floor(reply.statusCode / 100)}xx` });
     d.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+    done();
   });
 
   platformRoutes(app, { health: d.health, metrics: d.metrics, clock: d.clock, info: { name: 'svc gateway', version: VERSION, publicUrl: d.config.publicUrl } });
