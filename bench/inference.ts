@@ -22,12 +22,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts';
+import { loadNode, loadWrk, median, type LoadRow } from './load.ts';
 
 const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -57,8 +58,7 @@ const MODEL = 'bench-chat';
  */
 const TARGET_P50_RATIO = 2;
 const TARGET_RPS_RATIO = 5_600 / 17_000;
-const targetLine = (conc: number, what: string, value: number, met: boolean) =>
-  `${String(conc).padStart(4)} | ${what}: ${value.toFixed(conc === 1 ? 2 : 3)} ${met ? 'met' : 'NOT met'}`;
+const targetLine = (conc: number, what: string, value: string, met: boolean) => `${String(conc).padStart(4)} | ${what}: ${value} ${met ? 'met' : 'NOT met'}`;
 const BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 16 });
 
 /** Child roles: each prints one JSON line with what the parent needs, then serves until killed. */
@@ -219,84 +219,6 @@ function startRole(name: string, extra: string[], node: string[] = []): Promise<
   });
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
-/** wrk's duration units to milliseconds ("812.00us", "1.20ms", "2.01s"). */
-const wrkMs = (v: string) => {
-  const m = /^([\d.]+)(us|ms|s|m)$/.exec(v.trim());
-  if (!m) throw new Error(`wrk printed an unexpected latency ${v}`);
-  return Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 } as const)[m[2] as 'us' | 'ms' | 's' | 'm'];
-};
-
-/**
- * The same load from wrk (C, epoll; Debian package `wrk`) in its own process: one thread, `conc` keep-alive
- * connections, for `secs` seconds. A Node client spends more CPU per request than the proxy it measures, and
- * on 2 cores that CPU is taken from the servers; wrk is the method behind the issue's reference figures.
- */
-async function loadWrk(url: string, key: string | null, conc: number, secs: number, around?: { before(): void; after(): void }) {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
-  const script = join(dir, 'post.lua');
-  writeFileSync(
-    script,
-    [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(BODY)}`, `wrk.headers["content-type"] = "application/json"`, key ? `wrk.headers["authorization"] = "Bearer ${key}"` : ''].join('\n'),
-  );
-  const target = `${url.replace(/\/$/, '')}/chat/completions`;
-  const run = (d: number) =>
-    new Promise<string>((resolve, reject) => {
-      const c = spawn('wrk', ['-t1', `-c${conc}`, `-d${d}s`, '--latency', '-s', script, target], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      c.stdout!.on('data', (x) => (out += x));
-      c.once('error', reject);
-      c.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}`))));
-    });
-  try {
-    await run(1); // warm-up: connections, JIT, caches
-    around?.before();
-    const out = await run(secs);
-    around?.after();
-    const bad = /Non-2xx or 3xx responses: (\d+)/.exec(out) ?? /Socket errors: (.*)/.exec(out);
-    if (bad) throw new Error(`wrk saw failures: ${bad[0]}`);
-    return {
-      p50: wrkMs(/^\s+50%\s+(\S+)/m.exec(out)![1]!),
-      p99: wrkMs(/^\s+99%\s+(\S+)/m.exec(out)![1]!),
-      rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]),
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/** `total` requests from `conc` concurrent callers over keep-alive connections; latency of each. */
-async function load(url: string, key: string | null, conc: number, total: number) {
-  const u = new URL(url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: conc });
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(BODY)) };
-  if (key) headers.authorization = `Bearer ${key}`;
-  const one = () =>
-    new Promise<number>((resolve, reject) => {
-      const t0 = performance.now();
-      const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path: `${u.pathname.replace(/\/$/, '')}/chat/completions`, headers, agent }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`HTTP ${res.statusCode}`))));
-      });
-      req.on('error', reject);
-      req.end(BODY);
-    });
-  for (let i = 0; i < Math.min(200, total); i++) await one(); // warm-up: connections, JIT, caches
-  const lat: number[] = [];
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: conc }, async () => {
-      while (next++ < total) lat.push(await one());
-    }),
-  );
-  const secs = (performance.now() - t0) / 1000;
-  agent.destroy();
-  lat.sort((a, b) => a - b);
-  return { p50: pct(lat, 50), p99: pct(lat, 99), rps: total / secs };
-}
-
 async function main() {
   const name = `svc_bench_${Math.random().toString(36).slice(2, 10)}`;
   const admin = new pg.Client({ connectionString: ADMIN });
@@ -318,7 +240,7 @@ async function main() {
     children.push(gateway.child);
 
     const measure = (url: string, key: string | null, conc: number, around?: { before(): void; after(): void }) =>
-      CLIENT === 'wrk' ? loadWrk(url, key, conc, SECONDS, around) : load(url, key, conc, TOTAL);
+      CLIENT === 'wrk' ? loadWrk(url, BODY, key, conc, SECONDS, around) : loadNode(url, BODY, key, conc, TOTAL);
     // CPU of each process while wrk drives the gateway: where a request's cost goes on this machine.
     const cpuOf = () => ({ gateway: processCpuSeconds(gateway.child.pid!), upstream: processCpuSeconds(upstream.child.pid!), postgres: postgresCpuSeconds() });
     const split: string[] = [];
@@ -333,8 +255,7 @@ async function main() {
     const ratios: string[] = [];
     const targets: string[] = [];
     for (const conc of CONCS) {
-      type Row = { p50: number; p99: number; rps: number };
-      const rounds: Array<{ direct: Row | null; proxy: Row | null; gateway: Row; floor: Row | null; cpu: Record<string, number> }> = [];
+      const rounds: Array<{ direct: LoadRow | null; proxy: LoadRow | null; gateway: LoadRow; floor: LoadRow | null; cpu: Record<string, number> }> = [];
       for (let i = 0; i < ROUNDS; i++) {
         const direct = GATEWAY_ONLY ? null : await measure(upstreamUrl, null, conc);
         const proxyRow = GATEWAY_ONLY ? null : await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
@@ -345,11 +266,7 @@ async function main() {
         const floorRow = FLOOR ? await measure(`${gateway.info.floor}/v1`, gateway.info.key, conc) : null;
         rounds.push({ direct, proxy: proxyRow, gateway: gatewayRow, floor: floorRow, cpu });
       }
-      const median = (xs: number[]) => {
-        const s = [...xs].sort((a, b) => a - b);
-        return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-      };
-      const med = (rows: Array<Row | null>): Row | null => (rows[0] ? { p50: median(rows.map((r) => r!.p50)), p99: median(rows.map((r) => r!.p99)), rps: median(rows.map((r) => r!.rps)) } : null);
+      const med = (rows: Array<LoadRow | null>): LoadRow | null => (rows[0] ? { p50: median(rows.map((r) => r!.p50)), p99: median(rows.map((r) => r!.p99)), rps: median(rows.map((r) => r!.rps)) } : null);
       const direct = med(rounds.map((r) => r.direct));
       const viaProxy = med(rounds.map((r) => r.proxy));
       const viaGateway = med(rounds.map((r) => r.gateway))!;
@@ -366,8 +283,8 @@ async function main() {
           ratios.push(`${String(conc).padStart(4)} | added p50, services without the framework / proxy: ${fl.map((x) => x.toFixed(2)).join(', ')} (median ${median(fl).toFixed(2)})`);
         }
         ratios.push(`${String(conc).padStart(4)} | added p50, gateway / proxy: ${each.map((x) => x.toFixed(2)).join(', ')} (median ${median(each).toFixed(2)}); req/s, gateway / proxy: ${rps.map((x) => x.toFixed(3)).join(', ')} (median ${median(rps).toFixed(3)})`);
-        if (conc === 1) targets.push(targetLine(conc, 'added p50 at most 2x the proxy\'s', median(each), median(each) <= TARGET_P50_RATIO));
-        if (conc === 64) targets.push(targetLine(conc, `req/s at least ${TARGET_RPS_RATIO.toFixed(3)}x the proxy's (5,600 where it carries 17,000)`, median(rps), median(rps) >= TARGET_RPS_RATIO));
+        if (conc === 1) targets.push(targetLine(conc, 'added p50 at most 2x the proxy\'s', median(each).toFixed(2), median(each) <= TARGET_P50_RATIO));
+        if (conc === 64) targets.push(targetLine(conc, `req/s at least ${TARGET_RPS_RATIO.toFixed(3)}x the proxy's (5,600 where it carries 17,000)`, median(rps).toFixed(3), median(rps) >= TARGET_RPS_RATIO));
       }
       for (const [label, r] of [
         ['direct', direct],

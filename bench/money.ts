@@ -4,6 +4,7 @@
  *   npx tsx bench/money.ts [--requests 4000] [--pg postgres://postgres@127.0.0.1:5432/postgres]
  */
 import { postgresCpuSeconds } from './cpu.ts';
+import { percentile } from './load.ts';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { generatePrivateKey, nativeSigning, newId, randomId, systemClock } from '@svc/shared';
@@ -20,10 +21,6 @@ const arg = (name: string, def: string) => {
 const TOTAL = Number(arg('requests', '4000'));
 const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
 const ms = (x: number) => `${x.toFixed(3)} ms`;
 
 /** CPU seconds used so far by this process and by every postgres process on the machine (Linux /proc). */
@@ -125,7 +122,7 @@ async function main() {
       const base = TOTAL / baseSecs;
       const rate = TOTAL / secs;
       console.log(
-        `${String(callers).padStart(7)} | ${base.toFixed(0).padStart(17)} | ${rate.toFixed(0).padStart(13)} | ${(rate / base).toFixed(2).padStart(5)} | ${ms(pct(holdLat, 50))} / ${ms(pct(holdLat, 99))} | ${ms(pct(settleLat, 50))} / ${ms(pct(settleLat, 99))}`,
+        `${String(callers).padStart(7)} | ${base.toFixed(0).padStart(17)} | ${rate.toFixed(0).padStart(13)} | ${(rate / base).toFixed(2).padStart(5)} | ${ms(percentile(holdLat, 50))} / ${ms(percentile(holdLat, 99))} | ${ms(percentile(settleLat, 50))} / ${ms(percentile(settleLat, 99))}`,
       );
     }
     console.log('');

@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway } from '../test/support/gateway.ts';
 import { enrollAgent, until } from '../test/support/agent.ts';
+import { percentile } from './load.ts';
 
 const arg = (n: string, d: string) => {
   const i = process.argv.indexOf(`--${n}`);
@@ -20,7 +21,6 @@ const IMAGE = arg('image', 'svc-sandbox:small');
 const MAX_SESSIONS = Number(arg('max-sessions', '40'));
 const MEMORY_MB = 64;
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 /** `n` timed calls of `f`, one after the other; with `everyMs`, each starts `everyMs` after the one before. */
 async function timed(n: number, f: () => Promise<unknown> | unknown, everyMs = 0): Promise<number[]> {
   const out: number[] = [];
@@ -33,7 +33,7 @@ async function timed(n: number, f: () => Promise<unknown> | unknown, everyMs = 0
   }
   return out;
 }
-const line = (name: string, xs: number[]) => console.log(`${name.padEnd(42)} p50 ${pct(xs, 50).toFixed(1).padStart(7)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(7)} ms`);
+const line = (name: string, xs: number[]) => console.log(`${name.padEnd(42)} p50 ${percentile(xs, 50).toFixed(1).padStart(7)} ms   p99 ${percentile(xs, 99).toFixed(1).padStart(7)} ms`);
 
 async function main() {
   const t = await startTestGateway({ env: { SVC_SANDBOX_MEMORY_MB: String(MEMORY_MB), SVC_SANDBOX_PIDS: '64' } });
@@ -56,7 +56,7 @@ async function main() {
     line('raw docker run --rm (baseline)', raw);
     line('POST /v1/sandboxes echo hi, back to back', api1);
     line('POST /v1/sandboxes echo hi, 2 per s', paced);
-    console.log(`  one-shot p50 / raw docker run p50: back to back ${(pct(api1, 50) / pct(raw, 50)).toFixed(2)}, paced ${(pct(paced, 50) / pct(raw, 50)).toFixed(2)}`);
+    console.log(`  one-shot p50 / raw docker run p50: back to back ${(percentile(api1, 50) / percentile(raw, 50)).toFixed(2)}, paced ${(percentile(paced, 50) / percentile(raw, 50)).toFixed(2)}`);
 
     const s = await api.request<{ id: string }>('POST', '/v1/sandboxes/sessions', { body: {} });
     const container = execFileSync('docker', ['ps', '-q', '--filter', `label=svc.sandbox.id=${s.id}`]).toString().trim().split('\n')[0] ?? '';
@@ -65,7 +65,7 @@ async function main() {
     if (rawExec.length) line('raw docker exec (baseline)', rawExec);
     else console.log('raw docker exec: could not find the session container by label svc.sandbox.id');
     line('POST .../sessions/:id/exec echo hi', apiExec);
-    if (rawExec.length) console.log(`  session exec p50 / raw docker exec p50: ${(pct(apiExec, 50) / pct(rawExec, 50)).toFixed(2)}`);
+    if (rawExec.length) console.log(`  session exec p50 / raw docker exec p50: ${(percentile(apiExec, 50) / percentile(rawExec, 50)).toFixed(2)}`);
     await api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
 
     const ids: string[] = [];
