@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTRPCClient, createWSClient, wsLink } from '@trpc/client';
 import WebSocket from 'ws';
+import { getEventListeners } from 'node:events';
 import { PROTOCOL_VERSION, type JobFinish, type ServerMessage } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import type { AgentRouter } from '../control-plane/src/fleet/channel.ts';
@@ -114,6 +115,13 @@ describe('what a node record learns from real dispatches', () => {
     expect(await entry(a.nodeId)).toMatchObject({ reliability: before.reliability, jobs_dispatched: before.jobs_dispatched! + 1, latency_ms: before.latency_ms });
     const row = await t.gw.database.db.selectFrom('nodes').select(['succeeded', 'failed']).where('id', '=', a.nodeId).executeTakeFirstOrThrow();
     expect(row).toEqual({ succeeded: 4, failed: 1 });
+  });
+
+  it('a signal shared by many jobs (a batch) keeps no listener of the jobs that ended', async () => {
+    const shared = new AbortController();
+    for (let i = 0; i < 3; i++) await hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 10_000, nodeId: a.nodeId, signal: shared.signal });
+    await expectApiError(hub().dispatch({ kind: 'diag.wait', payload: { ms: 10_000 }, timeoutMs: 200, nodeId: a.nodeId, signal: shared.signal }), 504, 'upstream_timeout');
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
   });
 });
 

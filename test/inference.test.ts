@@ -227,6 +227,22 @@ describe('failures', () => {
     expect(await usageEvents(a.accountId)).toBe(0);
   });
 
+  it('a caller that leaves a non-streamed call before the answer aborts the upstream request and is charged nothing', async () => {
+    const a = await funded(FUND);
+    const o = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    up.switches.delayMs = 1_000;
+    const before = up.requests.length;
+    const ac = new AbortController();
+    const call = o.chat.completions.create({ model: 'test-chat', messages: user('hi') }, { signal: ac.signal });
+    await until('upstream called', async () => up.requests.length > before);
+    ac.abort();
+    await expect(call).rejects.toThrow(/abort/i);
+    await until('upstream aborted', async () => up.requests[before]!.aborted);
+    await committed();
+    expect(await usageEvents(a.accountId)).toBe(0);
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
+  });
+
   it('an upstream slower than the time limit is our 504 upstream_timeout with no charge', async () => {
     const a = await funded(FUND);
     up.switches.delayMs = 3_500;

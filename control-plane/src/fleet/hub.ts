@@ -275,7 +275,8 @@ export class AgentHub {
       // dispatched once more elsewhere when it may be).
       return this.end(jobId, 'failed', 'node lost').then(() => Promise.reject(new NodeLost(`node ${nodeId} dropped before the job was sent`)));
     }
-    return new Promise<JobResult>((resolve, reject) => {
+    let onAbort: (() => void) | undefined;
+    const done = new Promise<JobResult>((resolve, reject) => {
       // The agent enforces timeout_ms itself and reports timed_out; this is the backstop for an agent that never answers.
       const timer = setTimeout(() => {
         if (!this.pending.has(jobId)) return;
@@ -308,7 +309,7 @@ export class AgentHub {
           },
         );
       }
-      const onAbort = () => {
+      onAbort = () => {
         if (!this.pending.has(jobId)) return;
         this.cancel(jobId, 'caller went away');
         void this.end(jobId, 'canceled', 'caller went away')
@@ -319,6 +320,8 @@ export class AgentHub {
       if (spec.signal?.aborted) onAbort();
       else spec.signal?.addEventListener('abort', onAbort, { once: true });
     });
+    // A caller's signal that outlives its jobs (a batch's) keeps no listener of each.
+    return done.finally(() => spec.signal?.removeEventListener('abort', onAbort!));
   }
 
   cancel(jobId: string, reason: string): void {

@@ -1,4 +1,5 @@
 import type { JobOutput } from '@svc/shared';
+import type { CallerSignal } from '../http/caller-signal.ts';
 
 /** What a caller of AgentHub.dispatch asks for. */
 export interface JobSpec {
@@ -15,7 +16,8 @@ export interface JobSpec {
   /** May the job run again elsewhere if its node drops before it produced output? */
   retryable?: boolean;
   onOutput?: (o: JobOutput) => void;
-  signal?: AbortSignal | undefined;
+  /** The caller went away: the job is canceled. */
+  signal?: CallerSignal | undefined;
 }
 
 /** A job that finished on its node, as dispatch resolves it. */

@@ -1,5 +1,6 @@
 import { INFERENCE_JOBS, InferenceJobResult, ServiceError } from '@svc/shared';
 import type { ModelPrice } from '../../config.ts';
+import type { CallerSignal } from '../../http/caller-signal.ts';
 import type { AgentHub, JobResult, JobSpec } from '../../fleet/hub.ts';
 import { AsyncQueue } from '../../fleet/queue.ts';
 import type { ResolvedModel } from './catalog.ts';
@@ -9,7 +10,7 @@ export type Use = 'chat' | 'embeddings';
 const PATHS: Record<Use, string> = { chat: '/chat/completions', embeddings: '/embeddings' };
 
 export interface CallOptions {
-  signal: AbortSignal;
+  signal: CallerSignal;
   accountId: string;
 }
 

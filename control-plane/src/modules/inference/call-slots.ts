@@ -1,3 +1,5 @@
+import type { CallerSignal } from '../../http/caller-signal.ts';
+
 interface Waiter {
   grant(): void;
 }
@@ -25,7 +27,7 @@ export class CallSlots {
    * Waits for a slot, handed over by `release`. Rejects with the signal's reason once it aborts, or with
    * `limit.error()` after `limit.ms`; either way the call leaves the queue and holds no slot.
    */
-  wait(signal: AbortSignal, limit?: { ms: number; error: () => Error }): Promise<void> {
+  wait(signal: CallerSignal, limit?: { ms: number; error: () => Error }): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;

@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { requireKey } from '../../http/auth.ts';
+import { callerGone } from '../../http/caller-signal.ts';
 import { setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { runIdOf } from '../../http/run-id.ts';
 import { MessagesSink, chatToMessage, messagesToChat } from './anthropic.ts';
 import { ResponsesSink, chatToResponse, responsesToChat } from './responses.ts';
 import { AnthropicMessage, ChatBody, ChatCompletion, Embeddings, EmbeddingsBody, MessagesBody, ModelList, ResponseObject, ResponsesBody, RunHeader } from './schemas.ts';
 import type { CallContext, Endpoint, InferenceService } from './service.ts';
-import { ChatCompletionSink, LazySse, callerSignal, errorPayload, runStream } from './stream.ts';
+import { ChatCompletionSink, LazySse, errorPayload, runStream } from './stream.ts';
 import { estimateChatInput } from './tokens.ts';
 
 const BODY_LIMIT = 16 * 1024 * 1024;
@@ -19,7 +20,7 @@ function context(req: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, p
   const key = `${publicUrl.href} ${path}`;
   let resource = resources.get(key);
   if (resource === undefined) resources.set(key, (resource = new URL(path, publicUrl).toString()));
-  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource, endpoint, signal: callerSignal(reply), settleBehind: true };
+  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource, endpoint, signal: callerGone(reply.raw), settleBehind: true };
 }
 
 /** JSON with the receipt headers; a string payload skips the response serializer (the upstream's fields pass through). */

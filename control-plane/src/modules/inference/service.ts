@@ -1,6 +1,7 @@
 import { ServiceError, deliveredText, estimateTokens, type SignedReceipt, type TokenUsage } from '@svc/shared';
 import type { InferenceConfig, ModelPrice } from '../../config.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { CallerSignal } from '../../http/caller-signal.ts';
 import type { Hold, Metering, Usage } from '../money/metering.ts';
 import type { InferenceBackends, StreamAnswer } from './backends.ts';
 import { holdPrice, type ModelCatalog, type ResolvedModel } from './catalog.ts';
@@ -17,7 +18,7 @@ export interface CallContext {
   resource: string;
   endpoint: Endpoint;
   /** Aborts when the caller goes away. */
-  signal: AbortSignal;
+  signal: CallerSignal;
   /** Batches: the deployment discount (percent of the list price) on the hold and the charge. */
   discountPercent?: number;
   /** Batches: runs with the answer before the charge settles (a throw releases the hold, nothing is charged). */
@@ -281,7 +282,7 @@ export class InferenceService {
   }
 
   /** A non-streamed chat completion with no hold, usage event or receipt: the gateway's own keyless assistant (media module). */
-  async completeUnmetered(body: Body, signal: AbortSignal): Promise<Body> {
+  async completeUnmetered(body: Body, signal: CallerSignal): Promise<Body> {
     const model = await this.catalog.resolve(String(body.model), 'chat');
     const a = await this.backends.json('chat', model, body, { signal } as Parameters<InferenceBackends['json']>[3]);
     if (a.node) a.body.model = model.id;

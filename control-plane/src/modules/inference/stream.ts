@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RECEIPT_HEADERS, ServiceError, type SignedReceipt } from '@svc/shared';
+import type { CallerSignal } from '../../http/caller-signal.ts';
 import { receiptEvent } from '../../http/receipt-headers.ts';
 import { SseStream } from '../../http/sse.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
@@ -34,7 +35,7 @@ export class LazySse {
   private sse: SseStream | null = null;
   constructor(
     private readonly reply: FastifyReply,
-    private readonly signal: AbortSignal,
+    private readonly signal: CallerSignal,
   ) {}
 
   get opened(): boolean {
