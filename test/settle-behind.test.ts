@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { closeSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverMessageAddress } from 'viem';
@@ -49,6 +49,40 @@ describe('write-behind settles', () => {
         expect(usage.events[0]).toMatchObject({ receipt_id: r.receiptId, cost_micro_usd: r.cost });
       }
       expect(spent).toBeGreaterThan(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a journal that cannot be written: the request is answered after its settle committed, charged once; later ones journal again', async () => {
+    const t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_PROVIDERS: providers() } });
+    try {
+      const FUND = 10_000_000;
+      const a = await fundedKey(t, FUND);
+      await chat(t.url, a.key); // takes a lease; answered write-behind, journaled in the first segment
+      await chat(t.url, a.key);
+      const journal = join(t.dataDir, 'settle-journal');
+      const [segment] = readdirSync(journal);
+      // The segment's descriptor goes away under the gateway (as a failing disk would): the next write fails.
+      const fd = readdirSync('/proc/self/fd').find((f) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${f}`) === join(journal, segment!);
+        } catch {
+          return false;
+        }
+      });
+      closeSync(Number(fd));
+      const failed = await chat(t.url, a.key);
+      expect(failed.status).toBe(200);
+      const after = await chat(t.url, a.key);
+      expect(after.status).toBe(200);
+      expect(readdirSync(journal).filter((f) => f !== segment)).toHaveLength(1); // the next segment took it
+      await t.gw.services.metering.settledAll();
+      const rows = await t.gw.database.db.selectFrom('usage_events').select(['receipt_id', 'cost_micro_usd']).where('account_id', '=', a.accountId).execute();
+      expect(rows).toHaveLength(4);
+      expect(rows.filter((r) => r.receipt_id === failed.receiptId)).toHaveLength(1);
+      const spent = rows.reduce((n, r) => n + Number(r.cost_micro_usd), 0);
+      expect(await t.gw.services.metering.position(a.accountId)).toMatchObject({ balance_micro_usd: FUND - spent, held_micro_usd: 0 });
     } finally {
       await t.close();
     }

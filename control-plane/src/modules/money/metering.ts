@@ -297,7 +297,7 @@ export class Metering {
     // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);
-    this.behind!.add({ ...item, reserved: cost }); // throws only if the journal cannot be written
+    await this.behind!.add({ ...item, reserved: cost }); // rejects only if the journal cannot be written
     void this.leases.finished(hold.id, hold.amount - cost, 0);
     return { receipt, usageEventId, balanceMicroUsd: null };
   }

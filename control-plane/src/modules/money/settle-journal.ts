@@ -10,8 +10,10 @@ const LIVE = new Set<string>();
  * here before its response is sent and leaves when its transaction committed, so a process that dies in
  * between leaves it on disk, and the next process started on this data dir settles it (`recover`).
  *
- * Appends go to the page cache with one write each (no fsync per request): they survive the process dying,
- * and a background fsync once a second bounds what a crash of the machine itself can lose.
+ * Appends go to the page cache (no fsync per request): they survive the process dying, and a background
+ * fsync once a second bounds what a crash of the machine itself can lose. The settles appended in one turn
+ * of the event loop go out in one write at its end (a write per request was about 3% of the event loop at
+ * high rates); each append resolves once its line is written, and its answer waits for that.
  *
  * Files are segments named `settles-<pid>-<journal id>-<n>.jsonl`; a segment is deleted once every settle in
  * it committed and a newer one is being written. `recover` takes the segments of journals that are gone:
@@ -26,6 +28,9 @@ export class SettleJournal<T> {
   private readonly open = new Map<string, number>();
   private dirty = false;
   private readonly timer: NodeJS.Timeout;
+  /** Lines appended in this turn of the event loop, written at its end (`flush`). */
+  private batch: Array<{ line: string; written: (segment: string) => void; failed: (e: unknown) => void }> = [];
+  private readonly flushSoon = () => this.flush();
 
   constructor(
     private readonly dir: string,
@@ -42,17 +47,58 @@ export class SettleJournal<T> {
   }
 
   /**
-   * Appends a settle (`json`: its JSON text, when the caller has it already); returns its segment, to hand
-   * back to `done` once the settle committed.
+   * Appends a settle (`json`: its JSON text, when the caller has it already). Resolves with its segment, to
+   * hand back to `done` once the settle committed, when the line is written; rejects when it could not be
+   * written whole (then nothing of it can be recovered: a line cut short is skipped).
    */
-  append(item: T, json: string = JSON.stringify(item)): string {
-    if (!this.current || this.current.entries >= this.segmentEntries) this.rotate();
-    const c = this.current!;
-    writeSync(c.fd, `${json}\n`);
-    c.entries++;
-    this.open.set(c.name, (this.open.get(c.name) ?? 0) + 1);
-    this.dirty = true;
-    return c.name;
+  append(item: T, json: string = JSON.stringify(item)): Promise<string> {
+    return new Promise((written, failed) => {
+      if (this.batch.push({ line: `${json}\n`, written, failed }) === 1) process.nextTick(this.flushSoon);
+    });
+  }
+
+  /** Writes the lines appended so far, a segment's share at a time (a full segment starts the next). */
+  private flush(): void {
+    const batch = this.batch;
+    this.batch = [];
+    let i = 0;
+    while (i < batch.length) {
+      let c: { name: string; fd: number; entries: number };
+      try {
+        if (!this.current || this.current.entries >= this.segmentEntries) this.rotate();
+        c = this.current!;
+      } catch (e) {
+        for (const b of batch.slice(i)) b.failed(e);
+        return;
+      }
+      const part = batch.slice(i, i + this.segmentEntries - c.entries);
+      i += part.length;
+      const text = Buffer.from(part.map((b) => b.line).join(''), 'utf8');
+      let off = 0;
+      let error: unknown = null;
+      try {
+        while (off < text.length) off += writeSync(c.fd, text, off);
+      } catch (e) {
+        error = e;
+      }
+      // The lines written whole are journaled; the rest fail, and the segment takes no more lines after a
+      // line cut short (the next one would be glued to it).
+      let end = 0;
+      let ok = 0;
+      for (const b of part) {
+        end += error ? Buffer.byteLength(b.line) : 0;
+        if (error && end > off) break;
+        ok++;
+      }
+      c.entries += ok;
+      this.open.set(c.name, (this.open.get(c.name) ?? 0) + ok);
+      if (ok) this.dirty = true;
+      for (let k = 0; k < part.length; k++) {
+        if (k < ok) part[k]!.written(c.name);
+        else part[k]!.failed(error);
+      }
+      if (error) c.entries = this.segmentEntries;
+    }
   }
 
   /** The settle appended to `segment` committed. */
@@ -62,15 +108,21 @@ export class SettleJournal<T> {
     if (n <= 0 && segment !== this.current?.name) this.drop(segment);
   }
 
+  /** Closes the current segment (first: a failed write may have left its descriptor unusable) and opens the next. */
   private rotate(): void {
     const old = this.current;
+    if (old) {
+      this.current = null;
+      try {
+        closeSync(old.fd);
+      } catch {
+        /* closed already */
+      }
+      if ((this.open.get(old.name) ?? 0) <= 0) this.drop(old.name);
+    }
     const name = `${this.prefix()}${this.seq++}.jsonl`;
     this.current = { name, fd: openSync(join(this.dir, name), 'a', 0o600), entries: 0 };
     this.open.set(name, 0);
-    if (old) {
-      closeSync(old.fd);
-      if ((this.open.get(old.name) ?? 0) <= 0) this.drop(old.name);
-    }
   }
 
   private drop(segment: string): void {
@@ -125,6 +177,7 @@ export class SettleJournal<T> {
 
   /** Stops the journal; the current segment is deleted when nothing in it is waiting. */
   close(): void {
+    this.flush(); // lines appended in this turn still go out
     clearInterval(this.timer);
     LIVE.delete(this.id);
     const c = this.current;

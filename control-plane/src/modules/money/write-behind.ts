@@ -54,9 +54,12 @@ export class WriteBehind {
     return !this.closing && this.count < MAX_WAITING;
   }
 
-  /** Journals a signed settle and commits it with the others gathered in the next few milliseconds. */
-  add(item: SettleItem): void {
-    const segment = this.d.journal.append(item, settleJson(item)); // the same text goes to the database
+  /**
+   * Journals a signed settle and commits it with the others gathered in the next few milliseconds. Resolves
+   * once it is journaled (its answer may leave); rejects when it could not be, and then commits nothing.
+   */
+  async add(item: SettleItem): Promise<void> {
+    const segment = await this.d.journal.append(item, settleJson(item)); // the same text goes to the database
     const committed = this.commit(item, segment);
     let set = this.waiting.get(item.account);
     if (!set) this.waiting.set(item.account, (set = new Set()));
