@@ -171,6 +171,24 @@ describe('the node-drop rule', () => {
     expect(c.output()).toMatch(/channel closed/);
   });
 
+  it('a job sent into a connection the agent had already left (replaced before its close arrived) is lost at once, not left to time out', { timeout: 30_000 }, async () => {
+    const own = await tcpProxy(t.url);
+    try {
+      const c = await startAgent(own.url);
+      own.strand(); // the agent's side closes; the control plane's stays open and silent: its channel stays attached
+      // The job goes into the stranded channel and never reaches the agent, which reconnects and says it runs
+      // nothing. Before that was taken as the answer, the job waited for its time limit (60 s here).
+      const e = await expectApiError(hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 60_000, nodeId: c.nodeId }), 502, 'upstream_error');
+      expect(e.body?.error).toMatchObject({ reason: 'node_lost' });
+      expect(await jobRow(String(e.body?.error?.job_id))).toMatchObject({ status: 'failed', error: 'node lost' });
+      expect(hub().openJobs()).toEqual([]);
+      await until('the agent is back', async () => hub().isConnected(c.nodeId));
+      expect((await hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['back'] }, timeoutMs: 10_000, nodeId: c.nodeId })).result).toEqual({ chunks: 1 });
+    } finally {
+      await own.close();
+    }
+  });
+
   it('a drop after output began fails the job upstream_error / node_lost, without running it again', async () => {
     await startAgent(); // a second direct node: a retry would have somewhere to go
     const chunks: string[] = [];

@@ -53,6 +53,8 @@ class NodeLost extends Error {}
 
 /** Whether `connection` is older than the one the job is known on (both numbered). */
 const older = (p: Pending, connection: number | null): boolean => connection !== null && p.connection !== null && connection < p.connection;
+/** Whether `connection` is later than the one the job is known on (both numbered). */
+const later = (p: Pending, connection: number | null): boolean => connection !== null && p.connection !== null && connection > p.connection;
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
@@ -95,6 +97,8 @@ export class AgentHub {
   private readonly claims: JobClaims | null;
   private watchTimer: NodeJS.Timeout | null = null;
   private watching: Promise<void> | null = null;
+  /** Each node's latest numbered connection whose hello said which jobs the agent runs. */
+  private readonly hellos = new Map<string, number>();
 
   /** Set to the app's logger once it exists; silent until then. */
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'> = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -166,7 +170,7 @@ export class AgentHub {
   }
 
   detach(conn: Conn): void {
-    if (this.conns.get(conn.nodeId) !== conn) return;
+    if (this.conns.get(conn.nodeId) !== conn) return this.replaced(conn);
     this.conns.delete(conn.nodeId);
     this.claims?.detached(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
@@ -175,6 +179,22 @@ export class AgentHub {
       if (p.nodeId === conn.nodeId && !p.holder) this.grace(p, `node ${p.nodeId} dropped`, true);
     }
     this.relayed?.detached(conn.nodeId);
+  }
+
+  /**
+   * A channel that a later one of the agent replaced before its close reached this process (the agent
+   * reconnected first). Its jobs the agent reported on a later connection moved on with it; the others went
+   * into a connection the agent had left: lost at once if its hello on a later connection did not name them,
+   * else in the grace until that hello comes.
+   */
+  private replaced(conn: Conn): void {
+    if (conn.connection === null) return;
+    const heard = this.hellos.get(conn.nodeId) ?? -1;
+    for (const p of [...this.pending.values()]) {
+      if (p.nodeId !== conn.nodeId || p.holder || p.connection !== conn.connection) continue;
+      if (heard > conn.connection) this.lose(p, `node ${p.nodeId} reconnected without the job`);
+      else this.grace(p, `node ${p.nodeId} dropped`, true);
+    }
   }
 
   /** The job's agent was heard of again (back on a channel, or its holder answered): the grace stops. */
@@ -213,8 +233,11 @@ export class AgentHub {
       } else if (p.lostTimer) {
         this.endGrace(p);
         this.lose(p);
+      } else if (!p.holder && later(p, connection)) {
+        this.lose(p, `node ${nodeId} reconnected without the job`); // sent into a connection the agent had left
       }
     }
+    if (connection !== null && connection > (this.hellos.get(nodeId) ?? -1)) this.hellos.set(nodeId, connection);
     this.relayed?.hello(nodeId, still, connection);
     const unknown = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
     const orphans = this.claims ? await this.claims.running(nodeId, unknown, connection) : unknown;
