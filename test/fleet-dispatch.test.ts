@@ -234,6 +234,19 @@ describe('a channel that detaches between the pick and the send', () => {
 });
 
 describe('the job subscription', () => {
+  it("an older connection of the agent attaching late does not put the current connection's running job at risk", { timeout: 30_000 }, async () => {
+    const c = await startAgent();
+    const chunks: string[] = [];
+    const ms = GRACE_MS + 2000; // outlasts the grace: a job wrongly put in it would be lost mid-run
+    const job = hub().dispatch({ kind: 'diag.wait', payload: { ms, say: 'started' }, timeoutMs: 20_000, nodeId: c.nodeId, onOutput: (o) => chunks.push(o.data) });
+    await until('output began', async () => chunks.length > 0);
+    // A stale connection numbered before the agent's current one takes the channel (its subscription was
+    // processed late); the agent's subscription ends and it subscribes again on its current connection.
+    const stale = hub().attach(c.nodeId, 0);
+    expect(await stale.queue.iterate().next()).toEqual({ done: true, value: undefined });
+    expect(await job).toMatchObject({ nodeId: c.nodeId, result: { waited_ms: ms } });
+  });
+
   it('an agent whose subscription the control plane ends (another channel of the node took over) subscribes again and takes jobs', async () => {
     const c = await startAgent();
     // What a second connection of the same node does: the hub takes the new channel and ends the agent's subscription.

@@ -188,7 +188,10 @@ export class AgentHub {
    * else in the grace until that hello comes.
    */
   private replaced(conn: Conn): void {
-    if (conn.connection === null) return;
+    // Only when a later connection replaced it: an older one attaching late (its subscription slower than the
+    // later one's) leaves the later one's jobs where they are (its agent subscribes on it again).
+    const current = this.conns.get(conn.nodeId)?.connection ?? null;
+    if (conn.connection === null || current === null || current <= conn.connection) return;
     const heard = this.hellos.get(conn.nodeId) ?? -1;
     for (const p of [...this.pending.values()]) {
       if (p.nodeId !== conn.nodeId || p.holder || p.connection !== conn.connection) continue;

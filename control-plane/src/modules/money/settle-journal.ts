@@ -81,13 +81,13 @@ export class SettleJournal<T> {
       } catch (e) {
         error = e;
       }
-      // The lines written whole are journaled; the rest fail, and the segment takes no more lines after a
-      // line cut short (the next one would be glued to it).
+      // The lines on file whole are journaled (one that lacks only its newline too: `recover` reads it); the
+      // rest fail, and the segment takes no more lines after a line cut short (the next would be glued to it).
       let end = 0;
       let ok = 0;
       for (const b of part) {
         end += error ? Buffer.byteLength(b.line) : 0;
-        if (error && end > off) break;
+        if (error && end - 1 > off) break;
         ok++;
       }
       c.entries += ok;

@@ -58,9 +58,13 @@ export class WriteBehind {
    * Journals a signed settle and commits it with the others gathered in the next few milliseconds. Resolves
    * once it is journaled (its answer may leave); rejects when it could not be, and then commits nothing.
    */
-  async add(item: SettleItem): Promise<void> {
-    const segment = await this.d.journal.append(item, settleJson(item)); // the same text goes to the database
-    const committed = this.commit(item, segment);
+  add(item: SettleItem): Promise<void> {
+    const journaled = this.d.journal.append(item, settleJson(item)); // the same text goes to the database
+    // Counted and waited for (reads, close) from now on, while its line is still being written.
+    const committed = journaled.then(
+      (segment) => this.commit(item, segment),
+      () => undefined, // not journaled: the caller settles it before answering instead
+    );
     let set = this.waiting.get(item.account);
     if (!set) this.waiting.set(item.account, (set = new Set()));
     set.add(committed);
@@ -72,6 +76,7 @@ export class WriteBehind {
         if (set.size === 0 && this.waiting.get(item.account) === set) this.waiting.delete(item.account);
       })
       .catch(() => undefined); // commit never rejects; this only keeps a bug from becoming an unhandled rejection
+    return journaled.then(() => undefined);
   }
 
   /** The first attempt of a settle: its answer from the gather's commit. */
