@@ -7,7 +7,8 @@ import type { FleetRelay, RelayMessage } from './relay.ts';
 import { RelayedJobs } from './relayed-jobs.ts';
 import { ChannelRecord } from './channel-record.ts';
 import { JobClaims, type AgentReport, type Origin } from './claims.ts';
-import type { JobOutcome, NodeRegistry } from './registry.ts';
+import type { NodeRegistry } from './registry.ts';
+import { NodeLost, PendingJobs, later, older, type Pending } from './pending-jobs.ts';
 import { pickNode } from './scheduler.ts';
 import type { JobResult, JobSpec } from './job-spec.ts';
 
@@ -19,42 +20,6 @@ interface Conn {
   /** The agent's number for the connection (ConnectionParams.connection), or null. */
   connection: number | null;
 }
-
-interface Pending {
-  jobId: string;
-  nodeId: string;
-  spec: JobSpec;
-  sentAt: number;
-  gotOutput: boolean;
-  timer: NodeJS.Timeout;
-  /** The reconnect grace: the job is lost when it runs out. */
-  lostTimer?: NodeJS.Timeout;
-  /** The process holding the node's channel, when another process does (the job goes through the relay). */
-  holder?: string;
-  /**
-   * The last output seq delivered. Output and finish are taken from whichever process relays them (one the
-   * agent left may still have some in flight); an output is delivered at most once and never after a later
-   * one (one overtaken by a later output is dropped).
-   */
-  lastSeq: number;
-  /** Until the holder says it passed the job on. */
-  ackTimer?: NodeJS.Timeout;
-  /**
-   * The agent's number for the connection the job is on, as far as this process knows (null: not known, or an
-   * agent that does not number them). A report of an older connection (a `moved` that took longer than a later
-   * one, output from a connection the agent already left) does not take the job back to it.
-   */
-  connection: number | null;
-  resolve(r: JobResult): void;
-  reject(e: unknown): void;
-}
-
-class NodeLost extends Error {}
-
-/** Whether `connection` is older than the one the job is known on (both numbered). */
-const older = (p: Pending, connection: number | null): boolean => connection !== null && p.connection !== null && connection < p.connection;
-/** Whether `connection` is later than the one the job is known on (both numbered). */
-const later = (p: Pending, connection: number | null): boolean => connection !== null && p.connection !== null && connection > p.connection;
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
@@ -88,7 +53,7 @@ const RELAY_WATCH_MS = 5000;
  */
 export class AgentHub {
   private readonly conns = new Map<string, Conn>();
-  private readonly pending = new Map<string, Pending>();
+  private readonly jobs: PendingJobs;
   /** Jobs of other processes relayed to agents on this process's channels (with a relay). */
   private readonly relayed: RelayedJobs | null;
   /** `nodes.channel_process` for the channels this process holds (with a relay). */
@@ -111,6 +76,7 @@ export class AgentHub {
     /** Dispatch through other processes (Postgres); null: this process is the only one (embedded database). */
     private readonly relay: FleetRelay | null = null,
   ) {
+    this.jobs = new PendingJobs({ db, clock, registry, log: () => this.log, reconnectGraceMs, cancel: (jobId, why) => this.cancel(jobId, why) });
     const push = (nodeId: string, m: ServerMessage) => {
       const conn = this.conns.get(nodeId);
       conn?.queue.push(m);
@@ -122,7 +88,7 @@ export class AgentHub {
       relay &&
       new JobClaims(db, relay.self, this.relayed!, {
         attached: (nodeId) => this.conns.has(nodeId),
-        known: (jobId) => this.pending.has(jobId) || this.relayed!.has(jobId),
+        known: (jobId) => this.jobs.has(jobId) || this.relayed!.has(jobId),
         cancel: (nodeId, jobId) => this.cancelOrphan(nodeId, jobId),
       });
   }
@@ -175,8 +141,8 @@ export class AgentHub {
     this.claims?.detached(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
-    for (const p of this.pending.values()) {
-      if (p.nodeId === conn.nodeId && !p.holder) this.grace(p, `node ${p.nodeId} dropped`, true);
+    for (const p of this.jobs.all()) {
+      if (p.nodeId === conn.nodeId && !p.holder) this.jobs.grace(p, `node ${p.nodeId} dropped`, true);
     }
     this.relayed?.detached(conn.nodeId);
   }
@@ -193,32 +159,11 @@ export class AgentHub {
     const current = this.conns.get(conn.nodeId)?.connection ?? null;
     if (conn.connection === null || current === null || current <= conn.connection) return;
     const heard = this.hellos.get(conn.nodeId) ?? -1;
-    for (const p of [...this.pending.values()]) {
+    for (const p of this.jobs.all()) {
       if (p.nodeId !== conn.nodeId || p.holder || p.connection !== conn.connection) continue;
-      if (heard > conn.connection) this.lose(p, `node ${p.nodeId} reconnected without the job`);
-      else this.grace(p, `node ${p.nodeId} dropped`, true);
+      if (heard > conn.connection) this.jobs.lose(p, `node ${p.nodeId} reconnected without the job`);
+      else this.jobs.grace(p, `node ${p.nodeId} dropped`, true);
     }
-  }
-
-  /** The job's agent was heard of again (back on a channel, or its holder answered): the grace stops. */
-  private endGrace(p: Pending): void {
-    clearTimeout(p.lostTimer);
-    p.lostTimer = undefined;
-  }
-
-  /**
-   * The node-drop rule's wait: the job is lost unless its agent comes back with it in time, here (`hello`) or on
-   * another process (`moved`). `counts`: against the node when the grace runs out (its channel dropped; not when
-   * the process relaying it left).
-   */
-  private grace(p: Pending, why: string, counts: boolean): void {
-    if (p.lostTimer) return;
-    p.lostTimer = setTimeout(() => {
-      p.lostTimer = undefined;
-      if (p.holder) this.cancel(p.jobId, why); // in case the holder still has it after all: the job must not run unowned
-      this.lose(p, why, counts);
-    }, this.reconnectGraceMs);
-    p.lostTimer.unref();
   }
 
   /**
@@ -228,21 +173,21 @@ export class AgentHub {
    */
   async hello(nodeId: string, running: string[], connection: number | null = null): Promise<{ cancelled: string[] }> {
     const still = new Set(running);
-    for (const p of [...this.pending.values()]) {
+    for (const p of this.jobs.all()) {
       if (p.nodeId !== nodeId || older(p, connection)) continue;
       if (still.has(p.jobId)) {
         this.onOwnChannel(p, connection);
-        this.endGrace(p);
+        this.jobs.endGrace(p);
       } else if (p.lostTimer) {
-        this.endGrace(p);
-        this.lose(p);
+        this.jobs.endGrace(p);
+        this.jobs.lose(p);
       } else if (!p.holder && later(p, connection)) {
-        this.lose(p, `node ${nodeId} reconnected without the job`); // sent into a connection the agent had left
+        this.jobs.lose(p, `node ${nodeId} reconnected without the job`); // sent into a connection the agent had left
       }
     }
     if (connection !== null && connection > (this.hellos.get(nodeId) ?? -1)) this.hellos.set(nodeId, connection);
     this.relayed?.hello(nodeId, still, connection);
-    const unknown = running.filter((id) => !this.pending.has(id) && !this.relayed?.has(id));
+    const unknown = running.filter((id) => !this.jobs.has(id) && !this.relayed?.has(id));
     const orphans = this.claims ? await this.claims.running(nodeId, unknown, connection) : unknown;
     for (const id of orphans) this.cancelOrphan(nodeId, id);
     return { cancelled: orphans };
@@ -299,33 +244,33 @@ export class AgentHub {
     if (!holder && !this.conns.has(nodeId)) {
       // The channel detached after the node was picked: the job never reached it (not held against the node;
       // dispatched once more elsewhere when it may be).
-      return this.end(jobId, 'failed', 'node lost').then(() => Promise.reject(new NodeLost(`node ${nodeId} dropped before the job was sent`)));
+      return this.jobs.end(jobId, 'failed', 'node lost').then(() => Promise.reject(new NodeLost(`node ${nodeId} dropped before the job was sent`)));
     }
     let onAbort: (() => void) | undefined;
     const done = new Promise<JobResult>((resolve, reject) => {
       // The agent enforces timeout_ms itself and reports timed_out; this is the backstop for an agent that never answers.
       const timer = setTimeout(() => {
-        if (!this.pending.has(jobId)) return;
+        if (!this.jobs.has(jobId)) return;
         this.cancel(jobId, 'timed out');
-        void this.end(jobId, 'timed_out', 'timed out')
-          .then(() => this.record(nodeId, spec, { outcome: 'failed', durationMs: spec.timeoutMs }))
+        void this.jobs.end(jobId, 'timed_out', 'timed out')
+          .then(() => this.jobs.record(nodeId, spec, { outcome: 'failed', durationMs: spec.timeoutMs }))
           .catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not end a timed-out job'))
           .finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
       }, spec.timeoutMs + 5_000);
       timer.unref();
       const conn = holder ? undefined : this.conns.get(nodeId)!;
       const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection: conn?.connection ?? null };
-      this.pending.set(jobId, p);
+      this.jobs.add(p);
       if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
       else {
         const gone = (why: string) => {
           const full = `${why} (process ${holder}, which holds the channel of node ${nodeId})`;
           this.cancel(jobId, full); // in case the holder takes it after all: the job must not run unowned
-          this.lose(p, full, false);
+          this.jobs.lose(p, full, false);
         };
         this.relay!.send(holder, { t: 'job', job: jobId, node: nodeId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs }).then(
           () => {
-            if (this.pending.get(jobId) !== p || p.holder !== holder || p.gotOutput) return; // answered already
+            if (this.jobs.get(jobId) !== p || p.holder !== holder || p.gotOutput) return; // answered already
             p.ackTimer = setTimeout(() => gone(`no answer within ${RELAY_ACK_MS} ms`), RELAY_ACK_MS);
             p.ackTimer.unref();
           },
@@ -336,10 +281,10 @@ export class AgentHub {
         );
       }
       onAbort = () => {
-        if (!this.pending.has(jobId)) return;
+        if (!this.jobs.has(jobId)) return;
         this.cancel(jobId, 'caller went away');
-        void this.end(jobId, 'canceled', 'caller went away')
-          .then(() => this.record(nodeId, spec, { outcome: 'canceled', durationMs: performance.now() - p.sentAt }))
+        void this.jobs.end(jobId, 'canceled', 'caller went away')
+          .then(() => this.jobs.record(nodeId, spec, { outcome: 'canceled', durationMs: performance.now() - p.sentAt }))
           .catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not end a canceled job'))
           .finally(() => reject(new ServiceError('conflict', 'Job canceled')));
       };
@@ -351,7 +296,7 @@ export class AgentHub {
   }
 
   cancel(jobId: string, reason: string): void {
-    const p = this.pending.get(jobId);
+    const p = this.jobs.get(jobId);
     if (!p) return;
     if (!p.holder) this.conns.get(p.nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason });
     else this.relay!.send(p.holder, { t: 'cancel', job: jobId, reason }).catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not relay a cancel'));
@@ -377,27 +322,20 @@ export class AgentHub {
 
   /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
   onOutput(nodeId: string, o: JobOutput, connection: number | null = null): void {
-    const p = this.pending.get(o.job_id);
+    const p = this.jobs.get(o.job_id);
     if (p && p.nodeId === nodeId) {
       if (!older(p, connection)) this.onOwnChannel(p, connection);
-      return this.output(p, o);
+      return this.jobs.output(p, o);
     }
     if (!this.relayed?.output(nodeId, o, connection)) void this.claim(nodeId, o.job_id, { t: 'output', o }, connection);
   }
 
-  private output(p: Pending, o: JobOutput): void {
-    if (o.seq <= p.lastSeq) return; // delivered already (through the process the agent was on before), or overtaken
-    p.lastSeq = o.seq;
-    p.gotOutput = true;
-    p.spec.onOutput?.(o);
-  }
-
   /** A finish from an agent on this process's channel (see onOutput). */
   async onFinish(nodeId: string, f: JobFinish, connection: number | null = null): Promise<void> {
-    const p = this.pending.get(f.job_id);
+    const p = this.jobs.get(f.job_id);
     if (p && p.nodeId === nodeId) {
       if (!older(p, connection)) this.onOwnChannel(p, connection);
-      return this.finish(p, f);
+      return this.jobs.finish(p, f);
     }
     if (this.relayed?.finish(nodeId, f, connection)) return;
     const origin = await this.claim(nodeId, f.job_id, { t: 'finish', f }, connection);
@@ -408,33 +346,11 @@ export class AgentHub {
     this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
   }
 
-  private async finish(p: Pending, f: JobFinish): Promise<void> {
-    const nodeId = p.nodeId;
-    const latencyMs = performance.now() - p.sentAt;
-    await this.end(f.job_id, f.ok ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', f.error ?? null);
-    await this.record(nodeId, p.spec, { outcome: f.ok ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });
-    if (f.ok) p.resolve({ jobId: f.job_id, nodeId, result: f.result, durationMs: f.duration_ms, workUnits: f.work_units });
-    else if (f.timed_out) p.reject(new ServiceError('upstream_timeout', `Job timed out after ${p.spec.timeoutMs} ms`, { job_id: f.job_id }));
-    else p.reject(new ServiceError('upstream_error', f.error ?? 'job failed on its node', { job_id: f.job_id }));
-  }
-
-  /** The job is lost (`counts`: against its node, which dropped; not when a relaying process failed). */
-  private lose(p: Pending, why = `node ${p.nodeId} dropped`, counts = true): void {
-    if (!this.pending.has(p.jobId)) return;
-    const retry = !p.gotOutput;
-    const ended = this.end(p.jobId, 'failed', 'node lost')
-      .then(() => (counts ? this.record(p.nodeId, p.spec, { outcome: 'failed', durationMs: performance.now() - p.sentAt }) : undefined))
-      .catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not end a lost job'));
-    void ended.finally(() =>
-      p.reject(retry ? new NodeLost(why) : new ServiceError('upstream_error', `${why} after its output began; not re-run`, { job_id: p.jobId, reason: 'node_lost' })),
-    );
-  }
-
   /** A message from another process (see FleetRelay). */
   private onRelay(from: string, m: RelayMessage): void {
-    if (m.t === 'job') return this.relayed!.take(from, m, this.pending.has(m.job));
+    if (m.t === 'job') return this.relayed!.take(from, m, this.jobs.has(m.job));
     if (m.t === 'cancel') return this.relayed!.cancel(from, m.job, m.reason);
-    const p = this.pending.get(m.job);
+    const p = this.jobs.get(m.job);
     if (m.t === 'moved') {
       // The agent runs the job on `from`'s channel now (it reconnected there): that process relays it from here on.
       if (!p) return void this.relay!.send(from, { t: 'cancel', job: m.job, reason: 'the job is no longer open at the process that dispatched it' }).catch((e: unknown) => this.log.error({ err: e, job_id: m.job }, 'could not relay a cancel'));
@@ -442,7 +358,7 @@ export class AgentHub {
       // agent is not there any more (that process forgets the job once its channel drops).
       if (older(p, m.connection ?? null)) return;
       this.moveTo(p, from, m.connection);
-      this.endGrace(p);
+      this.jobs.endGrace(p);
       return;
     }
     if (!p) return;
@@ -454,19 +370,19 @@ export class AgentHub {
     if (m.t === 'output' || m.t === 'finish') {
       // The agent's reports, relayed by its holder, by a process it left (still in flight when it moved) or by
       // one it passed while that one looked the job up: the agent's all the same.
-      if (fromHolder) this.endGrace(p); // the holder answers: it was not gone after all
-      if (m.t === 'output') this.output(p, m.o);
-      else void this.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
+      if (fromHolder) this.jobs.endGrace(p); // the holder answers: it was not gone after all
+      if (m.t === 'output') this.jobs.output(p, m.o);
+      else void this.jobs.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
       return;
     }
     if (!fromHolder) return;
-    if (m.t === 'refused') this.lose(p, m.why, false);
-    else if (m.t === 'lost') this.lose(p, m.why);
-    else if (m.t === 'dropped') this.grace(p, `${m.why} (process ${from})`, m.counts);
+    if (m.t === 'refused') this.jobs.lose(p, m.why, false);
+    else if (m.t === 'lost') this.jobs.lose(p, m.why);
+    else if (m.t === 'dropped') this.jobs.grace(p, `${m.why} (process ${from})`, m.counts);
     else {
       // accepted
       if (m.connection != null && p.connection === null) p.connection = m.connection;
-      this.endGrace(p);
+      this.jobs.endGrace(p);
     }
   }
 
@@ -493,28 +409,13 @@ export class AgentHub {
    */
   async watchRelayed(): Promise<void> {
     if (!this.relay) return;
-    const holders = [...this.pending.values()].flatMap((p) => (p.holder ? [p.holder] : []));
+    const holders = this.jobs.all().flatMap((p) => (p.holder ? [p.holder] : []));
     const origins = this.relayed?.origins() ?? [];
     const gone = await this.relay.gone([...new Set([...holders, ...origins])]);
-    for (const p of [...this.pending.values()]) {
-      if (p.holder && gone.has(p.holder)) this.grace(p, `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`, false);
+    for (const p of this.jobs.all()) {
+      if (p.holder && gone.has(p.holder)) this.jobs.grace(p, `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`, false);
     }
     this.relayed?.originsGone(gone);
-  }
-
-  private async record(nodeId: string, spec: JobSpec, o: { outcome: JobOutcome; latencyMs?: number; workUnits?: number | undefined; durationMs: number }): Promise<void> {
-    await this.registry.recordOutcome(nodeId, { ...o, kind: spec.nodeKind ?? spec.kind }).catch((e: unknown) => this.log.error({ err: e, node_id: nodeId }, 'could not record a job outcome'));
-  }
-
-  private async end(jobId: string, status: 'succeeded' | 'failed' | 'canceled' | 'timed_out', error: string | null): Promise<void> {
-    const p = this.pending.get(jobId);
-    if (p) {
-      clearTimeout(p.timer);
-      if (p.lostTimer) clearTimeout(p.lostTimer);
-      if (p.ackTimer) clearTimeout(p.ackTimer);
-      this.pending.delete(jobId);
-    }
-    await this.db.updateTable('jobs').set({ status, error, ended_at: this.clock.now() }).where('id', '=', jobId).where('ended_at', 'is', null).execute();
   }
 
   /** Jobs of other processes this process relays to its agents (for status and tests). */
@@ -524,7 +425,7 @@ export class AgentHub {
 
   /** Jobs still open in this process (for status and tests). */
   openJobs(): Array<{ jobId: string; nodeId: string; kind: string }> {
-    return [...this.pending.values()].map((p) => ({ jobId: p.jobId, nodeId: p.nodeId, kind: p.spec.kind }));
+    return this.jobs.list();
   }
 
   async close(): Promise<void> {
@@ -535,8 +436,8 @@ export class AgentHub {
       void this.channels?.released(nodeId);
     }
     this.relayed?.close();
-    for (const p of [...this.pending.values()]) {
-      await this.end(p.jobId, 'failed', 'control plane shutting down');
+    for (const p of this.jobs.all()) {
+      await this.jobs.end(p.jobId, 'failed', 'control plane shutting down');
       p.reject(new ServiceError('unavailable', 'The control plane is shutting down'));
     }
     await this.channels?.idle();
