@@ -252,10 +252,7 @@ export class AgentHub {
       const timer = setTimeout(() => {
         if (!this.jobs.has(jobId)) return;
         this.cancel(jobId, 'timed out');
-        void this.jobs.end(jobId, 'timed_out', 'timed out')
-          .then(() => this.jobs.record(nodeId, spec, { outcome: 'failed', durationMs: spec.timeoutMs }))
-          .catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not end a timed-out job'))
-          .finally(() => reject(new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId })));
+        this.jobs.fail(p, 'timed_out', 'timed out', { outcome: 'failed', durationMs: spec.timeoutMs }, new ServiceError('upstream_timeout', `Job timed out after ${spec.timeoutMs} ms`, { job_id: jobId }));
       }, spec.timeoutMs + 5_000);
       timer.unref();
       const conn = holder ? undefined : this.conns.get(nodeId)!;
@@ -283,10 +280,7 @@ export class AgentHub {
       onAbort = () => {
         if (!this.jobs.has(jobId)) return;
         this.cancel(jobId, 'caller went away');
-        void this.jobs.end(jobId, 'canceled', 'caller went away')
-          .then(() => this.jobs.record(nodeId, spec, { outcome: 'canceled', durationMs: performance.now() - p.sentAt }))
-          .catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not end a canceled job'))
-          .finally(() => reject(new ServiceError('conflict', 'Job canceled')));
+        this.jobs.fail(p, 'canceled', 'caller went away', { outcome: 'canceled', durationMs: performance.now() - p.sentAt }, new ServiceError('conflict', 'Job canceled'));
       };
       if (spec.signal?.aborted) onAbort();
       else spec.signal?.addEventListener('abort', onAbort, { once: true });

@@ -121,13 +121,19 @@ export class PendingJobs {
   /** The job is lost (`counts`: against its node, which dropped; not when a relaying process failed). */
   lose(p: Pending, why = `node ${p.nodeId} dropped`, counts = true): void {
     if (!this.jobs.has(p.jobId)) return;
-    const retry = !p.gotOutput;
-    const ended = this.end(p.jobId, 'failed', 'node lost')
-      .then(() => (counts ? this.record(p.nodeId, p.spec, { outcome: 'failed', durationMs: performance.now() - p.sentAt }) : undefined))
-      .catch((e: unknown) => this.d.log().error({ err: e, job_id: p.jobId }, 'could not end a lost job'));
-    void ended.finally(() =>
-      p.reject(retry ? new NodeLost(why) : new ServiceError('upstream_error', `${why} after its output began; not re-run`, { job_id: p.jobId, reason: 'node_lost' })),
-    );
+    const err = p.gotOutput ? new ServiceError('upstream_error', `${why} after its output began; not re-run`, { job_id: p.jobId, reason: 'node_lost' }) : new NodeLost(why);
+    this.fail(p, 'failed', 'node lost', counts ? { outcome: 'failed', durationMs: performance.now() - p.sentAt } : null, err);
+  }
+
+  /**
+   * Ends a job this process gave up on (lost, timed out, canceled by its caller): its record, its outcome
+   * when it says something about the node, then its caller's error.
+   */
+  fail(p: Pending, status: 'failed' | 'canceled' | 'timed_out', error: string, outcome: { outcome: JobOutcome; durationMs: number } | null, err: Error): void {
+    void this.end(p.jobId, status, error)
+      .then(() => (outcome ? this.record(p.nodeId, p.spec, outcome) : undefined))
+      .catch((e: unknown) => this.d.log().error({ err: e, job_id: p.jobId }, `could not end a job (${error})`))
+      .finally(() => p.reject(err));
   }
 
   async record(nodeId: string, spec: JobSpec, o: { outcome: JobOutcome; latencyMs?: number; workUnits?: number | undefined; durationMs: number }): Promise<void> {

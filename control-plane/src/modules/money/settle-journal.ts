@@ -81,15 +81,9 @@ export class SettleJournal<T> {
       } catch (e) {
         error = e;
       }
-      // The lines on file whole are journaled (one that lacks only its newline too: `recover` reads it); the
-      // rest fail, and the segment takes no more lines after a line cut short (the next would be glued to it).
-      let end = 0;
-      let ok = 0;
-      for (const b of part) {
-        end += error ? Buffer.byteLength(b.line) : 0;
-        if (error && end - 1 > off) break;
-        ok++;
-      }
+      // The lines on file whole are journaled; the rest fail, and the segment takes no more lines after a
+      // line cut short (the next would be glued to it).
+      const ok = error ? wholeLines(part, off) : part.length;
       c.entries += ok;
       this.open.set(c.name, (this.open.get(c.name) ?? 0) + ok);
       if (ok) this.dirty = true;
@@ -186,6 +180,18 @@ export class SettleJournal<T> {
     closeSync(c.fd);
     if ((this.open.get(c.name) ?? 0) <= 0) this.drop(c.name);
   }
+}
+
+/** How many of `lines` the first `bytes` bytes hold whole (one lacking only its newline too: `recover` reads it). */
+function wholeLines(lines: Array<{ line: string }>, bytes: number): number {
+  let end = 0;
+  let n = 0;
+  for (const { line } of lines) {
+    end += Buffer.byteLength(line);
+    if (end - 1 > bytes) break;
+    n++;
+  }
+  return n;
 }
 
 function alive(pid: number): boolean {
