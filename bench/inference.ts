@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { postgresCpuSeconds, processCpuSeconds } from './cpu.ts';
+import { machineCpuSeconds, postgresCpuSeconds, processCpuSeconds, threadSchedSeconds } from './cpu.ts';
 import { loadNode, loadWrk, median, type LoadRow } from './load.ts';
 
 const arg = (name: string, def: string) => {
@@ -242,7 +242,13 @@ async function main() {
     const measure = (url: string, key: string | null, conc: number, around?: { before(): void; after(): void }) =>
       CLIENT === 'wrk' ? loadWrk(url, BODY, key, conc, SECONDS, around) : loadNode(url, BODY, key, conc, TOTAL);
     // CPU of each process while wrk drives the gateway: where a request's cost goes on this machine.
-    const cpuOf = () => ({ gateway: processCpuSeconds(gateway.child.pid!), upstream: processCpuSeconds(upstream.child.pid!), postgres: postgresCpuSeconds() });
+    // `main` is the gateway's main thread (the event loop; the thread whose id is the process id), `queued`
+    // the time it waited, runnable, for a core, and `idle` the machine's idle CPU: together they say whether
+    // the event loop, the machine or neither is the limit.
+    const cpuOf = () => {
+      const pid = gateway.child.pid!;
+      return { gateway: processCpuSeconds(pid), main: processCpuSeconds(pid, pid), queued: threadSchedSeconds(pid, pid).waited, upstream: processCpuSeconds(upstream.child.pid!), postgres: postgresCpuSeconds(), idle: machineCpuSeconds().idle };
+    };
     const split: string[] = [];
     console.log(
       CLIENT === 'wrk'
@@ -255,16 +261,18 @@ async function main() {
     const ratios: string[] = [];
     const targets: string[] = [];
     for (const conc of CONCS) {
-      const rounds: Array<{ direct: LoadRow | null; proxy: LoadRow | null; gateway: LoadRow; floor: LoadRow | null; cpu: Record<string, number> }> = [];
+      const rounds: Array<{ direct: LoadRow | null; proxy: LoadRow | null; gateway: LoadRow; floor: LoadRow | null; cpu: Record<string, number>; load: Record<string, number> }> = [];
       for (let i = 0; i < ROUNDS; i++) {
         const direct = GATEWAY_ONLY ? null : await measure(upstreamUrl, null, conc);
         const proxyRow = GATEWAY_ONLY ? null : await measure(`http://127.0.0.1:${proxy.info.port}/v1`, null, conc);
         let c0 = cpuOf();
         let c1 = c0;
         const gatewayRow = await measure(`${gateway.info.url}/v1`, gateway.info.key, conc, { before: () => (c0 = cpuOf()), after: () => (c1 = cpuOf()) });
-        const cpu = Object.fromEntries((['gateway', 'postgres', 'upstream'] as const).map((k) => [k, ((c1[k] - c0[k]) * 1e6) / (gatewayRow.rps * SECONDS)]));
+        const cpu = Object.fromEntries((['gateway', 'main', 'postgres', 'upstream'] as const).map((k) => [k, ((c1[k] - c0[k]) * 1e6) / (gatewayRow.rps * SECONDS)]));
+        // Share of one core busy on the event loop, and cores idle on the machine, over the measured run.
+        const load = { main: (c1.main - c0.main) / SECONDS, queued: (c1.queued - c0.queued) / SECONDS, idle: (c1.idle - c0.idle) / SECONDS };
         const floorRow = FLOOR ? await measure(`${gateway.info.floor}/v1`, gateway.info.key, conc) : null;
-        rounds.push({ direct, proxy: proxyRow, gateway: gatewayRow, floor: floorRow, cpu });
+        rounds.push({ direct, proxy: proxyRow, gateway: gatewayRow, floor: floorRow, cpu, load });
       }
       const med = (rows: Array<LoadRow | null>): LoadRow | null => (rows[0] ? { p50: median(rows.map((r) => r!.p50)), p99: median(rows.map((r) => r!.p99)), rps: median(rows.map((r) => r!.rps)) } : null);
       const direct = med(rounds.map((r) => r.direct));
@@ -273,7 +281,8 @@ async function main() {
       const viaFloor = med(rounds.map((r) => r.floor));
       if (CLIENT === 'wrk') {
         const per = (k: string) => `${Math.round(median(rounds.map((r) => r.cpu[k]!)))} µs`;
-        split.push(`${String(conc).padStart(4)} | gateway process ${per('gateway')}, postgres ${per('postgres')}, upstream ${per('upstream')} (CPU per request, 10 ms ticks)`);
+        const busy = (k: string) => median(rounds.map((r) => r.load[k]!)).toFixed(2);
+        split.push(`${String(conc).padStart(4)} | gateway process ${per('gateway')} (its main thread ${per('main')}), postgres ${per('postgres')}, upstream ${per('upstream')} (CPU per request, 10 ms ticks); main thread ran ${busy('main')} of a core and waited ${busy('queued')} s/s for one, machine idle ${busy('idle')} cores`);
       }
       if (direct) {
         const each = rounds.map((r) => (r.gateway.p50 - r.direct!.p50) / (r.proxy!.p50 - r.direct!.p50));
