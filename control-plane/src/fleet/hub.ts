@@ -5,6 +5,7 @@ import type { DB } from '../db/schema.ts';
 import { AsyncQueue } from './queue.ts';
 import type { FleetRelay, RelayMessage } from './relay.ts';
 import { RelayedJobs } from './relayed-jobs.ts';
+import { RemoteJobs, moveTo } from './remote-jobs.ts';
 import { ChannelRecord } from './channel-record.ts';
 import { JobClaims, type AgentReport, type Origin } from './claims.ts';
 import type { NodeRegistry } from './registry.ts';
@@ -21,8 +22,6 @@ interface Conn {
   connection: number | null;
 }
 
-/** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
-export const RELAY_ACK_MS = 5000;
 /** How often processes check the other end of their relayed jobs, and re-assert the channels they hold. */
 const RELAY_WATCH_MS = 5000;
 
@@ -42,7 +41,8 @@ const RELAY_WATCH_MS = 5000;
  * (spec.signal) counts neither way. Every attempt and its end is recorded in `jobs`, so nothing is lost silently.
  *
  * Several processes (with a relay): `nodes.channel_process` says which process holds each node's channel.
- * A node whose channel another process holds is dispatched to through that process (`FleetRelay`): this
+ * A node whose channel another process holds is dispatched to through that process (`FleetRelay`, the origin's
+ * side in RemoteJobs, the holder's in RelayedJobs): this
  * process (the origin) keeps the job's record, timers, outcome and the node-drop rule; the holder passes the
  * job to the agent and relays its output and finish back, and says when its channel dropped. Wherever the
  * agent reconnects with the job (this process, the holder, or any other: `jobs.origin_process` tells that one
@@ -56,6 +56,8 @@ export class AgentHub {
   private readonly jobs: PendingJobs;
   /** Jobs of other processes relayed to agents on this process's channels (with a relay). */
   private readonly relayed: RelayedJobs | null;
+  /** This process's jobs on channels other processes hold (with a relay). */
+  private readonly remote: RemoteJobs | null;
   /** `nodes.channel_process` for the channels this process holds (with a relay). */
   private readonly channels: ChannelRecord | null;
   /** Jobs of other processes whose agent reconnected here mid-job (with a relay). */
@@ -82,6 +84,7 @@ export class AgentHub {
       conn?.queue.push(m);
       return conn !== undefined;
     };
+    this.remote = relay && new RemoteJobs(relay, this.jobs, () => this.log, (jobId, why) => this.cancel(jobId, why));
     this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs, (nodeId) => this.conns.get(nodeId)?.connection ?? null);
     this.channels = relay && new ChannelRecord(db, relay.self, () => this.log, relay.goneCheck());
     this.claims =
@@ -259,24 +262,7 @@ export class AgentHub {
       const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection: conn?.connection ?? null };
       this.jobs.add(p);
       if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
-      else {
-        const gone = (why: string) => {
-          const full = `${why} (process ${holder}, which holds the channel of node ${nodeId})`;
-          this.cancel(jobId, full); // in case the holder takes it after all: the job must not run unowned
-          this.jobs.lose(p, full, false);
-        };
-        this.relay!.send(holder, { t: 'job', job: jobId, node: nodeId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs }).then(
-          () => {
-            if (this.jobs.get(jobId) !== p || p.holder !== holder || p.gotOutput) return; // answered already
-            p.ackTimer = setTimeout(() => gone(`no answer within ${RELAY_ACK_MS} ms`), RELAY_ACK_MS);
-            p.ackTimer.unref();
-          },
-          (e: unknown) => {
-            this.log.error({ err: e, job_id: jobId }, 'could not relay a job');
-            gone('the job could not be relayed');
-          },
-        );
-      }
+      else this.remote!.send(p);
       onAbort = () => {
         if (!this.jobs.has(jobId)) return;
         this.cancel(jobId, 'caller went away');
@@ -293,25 +279,13 @@ export class AgentHub {
     const p = this.jobs.get(jobId);
     if (!p) return;
     if (!p.holder) this.conns.get(p.nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason });
-    else this.relay!.send(p.holder, { t: 'cancel', job: jobId, reason }).catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not relay a cancel'));
+    else this.remote!.sendCancel(p.holder, jobId, reason);
   }
 
   /** The agent reported the job on this process's own channel, on `connection` (not older than the job's). */
   private onOwnChannel(p: Pending, connection: number | null): void {
-    if (p.holder) this.moveTo(p, undefined, connection);
+    if (p.holder) moveTo(p, undefined, connection);
     else p.connection = connection ?? p.connection;
-  }
-
-  /**
-   * The job's channel is held by `holder` now: another process (`moved`), or undefined when the agent moved to
-   * this process's own channel (the old holder's late `lost`, `dropped` or `refused` no longer applies), on the
-   * agent's connection numbered `connection`.
-   */
-  private moveTo(p: Pending, holder: string | undefined, connection: number | null | undefined): void {
-    p.holder = holder;
-    p.connection = connection ?? null;
-    if (p.ackTimer) clearTimeout(p.ackTimer);
-    p.ackTimer = undefined;
   }
 
   /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
@@ -340,44 +314,11 @@ export class AgentHub {
     this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
   }
 
-  /** A message from another process (see FleetRelay). */
+  /** A message from another process (see FleetRelay): a job for this process's agents, or about one of its own. */
   private onRelay(from: string, m: RelayMessage): void {
     if (m.t === 'job') return this.relayed!.take(from, m, this.jobs.has(m.job));
     if (m.t === 'cancel') return this.relayed!.cancel(from, m.job, m.reason);
-    const p = this.jobs.get(m.job);
-    if (m.t === 'moved') {
-      // The agent runs the job on `from`'s channel now (it reconnected there): that process relays it from here on.
-      if (!p) return void this.relay!.send(from, { t: 'cancel', job: m.job, reason: 'the job is no longer open at the process that dispatched it' }).catch((e: unknown) => this.log.error({ err: e, job_id: m.job }, 'could not relay a cancel'));
-      // A `moved` from a connection older than one the job is known on took longer than the later one's: the
-      // agent is not there any more (that process forgets the job once its channel drops).
-      if (older(p, m.connection ?? null)) return;
-      this.moveTo(p, from, m.connection);
-      this.jobs.endGrace(p);
-      return;
-    }
-    if (!p) return;
-    const fromHolder = p.holder === from;
-    if (fromHolder) {
-      clearTimeout(p.ackTimer);
-      p.ackTimer = undefined;
-    }
-    if (m.t === 'output' || m.t === 'finish') {
-      // The agent's reports, relayed by its holder, by a process it left (still in flight when it moved) or by
-      // one it passed while that one looked the job up: the agent's all the same.
-      if (fromHolder) this.jobs.endGrace(p); // the holder answers: it was not gone after all
-      if (m.t === 'output') this.jobs.output(p, m.o);
-      else void this.jobs.finish(p, m.f).catch((e: unknown) => this.log.error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
-      return;
-    }
-    if (!fromHolder) return;
-    if (m.t === 'refused') this.jobs.lose(p, m.why, false);
-    else if (m.t === 'lost') this.jobs.lose(p, m.why);
-    else if (m.t === 'dropped') this.jobs.grace(p, `${m.why} (process ${from})`, m.counts);
-    else {
-      // accepted
-      if (m.connection != null && p.connection === null) p.connection = m.connection;
-      this.jobs.endGrace(p);
-    }
+    this.remote!.onMessage(from, m);
   }
 
   /**
@@ -403,13 +344,9 @@ export class AgentHub {
    */
   async watchRelayed(): Promise<void> {
     if (!this.relay) return;
-    const holders = this.jobs.all().flatMap((p) => (p.holder ? [p.holder] : []));
-    const origins = this.relayed?.origins() ?? [];
-    const gone = await this.relay.gone([...new Set([...holders, ...origins])]);
-    for (const p of this.jobs.all()) {
-      if (p.holder && gone.has(p.holder)) this.jobs.grace(p, `process ${p.holder}, which held the channel of node ${p.nodeId}, is gone`, false);
-    }
-    this.relayed?.originsGone(gone);
+    const gone = await this.relay.gone([...new Set([...this.remote!.holders(), ...this.relayed!.origins()])]);
+    this.remote!.holdersGone(gone);
+    this.relayed!.originsGone(gone);
   }
 
   /** Jobs of other processes this process relays to its agents (for status and tests). */
