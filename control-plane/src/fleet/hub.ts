@@ -144,27 +144,34 @@ export class AgentHub {
     this.claims?.detached(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
-    for (const p of this.jobs.all()) {
-      if (p.nodeId === conn.nodeId && !p.holder) this.jobs.grace(p, `node ${p.nodeId} dropped`, true);
-    }
+    // Jobs the agent reported on a later connection (its hello came before that connection's channel did) carry on there.
+    this.dropJobs(conn, (p) => !older(p, conn.connection));
     this.relayed?.detached(conn.nodeId);
   }
 
   /**
    * A channel that a later one of the agent replaced before its close reached this process (the agent
    * reconnected first). Its jobs the agent reported on a later connection moved on with it; the others went
-   * into a connection the agent had left: lost at once if its hello on a later connection did not name them,
-   * else in the grace until that hello comes.
+   * into a connection the agent had left (see dropJobs).
    */
   private replaced(conn: Conn): void {
     // Only when a later connection replaced it: an older one attaching late (its subscription slower than the
     // later one's) leaves the later one's jobs where they are (its agent subscribes on it again).
     const current = this.conns.get(conn.nodeId)?.connection ?? null;
     if (conn.connection === null || current === null || current <= conn.connection) return;
-    const heard = this.hellos.get(conn.nodeId) ?? -1;
+    this.dropJobs(conn, (p) => p.connection === conn.connection);
+  }
+
+  /**
+   * The jobs (`mine`) of a channel that ended: those sent into it are lost at once when the agent already said
+   * hello on a later connection (it had left this one: a job its hello did not name, or one sent in after it,
+   * never reached it), else they wait in the grace for that hello.
+   */
+  private dropJobs(conn: Conn, mine: (p: Pending) => boolean): void {
+    const left = conn.connection !== null && (this.hellos.get(conn.nodeId) ?? -1) > conn.connection;
     for (const p of this.jobs.all()) {
-      if (p.nodeId !== conn.nodeId || p.holder || p.connection !== conn.connection) continue;
-      if (heard > conn.connection) this.jobs.lose(p, `node ${p.nodeId} reconnected without the job`);
+      if (p.nodeId !== conn.nodeId || p.holder || !mine(p)) continue;
+      if (left && p.connection === conn.connection) this.jobs.lose(p, `node ${p.nodeId} reconnected without the job`);
       else this.jobs.grace(p, `node ${p.nodeId} dropped`, true);
     }
   }
