@@ -157,7 +157,9 @@ async function role(name: string): Promise<void> {
     const key = (await client.createKey()).key;
     const floor = FLOOR ? await floorServer(gw, url) : undefined;
     ready({ url, key, floor });
-    process.on('SIGTERM', () => process.exit(0)); // lets --cpu-prof write its profile
+    // Closed before it exits (--cpu-prof writes its profile at exit): exiting with the signer's worker inside a
+    // libsecp256k1 call aborts the process ("terminate called after throwing an instance of 'Napi::Error'").
+    process.once('SIGTERM', () => void gw.close().finally(() => process.exit(0)));
     return;
   }
   throw new Error(`unknown role ${name}`);
