@@ -234,18 +234,21 @@ describe('a channel that detaches between the pick and the send', () => {
 });
 
 describe('a channel the agent left that ends after its hello on a later connection, before that connection attached', () => {
-  it('a job sent into it after that hello is lost at once; the job that hello named is not put in the grace', async () => {
+  it('a job sent into it after that hello is lost at once; the job that hello named is out of the grace once its connection attaches', async () => {
     const c = await startAgent();
     await c.kill(); // its own channel ends; the node stays eligible (its last heartbeat is recent)
     await until('the channel detached', async () => !hub().isConnected(c.nodeId));
-    // Connection 10: one the agent left without its close reaching us. Then the agent's hello on connection 11,
-    // whose channel has not attached yet (its subscription is slower than its hello).
-    const stale = hub().attach(c.nodeId, 10);
+    // Connection n: one the agent left without its close reaching us (numbered after the agent's last hello,
+    // which made it the latest the hub heard of). Then the agent's hello on connection n + 1, whose channel has
+    // not attached yet (its subscription is slower than its hello).
+    const heard = (hub() as unknown as { hellos: Map<string, number> }).hellos.get(c.nodeId)!;
+    const n = heard + 10;
+    const stale = hub().attach(c.nodeId, n);
     const echo = () => hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 60_000, nodeId: c.nodeId });
     const named = echo();
     await until('the first job is sent', async () => hub().openJobs().length === 1);
     const namedId = hub().openJobs()[0]!.jobId;
-    expect(await hub().hello(c.nodeId, [namedId], 11)).toEqual({ cancelled: [] });
+    expect(await hub().hello(c.nodeId, [namedId], n + 1)).toEqual({ cancelled: [] });
     const sentAfter = echo();
     await until('the second job is sent', async () => hub().openJobs().length === 2);
     hub().detach(stale);
@@ -254,11 +257,15 @@ describe('a channel the agent left that ends after its hello on a later connecti
     const e = await expectApiError(sentAfter, 502, 'upstream_error');
     expect(e.body?.error).toMatchObject({ reason: 'node_lost' });
     expect(await jobRow(String(e.body?.error?.job_id))).toMatchObject({ status: 'failed', error: 'node lost' });
-    // The named one runs on connection 11: not waiting to be lost (it was, before: lost when the grace ran out).
+    // The named one runs on connection n + 1: once that connection's channel attaches, it is not waiting to be
+    // lost (it was, before: lost when the grace ran out, although it ran).
     const pending = (hub() as unknown as { jobs: { get(id: string): { lostTimer?: NodeJS.Timeout } | undefined } }).jobs.get(namedId);
+    expect(pending?.lostTimer).toBeDefined(); // until then it waits in the grace: a connection that never attaches leaves it no channel
+    const later = hub().attach(c.nodeId, n + 1);
     expect(pending?.lostTimer).toBeUndefined();
-    await hub().onFinish(c.nodeId, { job_id: namedId, ok: true, result: { chunks: 1 }, duration_ms: 1 }, 11);
+    await hub().onFinish(c.nodeId, { job_id: namedId, ok: true, result: { chunks: 1 }, duration_ms: 1 }, n + 1);
     expect(await named).toMatchObject({ jobId: namedId, result: { chunks: 1 } });
+    hub().detach(later);
   });
 });
 

@@ -135,6 +135,9 @@ export class AgentHub {
     this.conns.set(nodeId, conn);
     this.log.info({ node_id: nodeId }, 'agent channel attached');
     void this.channels?.held(nodeId, connection);
+    // Jobs the agent reported on this connection (its hello came first) are on a channel again: out of the grace
+    // an older channel's end put them in.
+    if (connection !== null) for (const p of this.jobs.all()) if (p.nodeId === nodeId && !p.holder && p.connection === connection) this.jobs.endGrace(p);
     return conn;
   }
 
@@ -144,8 +147,9 @@ export class AgentHub {
     this.claims?.detached(conn.nodeId);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
-    // Jobs the agent reported on a later connection (its hello came before that connection's channel did) carry on there.
-    this.dropJobs(conn, (p) => !older(p, conn.connection));
+    // Jobs the agent reported on a later connection (its hello came before that connection's channel) wait in the
+    // grace too, which that channel's attach ends (or the agent's next hello naming them, if it never attaches).
+    this.dropJobs(conn);
     this.relayed?.detached(conn.nodeId);
   }
 
@@ -163,11 +167,12 @@ export class AgentHub {
   }
 
   /**
-   * The jobs (`mine`) of a channel that ended: those sent into it are lost at once when the agent already said
-   * hello on a later connection (it had left this one: a job its hello did not name, or one sent in after it,
-   * never reached it), else they wait in the grace for that hello.
+   * The jobs (`mine`; all of the node's own) of a channel that ended: those sent into it are lost at once when
+   * the agent already said hello on a later connection (it had left this one: a job its hello did not name, or
+   * one sent in after it, never reached it), else they wait in the grace for a hello naming them (or, for a job
+   * a hello named already, for its connection's channel to attach).
    */
-  private dropJobs(conn: Conn, mine: (p: Pending) => boolean): void {
+  private dropJobs(conn: Conn, mine: (p: Pending) => boolean = () => true): void {
     const left = conn.connection !== null && (this.hellos.get(conn.nodeId) ?? -1) > conn.connection;
     for (const p of this.jobs.all()) {
       if (p.nodeId !== conn.nodeId || p.holder || !mine(p)) continue;
