@@ -85,7 +85,9 @@ export class AgentHub {
       return conn !== undefined;
     };
     this.remote = relay && new RemoteJobs(relay, this.jobs, () => this.log, (jobId, why) => this.cancel(jobId, why));
-    this.relayed = relay && new RelayedJobs(relay, push, () => this.log, reconnectGraceMs, (nodeId) => this.conns.get(nodeId)?.connection ?? null);
+    this.relayed =
+      relay &&
+      new RelayedJobs(relay, push, () => this.log, reconnectGraceMs, (nodeId) => this.conns.get(nodeId)?.connection ?? null, (nodeId) => this.hellos.get(nodeId) ?? -1);
     this.channels = relay && new ChannelRecord(db, relay.self, () => this.log, relay.goneCheck());
     this.claims =
       relay &&
@@ -137,7 +139,10 @@ export class AgentHub {
     void this.channels?.held(nodeId, connection);
     // Jobs the agent reported on this connection (its hello came first) are on a channel again: out of the grace
     // an older channel's end put them in.
-    if (connection !== null) for (const p of this.jobs.all()) if (p.nodeId === nodeId && !p.holder && p.connection === connection) this.jobs.endGrace(p);
+    if (connection !== null) {
+      for (const p of this.jobs.all()) if (p.nodeId === nodeId && !p.holder && p.connection === connection) this.jobs.endGrace(p);
+      this.relayed?.attached(nodeId, connection);
+    }
     return conn;
   }
 
@@ -150,7 +155,7 @@ export class AgentHub {
     // Jobs the agent reported on a later connection (its hello came before that connection's channel) wait in the
     // grace too, which that channel's attach ends (or the agent's next hello naming them, if it never attaches).
     this.dropJobs(conn);
-    this.relayed?.detached(conn.nodeId);
+    this.relayed?.detached(conn.nodeId, conn.connection);
   }
 
   /**
@@ -164,6 +169,7 @@ export class AgentHub {
     const current = this.conns.get(conn.nodeId)?.connection ?? null;
     if (conn.connection === null || current === null || current <= conn.connection) return;
     this.dropJobs(conn, (p) => p.connection === conn.connection);
+    this.relayed?.detached(conn.nodeId, conn.connection, true);
   }
 
   /**

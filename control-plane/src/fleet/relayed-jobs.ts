@@ -5,6 +5,8 @@ import type { FleetRelay, RelayMessage } from './relay.ts';
 interface Relayed {
   origin: string;
   nodeId: string;
+  /** The agent's number for the connection the job was pushed to or reported on here (null: not numbered). */
+  connection: number | null;
   /** The channel dropped and the origin was told; forgotten after the grace unless the agent comes back here with it. */
   dropped?: NodeJS.Timeout;
 }
@@ -28,6 +30,8 @@ export class RelayedJobs {
     private readonly graceMs: number,
     /** The agent's number for the node's connection held here (ConnectionParams.connection), or null: told with `accepted`. */
     private readonly connectionOf: (nodeId: string) => number | null = () => null,
+    /** The latest connection of the node whose hello this process heard (-1: none numbered). */
+    private readonly heard: (nodeId: string) => number = () => -1,
   ) {}
 
   has(jobId: string): boolean {
@@ -44,8 +48,9 @@ export class RelayedJobs {
       this.tell(origin, { t: 'refused', job: m.job, why: `the channel of node ${m.node} is not held here any more` });
       return;
     }
-    this.jobs.set(m.job, { origin, nodeId: m.node });
-    this.tell(origin, { t: 'accepted', job: m.job, connection: this.connectionOf(m.node) });
+    const connection = this.connectionOf(m.node);
+    this.jobs.set(m.job, { origin, nodeId: m.node, connection });
+    this.tell(origin, { t: 'accepted', job: m.job, connection });
   }
 
   /**
@@ -56,7 +61,7 @@ export class RelayedJobs {
    */
   claim(origin: string, jobId: string, nodeId: string, connection: number | null): void {
     this.forget(jobId);
-    this.jobs.set(jobId, { origin, nodeId });
+    this.jobs.set(jobId, { origin, nodeId, connection });
     this.tell(origin, { t: 'moved', job: jobId, connection });
   }
 
@@ -83,10 +88,22 @@ export class RelayedJobs {
     return true;
   }
 
-  /** The node's channel dropped: the origins start the reconnect grace; the jobs are remembered here for as long. */
-  detached(nodeId: string): void {
-    for (const [jobId, r] of this.jobs) {
-      if (r.nodeId !== nodeId || r.dropped) continue;
+  /**
+   * A channel of the node ended (`connection`: its number; `onlyItsOwn`: a channel a later one had replaced, whose
+   * end concerns only the jobs pushed to it). A job pushed to it is lost at once when the agent already said
+   * hello on a later connection (it had left this one, and its hello did not name the job); the others' origins
+   * start the reconnect grace (which the agent's hello naming them, or the attach of the connection that
+   * reported them, ends), and the jobs are remembered here for as long.
+   */
+  detached(nodeId: string, connection: number | null, onlyItsOwn = false): void {
+    const left = connection !== null && this.heard(nodeId) > connection;
+    for (const [jobId, r] of [...this.jobs]) {
+      if (r.nodeId !== nodeId || r.dropped || (onlyItsOwn && r.connection !== connection)) continue;
+      if (left && r.connection === connection) {
+        this.forget(jobId);
+        this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} reconnected without the job` });
+        continue;
+      }
       this.tell(r.origin, { t: 'dropped', job: jobId, why: `the channel of node ${nodeId} dropped`, counts: true });
       r.dropped = setTimeout(() => {
         this.forget(jobId);
@@ -105,10 +122,19 @@ export class RelayedJobs {
     for (const [jobId, r] of [...this.jobs]) {
       if (r.nodeId !== nodeId) continue;
       if (still.has(jobId)) this.claim(r.origin, jobId, nodeId, connection);
-      else if (r.dropped) {
+      // Dropped, or pushed to an earlier connection than this one, whose hello does not name it: the agent left that
+      // connection without it.
+      else if (r.dropped || (connection !== null && r.connection !== null && connection > r.connection)) {
         this.forget(jobId);
         this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} came back without the job` });
       }
+    }
+  }
+
+  /** A channel of the node attached: jobs the agent reported on its connection (its hello came first) are held here again. */
+  attached(nodeId: string, connection: number): void {
+    for (const [jobId, r] of [...this.jobs]) {
+      if (r.nodeId === nodeId && r.dropped && r.connection === connection) this.claim(r.origin, jobId, nodeId, connection);
     }
   }
 
