@@ -236,12 +236,12 @@ describe('a channel that detaches between the pick and the send', () => {
 describe('a channel the agent left that ends after its hello on a later connection, before that connection attached', () => {
   it('a job sent into it after that hello is lost at once; the job that hello named is out of the grace once its connection attaches', async () => {
     const c = await startAgent();
+    const heard = await until('the hub heard the agent say hello', async () => (hub() as unknown as { hellos: Map<string, number> }).hellos.get(c.nodeId));
     await c.kill(); // its own channel ends; the node stays eligible (its last heartbeat is recent)
     await until('the channel detached', async () => !hub().isConnected(c.nodeId));
     // Connection n: one the agent left without its close reaching us (numbered after the agent's last hello,
     // which made it the latest the hub heard of). Then the agent's hello on connection n + 1, whose channel has
     // not attached yet (its subscription is slower than its hello).
-    const heard = (hub() as unknown as { hellos: Map<string, number> }).hellos.get(c.nodeId)!;
     const n = heard + 10;
     const stale = hub().attach(c.nodeId, n);
     const echo = () => hub().dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 60_000, nodeId: c.nodeId });

@@ -256,14 +256,20 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
 
   it("a channel of the holder the agent left, ending after the agent's hello on a later connection but before that one attached: a job relayed into it after the hello is lost at once; one the hello named carries on once its connection attaches", async () => {
     const agent = await pair.agentOn();
-    await agent.kill(); // its own channel at B ends; the node stays eligible (its last heartbeat is recent)
     const hubB = pair.b.gw.fleet.hub;
+    const heard = await until('B heard the agent say hello', async () => (hubB as unknown as { hellos: Map<string, number> }).hellos.get(agent.nodeId));
+    await agent.kill(); // its own channel at B ends; the node stays eligible (its last heartbeat is recent)
     await until('the channel detached at B', async () => !hubB.isConnected(agent.nodeId));
     // At B: connection n, which the agent left without its close reaching B (numbered after the agent's last
     // hello there), recorded as B's; then the agent's hello on n + 1, whose channel has not attached yet.
-    const n = (hubB as unknown as { hellos: Map<string, number> }).hellos.get(agent.nodeId)! + 10;
+    const n = heard + 10;
     const stale = hubB.attach(agent.nodeId, n);
-    await until('the record names B', async () => (await pair.channelOf(agent.nodeId)).channel_process === pair.b.gw.database.processId);
+    // The record of connection n itself (B's write of the killed connection's end comes before it, in order).
+    const record = () => pair.a.gw.database.db.selectFrom('nodes').select(['channel_process', 'channel_epoch']).where('id', '=', agent.nodeId).executeTakeFirstOrThrow();
+    await until('the record names B on connection n', async () => {
+      const r = await record();
+      return r.channel_process === pair.b.gw.database.processId && Number(r.channel_epoch) === n;
+    });
     const echo = () => pair.a.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 60_000, nodeId: agent.nodeId });
     const relayedIds = () => hubB.relayedJobs().map((j) => j.jobId);
     const named = echo();
