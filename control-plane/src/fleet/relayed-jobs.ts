@@ -2,6 +2,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { JobFinish, JobOutput, ServerMessage } from '@svc/shared';
 import type { FleetRelay, RelayMessage } from './relay.ts';
 
+/** Whether `connection` is older than the one the job is known on here (both numbered). */
+const older = (r: Relayed, connection: number | null) => connection !== null && r.connection !== null && connection < r.connection;
+
 interface Relayed {
   origin: string;
   nodeId: string;
@@ -120,7 +123,7 @@ export class RelayedJobs {
    */
   hello(nodeId: string, still: ReadonlySet<string>, connection: number | null): void {
     for (const [jobId, r] of [...this.jobs]) {
-      if (r.nodeId !== nodeId) continue;
+      if (r.nodeId !== nodeId || older(r, connection)) continue; // heard after a later connection's: says nothing of it
       if (still.has(jobId)) this.claim(r.origin, jobId, nodeId, connection);
       // Dropped, or pushed to an earlier connection than this one, whose hello does not name it: the agent left that
       // connection without it.
@@ -167,7 +170,7 @@ export class RelayedJobs {
   private back(nodeId: string, jobId: string, connection: number | null): Relayed | undefined {
     const r = this.jobs.get(jobId);
     if (!r || r.nodeId !== nodeId) return undefined;
-    if (r.dropped) this.claim(r.origin, jobId, nodeId, connection);
+    if (r.dropped && !older(r, connection)) this.claim(r.origin, jobId, nodeId, connection);
     return this.jobs.get(jobId);
   }
 
