@@ -126,4 +126,35 @@ describe.skipIf(TEST_DB_KIND === 'pglite')("jobs relayed into a holder's channel
     await s.finishes(named, s.n + 2);
     s.hubB.detach(later);
   });
+
+  it("a job of A's that the agent's hello on a later connection names at B, while B's stale channel ends during B's lookup of the job's origin, is B's to relay once that connection attaches", async () => {
+    const agent = await pair.agentOn();
+    const hubA = pair.a.gw.fleet.hub;
+    const hubB = pair.b.gw.fleet.hub;
+    const heard = await until('B heard the agent say hello', async () => (hubB as unknown as { hellos: Map<string, number> }).hellos.get(agent.nodeId));
+    await agent.kill();
+    await until('the channel detached at B', async () => !hubB.isConnected(agent.nodeId));
+    // At A: connection m, which the agent left without its close reaching A; A's job goes into it.
+    const m = heard + 10;
+    const atA = hubA.attach(agent.nodeId, m);
+    await until('the record names A on connection m', async () => {
+      const r = await pair.a.gw.database.db.selectFrom('nodes').select(['channel_process', 'channel_epoch']).where('id', '=', agent.nodeId).executeTakeFirstOrThrow();
+      return r.channel_process === pair.a.gw.database.processId && Number(r.channel_epoch) === m;
+    });
+    const job = hubA.dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 60_000, nodeId: agent.nodeId });
+    job.catch(() => undefined);
+    const jobId = await until('A sent the job', async () => hubA.openJobs().find((j) => j.nodeId === agent.nodeId)?.jobId);
+    // At B: connection m + 10, also left; the agent's hello on m + 11 names A's job; m + 10's end reaches B while
+    // B looks up the job's origin (before: B dropped the claim, and a quiet job was lost when A's grace ran out).
+    const stale = hubB.attach(agent.nodeId, m + 10);
+    const hello = hubB.hello(agent.nodeId, [jobId], m + 11);
+    hubB.detach(stale);
+    expect(await hello).toEqual({ cancelled: [] });
+    expect(hubB.relayedJobs()).toEqual([{ jobId, nodeId: agent.nodeId, origin: pair.a.gw.database.processId }]);
+    const later = hubB.attach(agent.nodeId, m + 11);
+    await hubB.onFinish(agent.nodeId, { job_id: jobId, ok: true, result: { chunks: 1 }, duration_ms: 1 }, m + 11);
+    expect(await job).toMatchObject({ jobId, result: { chunks: 1 } });
+    hubB.detach(later);
+    hubA.detach(atA);
+  });
 });

@@ -151,7 +151,11 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('dispatch across control-plane proces
       const moved = await until('A hears from B', async () => fromB.mock.calls.find(([from, m]) => from === pair.b.gw.database.processId && m.t === 'moved')?.[1]);
       fromB.mockRestore();
       expect(moved).toEqual({ t: 'moved', job: jobId, connection: onC + 1 });
+      // That connection's channel then replaces the stranded one at B (until it does, B keeps the job in the grace:
+      // a connection whose hello came and whose channel never does leaves the job lost, not waiting for its limit).
+      const later = pair.b.gw.fleet.hub.attach(agent.nodeId, onC + 1);
       expect((await relayed).result).toEqual({ waited_ms: 2500 });
+      pair.b.gw.fleet.hub.detach(later);
     } finally {
       await proxy.close();
       await c.stop();

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
@@ -11,7 +11,7 @@ describe('JobClaims', () => {
     const database = await openDatabase({ memory: true });
     await migrateToLatest(database.db);
     const relayed = new RelayedJobs(new FleetRelay(database, () => undefined), () => false, () => ({ error: () => undefined }), 1000);
-    const claims = new JobClaims(database.db, 'svc_p_self', relayed, { attached: () => true, known: () => false, cancel: () => undefined });
+    const claims = new JobClaims(database.db, 'svc_p_self', relayed, { attached: () => true, connection: () => null, known: () => false, cancel: () => undefined });
     expect(await claims.claim('node_1', 'job_unknown')).toBeNull();
     await database.close();
     expect(await claims.claim('node_1', 'job_unknown')).toBeNull(); // remembered: no query
@@ -27,7 +27,7 @@ describe('JobClaims', () => {
       await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values ('node_1', 'acct_1', '[]', 'h', 'p', now())`.execute(database.db);
       await sql`insert into jobs (id, node_id, kind, status, created_at, origin_process) values ('job_1', 'node_1', 'diag.wait', 'dispatched', now(), 'svc_p_origin')`.execute(database.db);
       const relayed = new RelayedJobs(new FleetRelay(database, () => undefined), () => true, () => ({ error: () => undefined }), 1000);
-      const claims = new JobClaims(database.db, database.processId, relayed, { attached: () => true, known: () => false, cancel: () => undefined });
+      const claims = new JobClaims(database.db, database.processId, relayed, { attached: () => true, connection: () => 7, known: () => false, cancel: () => undefined });
       // The hello of connection 5 starts the lookup; connection 7's hello (the agent left and came back here,
       // its new channel replacing the old one: no detach) joins it before it answers.
       const first = claims.running('node_1', ['job_1'], 5);
@@ -36,6 +36,36 @@ describe('JobClaims', () => {
       const sent = await database.db.selectFrom('fleet_messages').select(['receiver', 'body']).execute();
       expect(sent.map((m) => ({ to: m.receiver, m: JSON.parse(m.body) as unknown }))).toEqual([{ to: 'svc_p_origin', m: { t: 'moved', job: 'job_1', connection: 7 } }]);
       expect(relayed.list()).toEqual([{ jobId: 'job_1', nodeId: 'node_1', origin: 'svc_p_origin' }]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it("the end of a channel during the lookup drops the claims of its connection and earlier ones, not a later connection's (its hello came before its channel); that one waits in the grace until its channel is here", async () => {
+    const database = await openDatabase({ memory: true });
+    try {
+      await migrateToLatest(database.db);
+      await sql`insert into accounts (id, created_at) values ('acct_1', now())`.execute(database.db);
+      await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values ('node_1', 'acct_1', '[]', 'h', 'p', now())`.execute(database.db);
+      for (const id of ['job_1', 'job_2']) {
+        await sql`insert into jobs (id, node_id, kind, status, created_at, origin_process) values (${id}, 'node_1', 'diag.wait', 'dispatched', now(), 'svc_p_origin')`.execute(database.db);
+      }
+      const relayed = new RelayedJobs(new FleetRelay(database, () => undefined), () => true, () => ({ error: () => undefined }), 60_000);
+      const claims = new JobClaims(database.db, database.processId, relayed, { attached: () => false, connection: () => undefined, known: () => false, cancel: () => undefined });
+      // Connection 10's hello names job_1, connection 11's names job_2 (its channel not here yet); 10's channel ends.
+      const on10 = claims.running('node_1', ['job_1'], 10);
+      const on11 = claims.running('node_1', ['job_2'], 11);
+      claims.detached('node_1', 10);
+      expect(await Promise.all([on10, on11])).toEqual([[], []]);
+      expect(relayed.list()).toEqual([{ jobId: 'job_2', nodeId: 'node_1', origin: 'svc_p_origin' }]);
+      const sent = async () => (await database.db.selectFrom('fleet_messages').select('body').orderBy('id').execute()).map((m) => JSON.parse(m.body) as unknown);
+      await vi.waitFor(async () =>
+        expect(await sent()).toEqual([
+          { t: 'moved', job: 'job_2', connection: 11 },
+          { t: 'dropped', job: 'job_2', why: 'the channel of node node_1 dropped', counts: true },
+        ]),
+      );
+      relayed.close(); // its grace timer
     } finally {
       await database.close();
     }

@@ -15,6 +15,8 @@ interface Claim {
   /** The agent's output and finish for the job that arrived while its origin was being looked up, in order. */
   held: AgentReport[];
   origin: Promise<Origin>;
+  /** A channel of the node this claim's connection does not outlive detached during the lookup. */
+  gone?: boolean;
 }
 
 /** Jobs remembered as nobody's, so late output of a cancelled job does not query the database per chunk. */
@@ -27,6 +29,8 @@ const ATTEMPTS = 5;
 export interface ClaimHost {
   /** The node's channel is on this process now. */
   attached(nodeId: string): boolean;
+  /** The agent's number for the connection of the node's channel here (null: not numbered; undefined: none here). */
+  connection(nodeId: string): number | null | undefined;
   /** This process dispatched or relays the job already. */
   known(jobId: string): boolean;
   /** Cancels a job nobody owns on the node's agent. */
@@ -99,14 +103,13 @@ export class JobClaims {
       }
       return open.origin;
     }
-    const detaches = this.detachesOf(nodeId);
     const claim: Claim = { nodeId, connection, held: report ? [report] : [], origin: Promise.resolve(null) };
     const done = () => this.claims.get(jobId) === claim && this.claims.delete(jobId);
     claim.origin = this.lookUp(nodeId, jobId).then(
       (origin) => {
         done();
         if (origin === null) this.orphan(jobId);
-        else this.take(origin, jobId, claim, detaches);
+        else this.take(origin, jobId, claim);
         return origin;
       },
       () => {
@@ -124,22 +127,34 @@ export class JobClaims {
    * longer has, and the origin would follow it): only the reports it gave here are passed on. The origin is
    * told the latest connection that reported the job here, read now that the lookup answered.
    */
-  private take(origin: string, jobId: string, { nodeId, connection, held }: Claim, detaches: number): void {
-    if (this.detachesOf(nodeId) !== detaches) {
+  private take(origin: string, jobId: string, { nodeId, connection, held, gone }: Claim): void {
+    if (gone) {
       for (const r of held) this.relayed.tell(origin, r.t === 'output' ? { t: 'output', job: jobId, o: r.o } : { t: 'finish', job: jobId, f: r.f });
       return;
     }
     this.relayed.claim(origin, jobId, nodeId, connection);
+    // Reported on a connection whose channel is not here (yet): its hello came before its channel, and an older
+    // channel's end was spared it. It waits in the grace, like a job whose channel dropped, until that channel
+    // attaches (RelayedJobs.attached) or the agent says hello with it again.
+    if (connection !== null && this.host.connection(nodeId) !== connection) this.relayed.away(jobId);
     for (const r of held) {
       if (r.t === 'output') this.relayed.output(nodeId, r.o, connection);
       else this.relayed.finish(nodeId, r.f, connection);
     }
   }
 
-  /** The node's channel detached: a lookup still running for it is left to finish alone; a new report or hello starts another. */
-  detached(nodeId: string): void {
+  /**
+   * The node's channel detached (`connection`: its number): a lookup still running for it is left to finish
+   * alone (a new report or hello starts another), except one reported on a later connection of the agent (its
+   * hello came before its channel), which that channel's end does not concern.
+   */
+  detached(nodeId: string, connection: number | null = null): void {
     this.detaches.set(nodeId, this.detachesOf(nodeId) + 1);
-    for (const [jobId, c] of this.claims) if (c.nodeId === nodeId) this.claims.delete(jobId);
+    for (const [jobId, c] of this.claims) {
+      if (c.nodeId !== nodeId || (connection !== null && c.connection !== null && c.connection > connection)) continue;
+      c.gone = true;
+      this.claims.delete(jobId);
+    }
   }
 
   private async lookUp(nodeId: string, jobId: string): Promise<string | null> {

@@ -93,6 +93,7 @@ export class AgentHub {
       relay &&
       new JobClaims(db, relay.self, this.relayed!, {
         attached: (nodeId) => this.conns.has(nodeId),
+        connection: (nodeId) => this.conns.get(nodeId)?.connection,
         known: (jobId) => this.jobs.has(jobId) || this.relayed!.has(jobId),
         cancel: (nodeId, jobId) => this.cancelOrphan(nodeId, jobId),
       });
@@ -149,7 +150,7 @@ export class AgentHub {
   detach(conn: Conn): void {
     if (this.conns.get(conn.nodeId) !== conn) return this.replaced(conn);
     this.conns.delete(conn.nodeId);
-    this.claims?.detached(conn.nodeId);
+    this.claims?.detached(conn.nodeId, conn.connection);
     this.log.info({ node_id: conn.nodeId }, 'agent channel detached');
     void this.channels?.released(conn.nodeId);
     // Jobs the agent reported on a later connection (its hello came before that connection's channel) wait in the

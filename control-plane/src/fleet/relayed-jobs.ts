@@ -107,13 +107,23 @@ export class RelayedJobs {
         this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} reconnected without the job` });
         continue;
       }
-      this.tell(r.origin, { t: 'dropped', job: jobId, why: `the channel of node ${nodeId} dropped`, counts: true });
-      r.dropped = setTimeout(() => {
-        this.forget(jobId);
-        this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} dropped and did not come back within the grace` });
-      }, this.graceMs);
-      r.dropped.unref();
+      this.away(jobId);
     }
+  }
+
+  /**
+   * The job's channel is not here (it dropped, or the connection that reported it has not attached yet): its
+   * origin starts the reconnect grace and this process remembers the job for as long; then it is lost.
+   */
+  away(jobId: string): void {
+    const r = this.jobs.get(jobId);
+    if (!r || r.dropped) return;
+    this.tell(r.origin, { t: 'dropped', job: jobId, why: `the channel of node ${r.nodeId} dropped`, counts: true });
+    r.dropped = setTimeout(() => {
+      this.forget(jobId);
+      this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${r.nodeId} dropped and did not come back within the grace` });
+    }, this.graceMs);
+    r.dropped.unref();
   }
 
   /**
