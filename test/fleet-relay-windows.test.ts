@@ -3,6 +3,7 @@ import { until } from './support/agent.ts';
 import { TEST_DB_KIND } from './support/database.ts';
 import { expectApiError } from './support/expect-error.ts';
 import { RelayPair } from './support/relay-pair.ts';
+import type { TestGateway } from './support/gateway.ts';
 
 /**
  * The holder's side of a channel the agent left without its close reaching the holder (B): the agent says
@@ -16,25 +17,32 @@ describe.skipIf(TEST_DB_KIND === 'pglite')("jobs relayed into a holder's channel
   const pair = new RelayPair();
 
   /**
-   * At B: a fresh agent, killed (its own channel ends; the node stays eligible, its last heartbeat is recent),
-   * then connection n, which the agent left without its close reaching B (numbered after the agent's last hello
-   * there), attached and recorded as B's; and what the tests do with jobs A relays through B onto it.
+   * A fresh agent on B, killed (its own channel ends; the node stays eligible, its last heartbeat is recent), then
+   * at `at` a channel of connection n, which the agent left without its close reaching that process (numbered
+   * after the agent's last hello at B), attached and recorded as that process's.
    */
-  async function staleChannelAtB() {
+  async function leftChannel(at: TestGateway) {
     const agent = await pair.agentOn();
-    const hubA = pair.a.gw.fleet.hub;
     const hubB = pair.b.gw.fleet.hub;
     const heard = await until('B heard the agent say hello', async () => (hubB as unknown as { hellos: Map<string, number> }).hellos.get(agent.nodeId));
     await agent.kill();
     await until('the channel detached at B', async () => !hubB.isConnected(agent.nodeId));
     const n = heard + 10;
-    const stale = hubB.attach(agent.nodeId, n);
+    const stale = at.gw.fleet.hub.attach(agent.nodeId, n);
     // The record of connection n itself: B's write of the killed channel's end comes first, and a job dispatched
     // before it landed would find the node held by nobody.
-    await until('the record names B on connection n', async () => {
+    await until('the record names the process on connection n', async () => {
       const r = await pair.a.gw.database.db.selectFrom('nodes').select(['channel_process', 'channel_epoch']).where('id', '=', agent.nodeId).executeTakeFirstOrThrow();
-      return r.channel_process === pair.b.gw.database.processId && Number(r.channel_epoch) === n;
+      return r.channel_process === at.gw.database.processId && Number(r.channel_epoch) === n;
     });
+    return { agent, n, stale };
+  }
+
+  /** leftChannel at B, and what the tests do with jobs A relays through B onto it. */
+  async function staleChannelAtB() {
+    const { agent, n, stale } = await leftChannel(pair.b);
+    const hubA = pair.a.gw.fleet.hub;
+    const hubB = pair.b.gw.fleet.hub;
     const relayedIds = () => hubB.relayedJobs().flatMap((j) => (j.nodeId === agent.nodeId ? [j.jobId] : []));
     return {
       agent,
@@ -128,19 +136,10 @@ describe.skipIf(TEST_DB_KIND === 'pglite')("jobs relayed into a holder's channel
   });
 
   it("a job of A's that the agent's hello on a later connection names at B, while B's stale channel ends during B's lookup of the job's origin, is B's to relay once that connection attaches", async () => {
-    const agent = await pair.agentOn();
+    // At A: connection m, which the agent left without its close reaching A; A's job goes into it.
+    const { agent, n: m, stale: atA } = await leftChannel(pair.a);
     const hubA = pair.a.gw.fleet.hub;
     const hubB = pair.b.gw.fleet.hub;
-    const heard = await until('B heard the agent say hello', async () => (hubB as unknown as { hellos: Map<string, number> }).hellos.get(agent.nodeId));
-    await agent.kill();
-    await until('the channel detached at B', async () => !hubB.isConnected(agent.nodeId));
-    // At A: connection m, which the agent left without its close reaching A; A's job goes into it.
-    const m = heard + 10;
-    const atA = hubA.attach(agent.nodeId, m);
-    await until('the record names A on connection m', async () => {
-      const r = await pair.a.gw.database.db.selectFrom('nodes').select(['channel_process', 'channel_epoch']).where('id', '=', agent.nodeId).executeTakeFirstOrThrow();
-      return r.channel_process === pair.a.gw.database.processId && Number(r.channel_epoch) === m;
-    });
     const job = hubA.dispatch({ kind: 'diag.echo', payload: { chunks: ['x'] }, timeoutMs: 60_000, nodeId: agent.nodeId });
     job.catch(() => undefined);
     const jobId = await until('A sent the job', async () => hubA.openJobs().find((j) => j.nodeId === agent.nodeId)?.jobId);
