@@ -6,6 +6,18 @@ import { FleetRelay } from './relay.ts';
 import { RelayedJobs } from './relayed-jobs.ts';
 import { JobClaims } from './claims.ts';
 
+/** A fresh embedded database holding node_1 and these open jobs of it, dispatched by svc_p_origin. */
+async function withJobs(jobIds: string[]) {
+  const database = await openDatabase({ memory: true });
+  await migrateToLatest(database.db);
+  await sql`insert into accounts (id, created_at) values ('acct_1', now())`.execute(database.db);
+  await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values ('node_1', 'acct_1', '[]', 'h', 'p', now())`.execute(database.db);
+  for (const id of jobIds) {
+    await sql`insert into jobs (id, node_id, kind, status, created_at, origin_process) values (${id}, 'node_1', 'diag.wait', 'dispatched', now(), 'svc_p_origin')`.execute(database.db);
+  }
+  return database;
+}
+
 describe('JobClaims', () => {
   it('a job nobody owns is an orphan; a failed lookup is not (the job is asked about again, not cancelled)', async () => {
     const database = await openDatabase({ memory: true });
@@ -20,12 +32,8 @@ describe('JobClaims', () => {
   });
 
   it("tells the origin the latest connection that reported the job during the lookup (the agent came back on a later one)", async () => {
-    const database = await openDatabase({ memory: true });
+    const database = await withJobs(['job_1']);
     try {
-      await migrateToLatest(database.db);
-      await sql`insert into accounts (id, created_at) values ('acct_1', now())`.execute(database.db);
-      await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values ('node_1', 'acct_1', '[]', 'h', 'p', now())`.execute(database.db);
-      await sql`insert into jobs (id, node_id, kind, status, created_at, origin_process) values ('job_1', 'node_1', 'diag.wait', 'dispatched', now(), 'svc_p_origin')`.execute(database.db);
       const relayed = new RelayedJobs(new FleetRelay(database, () => undefined), () => true, () => ({ error: () => undefined }), 1000);
       const claims = new JobClaims(database.db, database.processId, relayed, { attached: () => true, connection: () => 7, known: () => false, cancel: () => undefined });
       // The hello of connection 5 starts the lookup; connection 7's hello (the agent left and came back here,
@@ -42,14 +50,8 @@ describe('JobClaims', () => {
   });
 
   it("the end of a channel during the lookup drops the claims of its connection and earlier ones, not a later connection's (its hello came before its channel); that one waits in the grace until its channel is here", async () => {
-    const database = await openDatabase({ memory: true });
+    const database = await withJobs(['job_1', 'job_2']);
     try {
-      await migrateToLatest(database.db);
-      await sql`insert into accounts (id, created_at) values ('acct_1', now())`.execute(database.db);
-      await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values ('node_1', 'acct_1', '[]', 'h', 'p', now())`.execute(database.db);
-      for (const id of ['job_1', 'job_2']) {
-        await sql`insert into jobs (id, node_id, kind, status, created_at, origin_process) values (${id}, 'node_1', 'diag.wait', 'dispatched', now(), 'svc_p_origin')`.execute(database.db);
-      }
       const relayed = new RelayedJobs(new FleetRelay(database, () => undefined), () => true, () => ({ error: () => undefined }), 60_000);
       const claims = new JobClaims(database.db, database.processId, relayed, { attached: () => false, connection: () => undefined, known: () => false, cancel: () => undefined });
       // Connection 10's hello names job_1, connection 11's names job_2 (its channel not here yet); 10's channel ends.

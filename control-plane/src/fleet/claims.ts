@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { JobFinish, JobOutput } from '@svc/shared';
 import type { DB } from '../db/schema.ts';
 import type { RelayedJobs } from './relayed-jobs.ts';
+import { older } from './pending-jobs.ts';
 
 export type AgentReport = { t: 'output'; o: JobOutput } | { t: 'finish'; f: JobFinish };
 
@@ -151,7 +152,7 @@ export class JobClaims {
   detached(nodeId: string, connection: number | null = null): void {
     this.detaches.set(nodeId, this.detachesOf(nodeId) + 1);
     for (const [jobId, c] of this.claims) {
-      if (c.nodeId !== nodeId || (connection !== null && c.connection !== null && c.connection > connection)) continue;
+      if (c.nodeId !== nodeId || older(c, connection)) continue;
       c.gone = true;
       this.claims.delete(jobId);
     }

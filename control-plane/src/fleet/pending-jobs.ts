@@ -38,10 +38,10 @@ export interface Pending {
 /** A job lost before its output began (dispatched once more elsewhere where it may be). */
 export class NodeLost extends Error {}
 
-/** Whether `connection` is older than the one the job is known on (both numbered). */
-export const older = (p: Pending, connection: number | null): boolean => connection !== null && p.connection !== null && connection < p.connection;
-/** Whether `connection` is later than the one the job is known on (both numbered). */
-export const later = (p: Pending, connection: number | null): boolean => connection !== null && p.connection !== null && connection > p.connection;
+/** Whether `connection` is older than the one a job is known on (both numbered); for this process's jobs and the ones it relays or claims. */
+export const older = (p: { connection: number | null }, connection: number | null): boolean => connection !== null && p.connection !== null && connection < p.connection;
+/** Whether `connection` is later than the one a job is known on (both numbered). */
+export const later = (p: { connection: number | null }, connection: number | null): boolean => connection !== null && p.connection !== null && connection > p.connection;
 
 export interface PendingJobsDeps {
   db: Kysely<DB>;

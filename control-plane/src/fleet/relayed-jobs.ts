@@ -1,9 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobFinish, JobOutput, ServerMessage } from '@svc/shared';
 import type { FleetRelay, RelayMessage } from './relay.ts';
-
-/** Whether `connection` is older than the one the job is known on here (both numbered). */
-const older = (r: Relayed, connection: number | null) => connection !== null && r.connection !== null && connection < r.connection;
+import { later, older } from './pending-jobs.ts';
 
 interface Relayed {
   origin: string;
@@ -137,7 +135,7 @@ export class RelayedJobs {
       if (still.has(jobId)) this.claim(r.origin, jobId, nodeId, connection);
       // Dropped, or pushed to an earlier connection than this one, whose hello does not name it: the agent left that
       // connection without it.
-      else if (r.dropped || (connection !== null && r.connection !== null && connection > r.connection)) {
+      else if (r.dropped || later(r, connection)) {
         this.forget(jobId);
         this.tell(r.origin, { t: 'lost', job: jobId, why: `node ${nodeId} came back without the job` });
       }
