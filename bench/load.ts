@@ -27,17 +27,17 @@ const wrkMs = (v: string) => {
 };
 
 /**
- * JSON POSTs of `body` to `<url>/chat/completions` from wrk (C, epoll; Debian package `wrk`) in its own
+ * JSON POSTs of `body` (with `headers`) to `<url>/chat/completions` from wrk (C, epoll; Debian package `wrk`) in its own
  * process: one thread, `conc` keep-alive connections, for `secs` seconds after a 1 s warm-up. A Node client
  * spends more CPU per request than the proxy it measures, and on 2 cores that CPU is taken from the servers;
  * wrk is the method behind issue 7's reference figures. `around` runs just before and after the measured run.
  */
-export async function loadWrk(url: string, body: string, key: string | null, conc: number, secs: number, around?: { before(): void; after(): void }): Promise<LoadRow> {
+export async function loadWrk(url: string, body: string, headers: Record<string, string>, conc: number, secs: number, around?: { before(): void; after(): void }): Promise<LoadRow> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
   const script = join(dir, 'post.lua');
   writeFileSync(
     script,
-    [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, `wrk.headers["content-type"] = "application/json"`, key ? `wrk.headers["authorization"] = "Bearer ${key}"` : ''].join('\n'),
+    [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, ...Object.entries({ 'content-type': 'application/json', ...headers }).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)].join('\n'),
   );
   const target = `${url.replace(/\/$/, '')}/chat/completions`;
   const run = (d: number) =>
@@ -66,11 +66,10 @@ export async function loadWrk(url: string, body: string, key: string | null, con
 }
 
 /** The same POSTs from Node's HTTP client in this process: `total` requests from `conc` concurrent callers over keep-alive connections. */
-export async function loadNode(url: string, body: string, key: string | null, conc: number, total: number): Promise<LoadRow> {
+export async function loadNode(url: string, body: string, extra: Record<string, string>, conc: number, total: number): Promise<LoadRow> {
   const u = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: conc });
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
-  if (key) headers.authorization = `Bearer ${key}`;
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...extra };
   const one = () =>
     new Promise<number>((resolve, reject) => {
       const t0 = performance.now();
