@@ -2,8 +2,9 @@
  * Inference overhead bench (issue 7): non-streamed chat completions with a small body against a
  * zero-latency local OpenAI-compatible upstream, sent
  *   1. directly to the upstream,
- *   2. through a bare Node reverse proxy (undici's pool, keep-alive, no work of its own; the floor of any
- *      proxy; `--proxy pipe`: node:http's client piped, slower at concurrency 64),
+ *   2. through a bare Node reverse proxy (node:http's server and keep-alive client, piped both ways, no work
+ *      of its own; `--proxy undici`: undici's pool with bodies read whole, about a third faster at
+ *      concurrency 64),
  *   3. through a reference gateway: Portkey's AI gateway (`@portkey-ai/gateway`, a dev dependency pinned to
  *      1.15.2; `--reference none` leaves it out), a well-known TypeScript gateway whose figures here match
  *      those issue 7 gives for "a well-known TypeScript gateway" (1,400 req/s at c=64, 758 µs added at c=1),
@@ -11,7 +12,7 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy undici|pipe] [--reference portkey|none]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none]
  * `--floor` adds a row: the gateway process's own services (key auth, body digest, validation, model
  * resolution, hold, upstream call, settle with its signed receipt and journal) called from a bare node:http
  * handler instead of the HTTP framework, to see what the framework and its per-route stages cost.
@@ -44,8 +45,14 @@ const TOTAL = Number(arg('requests', '2000'));
 const GATEWAY_ONLY = process.argv.includes('--gateway-only');
 /** `--floor`: also measure the gateway's services behind a bare node:http handler (see floorServer). */
 const FLOOR = process.argv.includes('--floor');
-/** `--proxy undici` (the default) or `--proxy pipe`: the bare reverse proxy's HTTP client (see role 'proxy'). */
-const PROXY = arg('proxy', 'undici');
+/**
+ * `--proxy pipe` (the default) or `--proxy undici`: the bare reverse proxy's HTTP client (see role 'proxy').
+ * The piped proxy is the one issue 7's figures were measured with, by the reference gateway measured in the
+ * same run: the issue has the proxy carry 12.1x the reference gateway's req/s at c=64 (17,000 / 1,400) and add
+ * 0.19x its p50 at c=1 (143 / 758 µs); on 2026-11-24 the piped proxy did 12.3x and 0.17x, undici's 16.3x and
+ * 0.16x. The script prints these calibration ratios in every run.
+ */
+const PROXY = arg('proxy', 'pipe');
 /** `--reference portkey` (the default) or `--reference none`: the reference gateway's row (see startReference). */
 const REFERENCE = arg('reference', 'portkey');
 /** `--conc 1,64` (the default): the concurrencies measured, in order. */
@@ -97,7 +104,7 @@ async function role(name: string): Promise<void> {
     const target = Number(arg('upstream-port', '0'));
     let server: http.Server;
     if (PROXY === 'pipe') {
-      // node:http's client, streamed both ways (the baseline of sessions before the 24th of November).
+      // node:http's client, streamed both ways.
       const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
       server = http.createServer((req, res) => {
         const out = http.request({ host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
@@ -109,7 +116,8 @@ async function role(name: string): Promise<void> {
       });
     } else {
       // undici, the client the gateway calls providers with, bodies read whole (as the gateway reads them):
-      // at concurrency 64 it carries a third more than node:http's client on this machine.
+      // at concurrency 64 it carries a third more than node:http's client on this machine, more than the
+      // proxy of issue 7's figures did (see PROXY).
       const { Pool } = await import('undici');
       const pool = new Pool(`http://127.0.0.1:${target}`, { connections: 256 });
       server = http.createServer((req, res) => {
@@ -352,6 +360,11 @@ async function main() {
           const added = rounds.map((r) => (r.gateway.p50 - r.direct!.p50) / (r.reference!.p50 - r.direct!.p50));
           const times = rounds.map((r) => r.gateway.rps / r.reference!.rps);
           ratios.push(`${String(conc).padStart(4)} | added p50, gateway / reference: ${added.map((x) => x.toFixed(2)).join(', ')} (median ${median(added).toFixed(2)}); req/s, gateway / reference: ${times.map((x) => x.toFixed(2)).join(', ')} (median ${median(times).toFixed(2)})`);
+          // The baselines against each other, beside the same ratio of issue 7's figures: whether this run's proxy is the issue's.
+          const pp = rounds.map((r) => (r.proxy!.p50 - r.direct!.p50) / (r.reference!.p50 - r.direct!.p50));
+          const pr = rounds.map((r) => r.proxy!.rps / r.reference!.rps);
+          const issue = conc === 1 ? ` (issue 7's figures: ${(143 / 758).toFixed(2)})` : conc === 64 ? ` (issue 7's figures: ${(17_000 / 1_400).toFixed(1)})` : '';
+          ratios.push(`${String(conc).padStart(4)} | calibration, proxy / reference: ${conc === 1 ? `added p50 ${median(pp).toFixed(2)}` : `req/s ${median(pr).toFixed(1)}`}${issue}`);
           if (conc === 64) targets.push(targetLine(conc, `req/s at least ${TARGET_REFERENCE_RATIO}x the reference gateway's ("5,600 req/s (4x that gateway)")`, median(times).toFixed(2), median(times) >= TARGET_REFERENCE_RATIO));
         }
       }
