@@ -243,6 +243,51 @@ describe('failures', () => {
     expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
   });
 
+  it('failures an upstream answers under a 200 are errors of ours with no charge; a stream cut short is an error event after what it delivered', async () => {
+    const a = await funded(FUND);
+    const o = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const sse = (...lines: string[]) => ({ type: 'text/event-stream', text: lines.map((l) => `${l}\n\n`).join('') });
+    const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'test-chat', choices: [{ index: 0, delta, finish_reason: finish }] })}`;
+    const drain = async (s: AsyncIterable<unknown>) => {
+      for await (const _ of s) void _;
+    };
+    // llama.cpp's server: its error as an `error:` line (not an SSE field), then [DONE].
+    up.switches.raw = sse('error: {"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}', 'data: [DONE]');
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream: true })).rejects.toMatchObject({ status: 400, type: 'invalid_request', message: expect.stringContaining('exceeds the available context size') });
+    // vLLM: an error chunk carrying its status as the first frame.
+    up.switches.raw = sse('data: {"error":{"message":"prompt too long for context","type":"invalid_request_error","code":400}}');
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream: true })).rejects.toMatchObject({ status: 400, type: 'invalid_request' });
+    // A stream with nothing in it.
+    up.switches.raw = sse('data: [DONE]');
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream: true })).rejects.toMatchObject({ status: 502, type: 'upstream_error' });
+    // A JSON error under a 200, with and without a status of its own; embeddings too.
+    up.switches.raw = { type: 'application/json', text: '{"error":{"message":"model overloaded","code":503}}' };
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 502, type: 'upstream_error', message: expect.stringContaining('HTTP 503') });
+    await expect(o.embeddings.create({ model: 'test-embed', input: 'hi' })).rejects.toMatchObject({ status: 502, type: 'upstream_error' });
+    up.switches.raw = { type: 'application/json', text: '{"error":{"message":"bad temperature","type":"invalid_request_error"}}' };
+    await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 400, type: 'invalid_request' });
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
+    expect(await usageEvents(a.accountId)).toBe(0);
+
+    // Cut short: content, then the connection closes cleanly with no finish_reason and no [DONE].
+    up.switches.raw = sse(chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hello wor' }));
+    const seen: string[] = [];
+    const err = await drain(
+      (async function* () {
+        for await (const c of await o.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream: true })) yield seen.push(c.choices[0]?.delta?.content ?? '');
+      })(),
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(String((err as Error).message)).toContain('ended the stream before finishing');
+    expect(seen.join('')).toBe('Hello wor');
+    await committed();
+    const row = await t.gw.database.db.selectFrom('receipts').select('payload').where('account_id', '=', a.accountId).executeTakeFirstOrThrow();
+    const r = JSON.parse(row.payload) as { cost_micro_usd: number; units: { output_tokens: number }; detail: { outcome: string } };
+    expect(r.detail.outcome).toBe('upstream_error');
+    expect(r.units.output_tokens).toBe(estimateTokens('Hello wor'));
+    expect(r.cost_micro_usd).toBeGreaterThan(0);
+  });
+
   it('an upstream slower than the time limit is our 504 upstream_timeout with no charge', async () => {
     const a = await funded(FUND);
     up.switches.delayMs = 3_500;

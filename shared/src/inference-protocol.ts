@@ -65,7 +65,27 @@ export interface SseFrame {
   data: string;
 }
 
-/** An incremental server-sent-events parser: push decoded text, get complete frames (comments dropped). */
+/**
+ * A frame's payload as an OpenAI-shape stream carries it: an `error` event (see SseParser) becomes the
+ * `{"error": ...}` chunk OpenAI-compatible servers send inline, so every consumer handles one error form.
+ */
+export function frameData(f: SseFrame): string {
+  if (f.event !== 'error') return f.data;
+  let error: unknown;
+  try {
+    error = JSON.parse(f.data);
+  } catch {
+    error = { message: f.data || 'the upstream reported an error' };
+  }
+  const inner = error && typeof error === 'object' && 'error' in error ? (error as { error: unknown }).error : error;
+  return JSON.stringify({ error: inner && typeof inner === 'object' ? inner : { message: String(inner) } });
+}
+
+/**
+ * An incremental server-sent-events parser: push decoded text, get complete frames (comments dropped). An
+ * `error:` line, which is not an SSE field (llama.cpp's server writes its errors so, then `data: [DONE]`),
+ * makes its block a frame of event `error` with that line as its data, rather than being ignored.
+ */
 export class SseParser {
   private buf = '';
   private event: string | null = null;
@@ -90,6 +110,10 @@ export class SseParser {
       const value = c === -1 ? '' : line.slice(line[c + 1] === ' ' ? c + 2 : c + 1);
       if (field === 'data') this.data.push(value);
       else if (field === 'event') this.event = value;
+      else if (field === 'error') {
+        this.event = 'error';
+        this.data.push(value);
+      }
     }
     return out;
   }

@@ -20,6 +20,11 @@ export interface UpstreamSwitches {
   /** Delay between streamed chunks. */
   chunkDelayMs: number;
   reply: string;
+  /**
+   * Every call answers exactly this (status 200 unless given): the shapes real servers send when they fail
+   * without saying so in the status, such as llama.cpp's `error:` SSE line or a JSON error under a 200.
+   */
+  raw: { status?: number; type: string; text: string } | null;
 }
 
 export interface UpstreamRequest {
@@ -41,7 +46,7 @@ export interface TestUpstream {
   close(): Promise<void>;
 }
 
-const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, chunkDelayMs: 0, reply: 'Hello there! The quick brown fox jumps over the lazy dog.' };
+const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, chunkDelayMs: 0, reply: 'Hello there! The quick brown fox jumps over the lazy dog.', raw: null };
 export const words = (s: string) => s.split(/\s+/).filter(Boolean);
 
 function promptTokens(messages: Array<{ content?: unknown }>): number {
@@ -75,6 +80,10 @@ export async function startUpstream(): Promise<TestUpstream> {
     };
     if (switches.delayMs) await sleep(switches.delayMs);
     if (res.destroyed) return;
+    if (switches.raw) {
+      res.writeHead(switches.raw.status ?? 200, { 'content-type': switches.raw.type });
+      return res.end(switches.raw.text);
+    }
     if (switches.failWith !== null) {
       return json(switches.failWith, { error: { message: switches.failWith >= 500 ? 'upstream exploded' : 'messages: something is wrong with this request', type: switches.failWith >= 500 ? 'server_error' : 'invalid_request_error', code: null } });
     }

@@ -1,4 +1,4 @@
-import { INFERENCE_JOBS, InferenceJobPayload, SseParser, deliveredText, estimateTokens, type InferenceJobResult, type TokenUsage } from '@svc/shared';
+import { INFERENCE_JOBS, InferenceJobPayload, SseParser, deliveredText, frameData, estimateTokens, type InferenceJobResult, type TokenUsage } from '@svc/shared';
 import type { JobContext, JobHandler, JobOutcome } from '../jobs/types.ts';
 
 /**
@@ -89,9 +89,9 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
     }
   };
   for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-    for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) take(f.data);
+    for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) take(frameData(f));
   }
-  for (const f of parser.end()) if (f.data) take(f.data);
+  for (const f of parser.end()) if (f.data) take(frameData(f));
   const u = usage as TokenUsage | null;
   return done({ status: res.status, usage: u }, u?.completion_tokens ?? estimateTokens(text));
 }

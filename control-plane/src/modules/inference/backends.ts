@@ -4,7 +4,7 @@ import type { CallerSignal } from '../../http/caller-signal.ts';
 import type { AgentHub, JobResult, JobSpec } from '../../fleet/hub.ts';
 import { AsyncQueue } from '../../fleet/queue.ts';
 import type { ResolvedModel } from './catalog.ts';
-import { upstreamHttpError, type ProviderClient } from './upstream.ts';
+import { errorAnswer, upstreamHttpError, type ProviderClient } from './upstream.ts';
 
 export type Use = 'chat' | 'embeddings';
 const PATHS: Record<Use, string> = { chat: '/chat/completions', embeddings: '/embeddings' };
@@ -82,11 +82,15 @@ export class InferenceBackends {
           if (again) [job, r] = [again, InferenceJobResult.parse(again.result)];
         }
         if (r.status !== 200) throw upstreamHttpError(r.status, r.body ?? r.error, `Node ${job.nodeId}`);
+        const failed = errorAnswer(r.body, `Node ${job.nodeId}`);
+        if (failed) throw failed;
         return { body: r.body as Record<string, unknown>, backend: `node:${job.nodeId}`, price: m.nodes!.price, node: true };
       },
       async () => {
         const p = m.provider!;
         const answer = (await this.providers.json(p.config, PATHS[use], body, o.signal)) as Record<string, unknown>;
+        const failed = errorAnswer(answer, `Provider ${p.config.name}`);
+        if (failed) throw failed;
         return { body: answer, backend: `provider:${p.config.name}`, price: p.price, node: false };
       },
     );

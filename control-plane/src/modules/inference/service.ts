@@ -169,6 +169,7 @@ export class InferenceService {
     let usage: TokenUsage | null = null;
     let usageDelivered = false;
     let finishReason: string | null = null;
+    let sawDone = false;
     let failure: ServiceError | null = null;
     let ended = false;
     let backend = up.backend;
@@ -184,7 +185,10 @@ export class InferenceService {
     try {
       for await (const data of up.frames) {
         if (gone()) break;
-        if (data === '[DONE]') continue;
+        if (data === '[DONE]') {
+          sawDone = true;
+          continue;
+        }
         let chunk: Chunk;
         try {
           chunk = JSON.parse(data) as Chunk;
@@ -223,7 +227,10 @@ export class InferenceService {
       }
       if (!failure && !gone()) {
         backend = (await up.done).backend;
-        ended = true;
+        // Finished: a finish_reason, or [DONE] after content (a server that sends no finish_reason). A stream
+        // that stopped without either was cut short, however cleanly its connection closed.
+        if (finishReason !== null || (sawDone && text.length > 0)) ended = true;
+        else failure = new ServiceError('upstream_error', `${who} ended the stream before finishing the answer`);
       }
     } catch (e) {
       if (!gone()) failure = e instanceof ServiceError ? e : new ServiceError('upstream_error', `${who} broke off the stream`);

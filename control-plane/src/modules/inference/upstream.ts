@@ -1,5 +1,5 @@
 import { Pool, type Dispatcher } from 'undici';
-import { ServiceError, SseParser } from '@svc/shared';
+import { ServiceError, SseParser, frameData } from '@svc/shared';
 import { CallSlots } from './call-slots.ts';
 import type { ProviderConfig } from '../../config.ts';
 import type { CallerSignal } from '../../http/caller-signal.ts';
@@ -22,9 +22,39 @@ export function upstreamHttpError(status: number, body: unknown, who: string): S
 }
 
 /** The error an upstream reported inside a stream (an `{"error": ...}` chunk). */
+/**
+ * An error the upstream reported inside a stream. One that carries an HTTP status (`code` or `status`, as
+ * vLLM and llama.cpp's server put it) or OpenAI's `invalid_request_error` type maps like that status would;
+ * anything else is an upstream failure.
+ */
 export function upstreamStreamError(err: unknown, who: string): ServiceError {
+  const status = errorStatus(err);
+  if (status !== null) return upstreamHttpError(status, { error: err }, who);
   const msg = upstreamMessage({ error: err });
   return new ServiceError('upstream_error', `${who} failed mid-stream${msg ? `: ${msg}` : ''}`);
+}
+
+/** The HTTP status an upstream's error object names (400-599), or 400 for OpenAI's `invalid_request_error`; else null. */
+function errorStatus(err: unknown): number | null {
+  if (!err || typeof err !== 'object') return null;
+  const e = err as { code?: unknown; status?: unknown; type?: unknown };
+  for (const v of [e.code, e.status]) {
+    const n = typeof v === 'string' && /^\d{3}$/.test(v) ? Number(v) : v;
+    if (typeof n === 'number' && Number.isInteger(n) && n >= 400 && n <= 599) return n;
+  }
+  return e.type === 'invalid_request_error' ? 400 : null;
+}
+
+/**
+ * An answer of 200 that is an error all the same: an `error` and none of the results (`choices`, `data`), as
+ * some OpenAI-compatible servers answer when a model is overloaded or fails. Mapped like its status; null
+ * for a real answer.
+ */
+export function errorAnswer(body: unknown, who: string): ServiceError | null {
+  if (!body || typeof body !== 'object') return null;
+  const b = body as { error?: unknown; choices?: unknown; data?: unknown };
+  if (!b.error || Array.isArray(b.choices) || Array.isArray(b.data)) return null;
+  return upstreamHttpError(errorStatus(b.error) ?? 502, body, who);
 }
 
 function upstreamMessage(body: unknown): string {
@@ -259,10 +289,10 @@ export class ProviderClient {
       try {
         for await (const bytes of source) {
           arm();
-          for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) yield f.data;
+          for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) yield frameData(f);
         }
         complete = true;
-        for (const f of parser.end()) if (f.data) yield f.data;
+        for (const f of parser.end()) if (f.data) yield frameData(f);
       } catch (e) {
         if (timedOut) throw timeoutError(who, timeoutMs);
         if (signal.aborted) throw e;
