@@ -322,6 +322,34 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     expect(r).toMatchObject({ route: 'POST /v1/messages', cost_micro_usd: 6 * 2 + 11 * 5, detail: { endpoint: 'messages', stream: true } });
   });
 
+  it('messages: a text document becomes text; blocks a chat upstream cannot take are a 400 naming them, not dropped', async () => {
+    await an.messages.create({
+      model: 'test-chat',
+      max_tokens: 3,
+      messages: [{ role: 'user', content: [{ type: 'document', title: 'Notes', source: { type: 'text', media_type: 'text/plain', data: 'SECRET-DOC' } }, { type: 'text', text: 'summarise' }] }],
+    });
+    expect(up.requests.at(-1)!.body.messages).toEqual([{ role: 'user', content: 'Notes\n\nSECRET-DOCsummarise' }]);
+    const calls = up.requests.length;
+    const refused = async (messages: unknown, param: string) => {
+      const e = (await an.messages.create({ model: 'test-chat', max_tokens: 3, messages: messages as never }).catch((x: unknown) => x)) as InstanceType<typeof Anthropic.APIError>;
+      expect(e).toBeInstanceOf(Anthropic.APIError);
+      expect(e.status).toBe(400);
+      expect(e.error).toMatchObject({ type: 'error', error: { type: 'invalid_request', param } });
+    };
+    await refused([{ role: 'user', content: [{ type: 'text', text: 'read' }, { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }] }], 'messages[0].content[1]');
+    await refused([{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f1' } }] }], 'messages[0].content[0]');
+    await refused(
+      [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'w', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'image', source: { type: 'url', url: 'http://x/y.png' } }] }] },
+      ],
+      'messages[2].content[0].content[0]',
+    );
+    await refused([{ role: 'user', content: [{ type: 'search_result', source: 'x', title: 't', content: [] }] }], 'messages[0].content[0]');
+    expect(up.requests.length).toBe(calls);
+  });
+
   it('responses: output_text and usage, streamed and not', async () => {
     const r = await oa.responses.create({ model: 'test-chat', instructions: 'Be brief.', input: 'Say hello' });
     expect(r.output_text).toBe(REPLY());

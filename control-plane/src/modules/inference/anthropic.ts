@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { ServiceError } from '@svc/shared';
+import { ServiceError } from '@svc/shared';
 import type { z } from 'zod';
 import type { MessagesBody } from './schemas.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
@@ -23,41 +23,67 @@ function imageUrl(b: Block): string | null {
   return null;
 }
 
-function blocksText(c: unknown): string {
+/** A block this gateway cannot carry to a chat upstream: refused, never dropped (the model would answer without it). */
+function unsupported(param: string, what: string): ServiceError {
+  return new ServiceError('invalid_request', `${param}: ${what} is not supported by this gateway`, { param });
+}
+
+/** Text blocks as one text; `param` names where, for a block of any other type. */
+function blocksText(c: unknown, param: string): string {
   if (typeof c === 'string') return c;
   if (!Array.isArray(c)) return '';
-  return (c as Block[]).filter((b) => b?.type === 'text').map((b) => String(b.text ?? '')).join('');
+  return (c as Block[])
+    .map((b, j) => {
+      if (b?.type !== 'text') throw unsupported(`${param}[${j}]`, `a block of type "${String(b?.type)}" here`);
+      return String(b.text ?? '');
+    })
+    .join('');
+}
+
+/** A document block with a plain-text source, as text (its title first); other documents are refused. */
+function documentText(b: Block, param: string): string {
+  const s = b.source as Block | undefined;
+  if (s?.type !== 'text' || typeof s.data !== 'string') throw unsupported(param, `a document whose source is "${String(s?.type)}" (only text sources)`);
+  return typeof b.title === 'string' && b.title ? `${b.title}\n\n${s.data}` : s.data;
 }
 
 export function messagesToChat(b: Msgs): Record<string, unknown> {
   const messages: ChatMsg[] = [];
-  const system = blocksText(b.system);
+  const system = blocksText(b.system, 'system');
   if (system) messages.push({ role: 'system', content: system });
-  for (const m of b.messages) {
+  for (const [i, m] of b.messages.entries()) {
     if (typeof m.content === 'string') {
       messages.push({ role: m.role, content: m.content });
       continue;
     }
     const blocks = m.content as Block[];
     if (m.role === 'assistant') {
+      // Thinking blocks a client sends back go no further: a chat upstream takes no such thing.
+      blocks.forEach((x, j) => {
+        if (!['text', 'tool_use', 'thinking', 'redacted_thinking'].includes(x.type)) throw unsupported(`messages[${i}].content[${j}]`, `a block of type "${String(x.type)}" in an assistant turn`);
+      });
       const text = blocks.filter((x) => x.type === 'text').map((x) => String(x.text ?? '')).join('');
       const toolCalls = blocks.filter((x) => x.type === 'tool_use').map((x) => ({ id: String(x.id), type: 'function', function: { name: String(x.name), arguments: JSON.stringify(x.input ?? {}) } }));
       messages.push({ role: 'assistant', content: text || null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) });
       continue;
     }
     // Tool results answer the previous assistant turn, so they come first, as tool messages.
-    for (const x of blocks.filter((y) => y.type === 'tool_result')) {
-      const text = blocksText(x.content);
+    blocks.forEach((x, j) => {
+      if (x.type !== 'tool_result') return;
+      const text = blocksText(x.content, `messages[${i}].content[${j}].content`);
       messages.push({ role: 'tool', tool_call_id: String(x.tool_use_id), content: x.is_error ? `Error: ${text}` : text });
-    }
+    });
     const parts: Block[] = [];
-    for (const x of blocks) {
+    blocks.forEach((x, j) => {
+      const param = `messages[${i}].content[${j}]`;
       if (x.type === 'text') parts.push({ type: 'text', text: String(x.text ?? '') });
+      else if (x.type === 'document') parts.push({ type: 'text', text: documentText(x, param) });
       else if (x.type === 'image') {
         const url = imageUrl(x);
-        if (url) parts.push({ type: 'image_url', image_url: { url } });
-      }
-    }
+        if (!url) throw unsupported(param, `an image whose source is "${String((x.source as Block | undefined)?.type)}" (base64 or url)`);
+        parts.push({ type: 'image_url', image_url: { url } });
+      } else if (x.type !== 'tool_result') throw unsupported(param, `a block of type "${String(x.type)}"`);
+    });
     if (parts.length) messages.push({ role: 'user', content: parts.every((p) => p.type === 'text') ? parts.map((p) => p.text).join('') : parts });
   }
   const chat: Record<string, unknown> = { model: b.model, messages, max_tokens: b.max_tokens };
