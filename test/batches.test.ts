@@ -114,6 +114,15 @@ describe('creating a batch', () => {
     await expect(create({ input_file_id: 'file-nope' })).rejects.toMatchObject({ status: 404, param: 'input_file_id' });
     await expect(create({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) })).rejects.toMatchObject({ status: 400, param: 'metadata' });
     await expect(create({ extra: true })).rejects.toMatchObject({ status: 400 });
+    // A NUL character, which the database cannot store, anywhere: a 400 naming where, never a 500.
+    await expect(create({ metadata: { k: 'v\u0000' } })).rejects.toMatchObject({ status: 400, param: 'metadata.k', message: expect.stringContaining('NUL') });
+    await expect(create({ input_file_id: 'file-\u0000' })).rejects.toMatchObject({ status: 400, param: 'input_file_id' });
+    await expect(a.oa.batches.retrieve('batch_\u0000x')).rejects.toMatchObject({ status: 400, param: 'id' });
+    await expect(a.oa.batches.list({ after: 'batch_\u0000x' })).rejects.toMatchObject({ status: 400, param: 'after' });
+    await expect(a.oa.files.retrieve('file-\u0000x')).rejects.toMatchObject({ status: 400, param: 'id' });
+    // custom_ids come back in the output file as they went in: none the database or UTF-8 would change.
+    await expect(uploadLines(a.oa, [chatLine('ok'), chatLine('b\u0000')])).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/line 2: custom_id/) });
+    await expect(uploadLines(a.oa, [chatLine('x\ud800')])).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/line 1: custom_id/) });
     const other = await account(t, FUND);
     const theirs = await uploadLines(other.oa, [chatLine('z')]);
     await expect(create({ input_file_id: theirs.id })).rejects.toMatchObject({ status: 404, param: 'input_file_id' });
@@ -306,6 +315,35 @@ describe('a control-plane restart', () => {
     } finally {
       await next?.stop();
       await first.close();
+    }
+  });
+});
+
+describe('many batches', () => {
+  it("one account's many batches hold up neither another's start nor its cancel; an unreadable input never keeps a cancel from ending", async () => {
+    const t2 = await startTestGateway({ env: batchEnv(up.url, { SVC_BATCH_LINES_PER_TICK: '1', SVC_BATCH_CONCURRENCY: '1', SVC_BATCH_BATCHES_PER_TICK: '2' }) });
+    try {
+      const create = async (oa: OpenAI, ids: string[]) => oa.batches.create({ input_file_id: (await uploadLines(oa, ids.map((id) => chatLine(id)))).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+      const busy = await account(t2, FUND);
+      const theirs = [];
+      for (let i = 0; i < 3; i++) theirs.push(await create(busy.oa, [`m${i}a`, `m${i}b`, `m${i}c`]));
+      const other = await account(t2, FUND);
+      const mine = await create(other.oa, ['o1', 'o2']);
+      const cancelled = await create(other.oa, ['p1', 'p2']);
+      await other.oa.batches.cancel(cancelled.id);
+      await t2.gw.leader.runAllOnce();
+      // Two batches a pass, in turn across accounts: the busy account's oldest and the other's.
+      expect(asked('question o1')).toBe(1);
+      expect((await other.oa.batches.retrieve(cancelled.id)).status).toBe('cancelled');
+      expect(['m0a', 'm1a', 'm2a'].map((c) => asked(`question ${c}`))).toEqual([1, 0, 0]);
+
+      // An input that can no longer be opened: passes fail on it until it is cancelled, then it ends.
+      await t2.gw.database.db.updateTable('files').set({ content: Buffer.from('not sealed') }).where('batch_id', '=', theirs[2]!.id).execute();
+      await busy.oa.batches.cancel(theirs[2]!.id);
+      await t2.gw.leader.runAllOnce();
+      expect((await busy.oa.batches.retrieve(theirs[2]!.id)).status).toBe('cancelled');
+    } finally {
+      await t2.close();
     }
   });
 });

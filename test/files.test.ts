@@ -39,9 +39,11 @@ async function rawUpload(parts: Array<{ name: string; value: string; filename?: 
 
 describe('configuration', () => {
   it('has the documented defaults and names a bad variable', () => {
-    expect(loadConfig({ SVC_DATA_DIR: '/tmp/x' }).batches).toEqual({ fileTtlSeconds: 7 * 24 * 3600, fileMaxBytes: 100 * 1024 * 1024, maxLines: 50_000, discountPercent: 0, concurrency: 4, linesPerTick: 200 });
+    expect(loadConfig({ SVC_DATA_DIR: '/tmp/x' }).batches).toEqual({ fileTtlSeconds: 7 * 24 * 3600, fileMaxBytes: 100 * 1024 * 1024, maxLines: 50_000, discountPercent: 0, concurrency: 4, linesPerTick: 200, batchesPerTick: 200 });
     expect(() => loadConfig({ SVC_BATCH_DISCOUNT_PERCENT: '150' })).toThrow(/SVC_BATCH_DISCOUNT_PERCENT/);
     expect(() => loadConfig({ SVC_FILE_TTL_SECONDS: 'soon' })).toThrow(/SVC_FILE_TTL_SECONDS/);
+    // Under an hour a batch would get little or no window (it ends a minute before its input's TTL).
+    expect(() => loadConfig({ SVC_FILE_TTL_SECONDS: '60' })).toThrow(/SVC_FILE_TTL_SECONDS/);
   });
 });
 

@@ -18,15 +18,20 @@ export interface BatchesConfig {
   concurrency: number;
   /** Lines the loop starts per batch per tick, so batches take turns. */
   linesPerTick: number;
+  /** Batches the loop runs lines of per tick, taken in turn across accounts (cancelled and expired ones end besides). */
+  batchesPerTick: number;
 }
 
 export const batchesEnv = {
-  SVC_FILE_TTL_SECONDS: intWithDefault(7 * 24 * 3600, 60, 365 * 24 * 3600),
+  // At least an hour: a batch's window ends a minute before its input file's TTL (INPUT_MARGIN_MS), so a
+  // shorter TTL would leave batches no time to run (60 s: none at all).
+  SVC_FILE_TTL_SECONDS: intWithDefault(7 * 24 * 3600, 3600, 365 * 24 * 3600),
   SVC_FILE_MAX_BYTES: intWithDefault(100 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   SVC_BATCH_MAX_LINES: intWithDefault(50_000, 1, 1_000_000),
   SVC_BATCH_DISCOUNT_PERCENT: intWithDefault(0, 0, 100),
   SVC_BATCH_CONCURRENCY: intWithDefault(4, 1, 64),
   SVC_BATCH_LINES_PER_TICK: intWithDefault(200, 1, 100_000),
+  SVC_BATCH_BATCHES_PER_TICK: intWithDefault(200, 1, 100_000),
 };
 
 export function batchesConfig(e: {
@@ -36,6 +41,7 @@ export function batchesConfig(e: {
   SVC_BATCH_DISCOUNT_PERCENT: number;
   SVC_BATCH_CONCURRENCY: number;
   SVC_BATCH_LINES_PER_TICK: number;
+  SVC_BATCH_BATCHES_PER_TICK: number;
 }): BatchesConfig {
   return {
     fileTtlSeconds: e.SVC_FILE_TTL_SECONDS,
@@ -44,5 +50,6 @@ export function batchesConfig(e: {
     discountPercent: e.SVC_BATCH_DISCOUNT_PERCENT,
     concurrency: e.SVC_BATCH_CONCURRENCY,
     linesPerTick: e.SVC_BATCH_LINES_PER_TICK,
+    batchesPerTick: e.SVC_BATCH_BATCHES_PER_TICK,
   };
 }

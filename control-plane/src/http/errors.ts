@@ -29,6 +29,34 @@ function describeIssue(context: string | undefined, issue: Issue): { message: st
   return { message: param ? `${where}.${param}: ${msg}` : `${where}: ${msg}`, param };
 }
 
+/** Postgres refusing a NUL character: in text (22021, invalid byte sequence 0x00) or in jsonb (22P05, \u0000). */
+function isNulRefusal(e: unknown): boolean {
+  for (let x = e as { code?: unknown; cause?: unknown } | undefined, i = 0; x && i < 3; x = x.cause as typeof x, i++) {
+    if (x.code === '22021' || x.code === '22P05') return true;
+  }
+  return false;
+}
+
+/** Where the request carries a NUL character: the first path-parameter, query or body string (or key) with one. */
+function nulPath(req: FastifyRequest): { context: string; param: string } | null {
+  const find = (v: unknown, path: string, depth: number): string | null => {
+    if (typeof v === 'string') return v.includes('\0') ? path : null;
+    if (!v || typeof v !== 'object' || Buffer.isBuffer(v) || depth > 32) return null;
+    for (const [k, x] of Object.entries(v)) {
+      const here = Array.isArray(v) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
+      if (k.includes('\0')) return here;
+      const found = find(x, here, depth + 1);
+      if (found) return found;
+    }
+    return null;
+  };
+  for (const [context, value] of [['params', req.params], ['querystring', req.query], ['body', req.body]] as const) {
+    const param = find(value, '', 0);
+    if (param) return { context, param };
+  }
+  return null;
+}
+
 /** Maps every error to the envelope. 5xx never leaks internals: the message is generic, the log has the cause. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((req, reply) => send(reply, routeNotFound(req)));
@@ -58,6 +86,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
       return send(reply, new ServiceError('invalid_request', fe.message, {}, fe.statusCode));
+    }
+    if (isNulRefusal(error)) {
+      // Postgres stores no NUL character in text or jsonb: the input's, not ours (the write rolled back).
+      const at = nulPath(req);
+      const message = `${at ? `${at.context}.${at.param}` : 'request'}: contains a NUL character (\\u0000), which this API does not accept`;
+      return send(reply, new ServiceError('invalid_request', message, at ? { param: at.param } : {}));
     }
     if (isResponseSerializationError(error)) req.log.error({ err: error, issues: error.cause.issues }, 'response failed its schema');
     else req.log.error({ err: error }, 'unhandled error');

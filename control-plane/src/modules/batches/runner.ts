@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { ServiceError, type Clock } from '@svc/shared';
 import type { BatchesConfig } from '../../config/batches.ts';
 import type { DB } from '../../db/schema.ts';
@@ -62,7 +62,21 @@ export class BatchRunner {
   }
 
   private async pass(): Promise<void> {
-    const batches = await this.d.db.selectFrom('batches').selectAll().where('status', 'in', ACTIVE).orderBy('n').limit(200).execute();
+    // Every batch that only has to end (cancelled, or past its window), then up to batchesPerTick others taken
+    // in turn across accounts (each account's oldest first), so one account's many batches hold up nobody
+    // else's start, cancel or expiry.
+    const now = this.d.clock.now();
+    const ending = await this.d.db.selectFrom('batches').selectAll().where('status', 'in', ACTIVE).where((w) => w.or([w('status', '=', 'cancelling'), w('expires_at', '<=', now)])).orderBy('n').execute();
+    const turn = await this.d.db
+      .selectFrom((s) =>
+        s.selectFrom('batches').selectAll().select(sql<number>`row_number() over (partition by account_id order by n)`.as('turn')).where('status', 'in', ACTIVE).where('status', '<>', 'cancelling').where('expires_at', '>', now).as('b'),
+      )
+      .selectAll()
+      .orderBy('turn')
+      .orderBy('n')
+      .limit(this.d.cfg.batchesPerTick)
+      .execute();
+    const batches: BatchRow[] = [...ending, ...turn.map(({ turn: _, ...b }) => b as BatchRow)];
     const active = new Set(batches.map((b) => b.id));
     for (const id of this.inputs.keys()) if (!active.has(id)) this.inputs.delete(id);
     for (const b of batches) {
@@ -97,7 +111,16 @@ export class BatchRunner {
 
   private async advance(first: BatchRow): Promise<void> {
     let b: BatchRow | undefined = first;
-    const input = await this.input(b);
+    let input: BatchLine[] | null;
+    try {
+      input = await this.input(b);
+    } catch (err) {
+      // An input that cannot be opened or read (a changed seal key, lines a stricter schema refuses) is tried
+      // again next pass, but never keeps a cancelled batch or one past its window from ending.
+      if (b.status !== 'cancelling' && !this.past(b)) throw err;
+      this.d.log.error({ err, batch_id: b.id }, 'batch input unreadable; ending the batch without it');
+      input = null;
+    }
     if (b.status === 'validating' && input && !this.past(b)) {
       await this.d.db.updateTable('batches').set({ status: 'in_progress', in_progress_at: this.d.clock.now() }).where('id', '=', b.id).where('status', '=', 'validating').execute();
       b = await this.reload(b.id);
@@ -149,7 +172,14 @@ export class BatchRunner {
     const worker = async () => {
       while (!halted && !this.stopping && next < work.length) {
         const w = work[next++]!;
-        const claim = w.retry ? await this.d.lines.reclaim(b.id, w.retry) : await this.d.lines.claim(b.id, w.line);
+        let claim: Claim | null;
+        try {
+          claim = w.retry ? await this.d.lines.reclaim(b.id, w.retry) : await this.d.lines.claim(b.id, w.line);
+        } catch (err) {
+          // Not claimed (the database refused or failed): the other lines carry on; this one is tried next pass.
+          this.d.log.error({ err, batch_id: b.id, line: w.line.line }, 'batch line not claimed');
+          continue;
+        }
         if (!claim) {
           // Claimed elsewhere, or the batch stopped running (cancelled, window passed): check which.
           const cur = await this.reload(b.id);

@@ -25,6 +25,8 @@ function issuePath(path: PropertyKey[]): string {
   return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function checkLine(raw: string, line: number): BatchLine {
   let v: unknown;
   try {
@@ -38,6 +40,11 @@ function checkLine(raw: string, line: number): BatchLine {
   if (extra) throw lineError(line, `unknown field "${extra}" (a line holds custom_id, method, url and body)`);
   if (typeof o.custom_id !== 'string' || o.custom_id.length === 0 || o.custom_id.length > MAX_CUSTOM_ID) {
     throw lineError(line, `custom_id must be a string of 1 to ${MAX_CUSTOM_ID} characters`);
+  }
+  // Stored as text and given back in the output file: a NUL is not storable, and a lone surrogate would come
+  // back as U+FFFD, no longer matching the input's.
+  if (o.custom_id.includes('\0') || LONE_SURROGATE.test(o.custom_id)) {
+    throw lineError(line, 'custom_id must not contain a NUL character or an unpaired surrogate');
   }
   if (o.method !== 'POST') throw lineError(line, 'method must be "POST"');
   if (typeof o.url !== 'string' || !(BATCH_URLS as readonly string[]).includes(o.url)) throw lineError(line, `url must be one of ${BATCH_URLS.join(', ')}`);
