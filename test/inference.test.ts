@@ -350,6 +350,41 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     expect(up.requests.length).toBe(calls);
   });
 
+  it('a refusal is the answer on messages (text, stop_reason refusal) and responses (a refusal part); a stop sequence the upstream names is stop_sequence', async () => {
+    const usage = { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 };
+    const answer = (message: object, extra: object = {}) => ({ type: 'application/json', text: JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'test-chat', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop', ...extra }], usage }) });
+    const chunk = (delta: object, finish: string | null = null, extra: object = {}) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'test-chat', choices: [{ index: 0, delta, finish_reason: finish, ...extra }] })}\n\n`;
+    const stream = (...frames: string[]) => ({ type: 'text/event-stream', text: `${frames.join('')}data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'test-chat', choices: [], usage })}\n\ndata: [DONE]\n\n` });
+    const refusal = "I can't help with that.";
+
+    up.switches.raw = answer({ content: null, refusal });
+    expect(await an.messages.create({ model: 'test-chat', max_tokens: 50, messages: user('hi') })).toMatchObject({ content: [{ type: 'text', text: refusal }], stop_reason: 'refusal', stop_sequence: null });
+    const resp = await oa.responses.create({ model: 'test-chat', input: 'hi' });
+    expect(resp.output).toEqual([expect.objectContaining({ type: 'message', content: [{ type: 'refusal', refusal }] })]);
+
+    up.switches.raw = stream(chunk({ role: 'assistant', content: '' }), chunk({ refusal: "I can't" }), chunk({ refusal: ' help with that.' }), chunk({}, 'stop'));
+    const s = an.messages.stream({ model: 'test-chat', max_tokens: 50, messages: user('hi') });
+    expect(await s.finalMessage()).toMatchObject({ content: [{ type: 'text', text: refusal }], stop_reason: 'refusal' });
+    const events: string[] = [];
+    let done: unknown = null;
+    for await (const e of await oa.responses.create({ model: 'test-chat', input: 'hi', stream: true })) {
+      events.push(e.type);
+      if (e.type === 'response.completed') done = e.response.output;
+    }
+    expect(events.filter((e) => e.startsWith('response.refusal'))).toEqual(['response.refusal.delta', 'response.refusal.delta', 'response.refusal.done']);
+    expect(done).toEqual([expect.objectContaining({ content: [{ type: 'refusal', refusal }] })]);
+
+    // vLLM names the stop string it matched in stop_reason beside finish_reason "stop".
+    up.switches.raw = answer({ content: 'one two' }, { stop_reason: 'END' });
+    expect(await an.messages.create({ model: 'test-chat', max_tokens: 50, stop_sequences: ['END'], messages: user('count') })).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: 'END' });
+    expect(up.requests.at(-1)!.body.stop).toEqual(['END']);
+    up.switches.raw = stream(chunk({ role: 'assistant', content: '' }), chunk({ content: 'one two' }), chunk({}, 'stop', { stop_reason: 'END' }));
+    expect(await an.messages.stream({ model: 'test-chat', max_tokens: 50, stop_sequences: ['END'], messages: user('count') }).finalMessage()).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: 'END' });
+    // A stop string that is not one of the caller's is an ordinary end_turn.
+    up.switches.raw = answer({ content: 'one two' }, { stop_reason: 'other' });
+    expect(await an.messages.create({ model: 'test-chat', max_tokens: 50, stop_sequences: ['END'], messages: user('count') })).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null });
+  });
+
   it('responses: output_text and usage, streamed and not', async () => {
     const r = await oa.responses.create({ model: 'test-chat', instructions: 'Be brief.', input: 'Say hello' });
     expect(r.output_text).toBe(REPLY());

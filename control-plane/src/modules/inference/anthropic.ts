@@ -103,7 +103,18 @@ export function messagesToChat(b: Msgs): Record<string, unknown> {
 }
 
 const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', function_call: 'tool_use', content_filter: 'refusal' };
-export const stopReason = (finish: string | null | undefined) => (finish ? (STOP[finish] ?? 'end_turn') : 'end_turn');
+
+/**
+ * Anthropic's stop_reason and stop_sequence for a chat finish. A stop on one of the caller's stop_sequences
+ * is told by the matched string the upstream gives beside finish_reason "stop" (vLLM's `stop_reason`,
+ * SGLang's `matched_stop`); a refusal the upstream gave is `refusal`.
+ */
+export function stopOf(finish: string | null | undefined, choice: Block | undefined, stops: string[] | undefined, refused: boolean): { stop_reason: string; stop_sequence: string | null } {
+  if (refused) return { stop_reason: 'refusal', stop_sequence: null };
+  const matched = [choice?.stop_reason, choice?.matched_stop].find((m): m is string => typeof m === 'string' && !!stops?.includes(m));
+  if (finish === 'stop' && matched !== undefined) return { stop_reason: 'stop_sequence', stop_sequence: matched };
+  return { stop_reason: finish ? (STOP[finish] ?? 'end_turn') : 'end_turn', stop_sequence: null };
+}
 export const messageId = (requestId: string) => `msg_${requestId.replace(/^req_/, '')}`;
 
 function parseArgs(s: unknown): unknown {
@@ -114,11 +125,14 @@ function parseArgs(s: unknown): unknown {
   }
 }
 
-export function chatToMessage(c: Record<string, any>, model: string, requestId: string): Record<string, unknown> {
+export function chatToMessage(c: Record<string, any>, model: string, requestId: string, stops?: string[]): Record<string, unknown> {
   const choice = (c.choices?.[0] ?? {}) as Block;
   const msg = (choice.message ?? {}) as Block;
   const content: Block[] = [];
   if (typeof msg.content === 'string' && msg.content) content.push({ type: 'text', text: msg.content });
+  // A refusal is the answer's text (Anthropic has no refusal block), with stop_reason "refusal".
+  const refused = typeof msg.refusal === 'string' && msg.refusal.length > 0;
+  if (refused) content.push({ type: 'text', text: msg.refusal });
   for (const t of (msg.tool_calls ?? []) as Block[]) content.push({ type: 'tool_use', id: String(t.id), name: String(t.function?.name), input: parseArgs(t.function?.arguments) });
   return {
     id: messageId(requestId),
@@ -126,8 +140,7 @@ export function chatToMessage(c: Record<string, any>, model: string, requestId: 
     role: 'assistant',
     model,
     content,
-    stop_reason: stopReason(choice.finish_reason),
-    stop_sequence: null,
+    ...stopOf(choice.finish_reason, choice, stops, refused),
     usage: { input_tokens: c.usage?.prompt_tokens ?? 0, output_tokens: c.usage?.completion_tokens ?? 0 },
   };
 }
@@ -137,12 +150,15 @@ export class MessagesSink implements ChatSink {
   private index = -1;
   private open: 'text' | 'tool' | null = null;
   private readonly tools = new Map<number, number>();
+  private refused = false;
+  private finished: Block | undefined;
 
   constructor(
     private readonly req: FastifyRequest,
     private readonly out: LazySse,
     private readonly model: string,
     private readonly inputEstimate: number,
+    private readonly stops?: string[],
   ) {}
 
   get closed(): boolean {
@@ -168,14 +184,17 @@ export class MessagesSink implements ChatSink {
   chunk(c: Chunk): void {
     const choice = c.choices?.find((x) => (x.index ?? 0) === 0);
     const d = (choice?.delta ?? {}) as Block;
-    if (typeof d.content === 'string' && d.content) {
+    if (choice?.finish_reason) this.finished = choice as Block;
+    if (typeof d.refusal === 'string' && d.refusal) this.refused = true;
+    for (const text of [d.content, d.refusal]) {
+      if (typeof text !== 'string' || !text) continue;
       if (this.open !== 'text') {
         this.closeBlock();
         this.index++;
         this.open = 'text';
         this.ev('content_block_start', { index: this.index, content_block: { type: 'text', text: '' } });
       }
-      this.ev('content_block_delta', { index: this.index, delta: { type: 'text_delta', text: d.content } });
+      this.ev('content_block_delta', { index: this.index, delta: { type: 'text_delta', text } });
     }
     for (const t of (d.tool_calls ?? []) as Block[]) {
       const k = Number(t.index ?? 0);
@@ -193,7 +212,7 @@ export class MessagesSink implements ChatSink {
 
   end(e: StreamEnd): void {
     this.closeBlock();
-    this.ev('message_delta', { delta: { stop_reason: stopReason(e.finishReason), stop_sequence: null }, usage: { input_tokens: e.usage.prompt_tokens, output_tokens: e.usage.completion_tokens } });
+    this.ev('message_delta', { delta: stopOf(e.finishReason, this.finished, this.stops, this.refused), usage: { input_tokens: e.usage.prompt_tokens, output_tokens: e.usage.completion_tokens } });
     this.ev('message_stop');
     this.out.send(receiptData(e.receipt), 'receipt');
   }

@@ -125,20 +125,25 @@ export function chatToResponse(b: Resp, c: Record<string, any>, model: string, r
   const choice = (c.choices?.[0] ?? {}) as Item;
   const msg = (choice.message ?? {}) as Item;
   const r = responseShell(b, requestId, model, typeof c.created === 'number' ? c.created : Math.floor(Date.now() / 1000));
-  if (typeof msg.content === 'string') {
-    r.output.push({ type: 'message', id: ids(requestId).msg, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: msg.content, annotations: [], logprobs: [] }] });
-  }
+  const parts: Item[] = [];
+  if (typeof msg.content === 'string') parts.push({ type: 'output_text', text: msg.content, annotations: [], logprobs: [] });
+  if (typeof msg.refusal === 'string' && msg.refusal) parts.push({ type: 'refusal', refusal: msg.refusal });
+  if (parts.length) r.output.push({ type: 'message', id: ids(requestId).msg, status: 'completed', role: 'assistant', content: parts });
   for (const t of (msg.tool_calls ?? []) as Item[]) {
     r.output.push({ type: 'function_call', id: `fc_${String(t.id)}`, call_id: String(t.id), name: String(t.function?.name), arguments: String(t.function?.arguments ?? ''), status: 'completed' });
   }
   return finish(r, choice.finish_reason ?? null, c.usage as ChatUsage);
 }
 
+const partOf = (kind: 'output_text' | 'refusal', text: string): Item =>
+  kind === 'output_text' ? { type: 'output_text', text, annotations: [], logprobs: [] } : { type: 'refusal', refusal: text };
+
 /** Chat chunks to the Responses streaming events. */
 export class ResponsesSink implements ChatSink {
   private seq = 0;
   private readonly r: ReturnType<typeof responseShell>;
-  private text: { index: number; text: string } | null = null;
+  /** The message item (its output index) and its content parts in arrival order: text, then a refusal, or either. */
+  private msg: { index: number; parts: Array<{ kind: 'output_text' | 'refusal'; text: string }> } | null = null;
   private readonly calls = new Map<number, { index: number; item: Item }>();
 
   constructor(
@@ -170,20 +175,8 @@ export class ResponsesSink implements ChatSink {
   chunk(c: Chunk): void {
     const choice = c.choices?.find((x) => (x.index ?? 0) === 0);
     const d = (choice?.delta ?? {}) as Item;
-    if (typeof d.content === 'string' && d.content) {
-      const id = ids(this.req.id).msg;
-      if (!this.text) {
-        const index = this.r.output.length;
-        this.text = { index, text: '' };
-        const item = { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] as Item[] };
-        this.r.output.push(item);
-        this.ev('response.output_item.added', { output_index: index, item: structuredClone(item) });
-        item.content.push({ type: 'output_text', text: '', annotations: [], logprobs: [] });
-        this.ev('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
-      }
-      this.text.text += d.content;
-      this.ev('response.output_text.delta', { item_id: id, output_index: this.text.index, content_index: 0, delta: d.content, logprobs: [] });
-    }
+    if (typeof d.content === 'string' && d.content) this.part('output_text', d.content);
+    if (typeof d.refusal === 'string' && d.refusal) this.part('refusal', d.refusal);
     for (const t of (d.tool_calls ?? []) as Item[]) {
       const k = Number(t.index ?? 0);
       let call = this.calls.get(k);
@@ -203,15 +196,39 @@ export class ResponsesSink implements ChatSink {
     }
   }
 
+  /** A delta of the message's text or refusal: the item and the part are added first when new. */
+  private part(kind: 'output_text' | 'refusal', delta: string): void {
+    const id = ids(this.req.id).msg;
+    if (!this.msg) {
+      this.msg = { index: this.r.output.length, parts: [] };
+      const item = { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] as Item[] };
+      this.r.output.push(item);
+      this.ev('response.output_item.added', { output_index: this.msg.index, item: structuredClone(item) });
+    }
+    const m = this.msg;
+    let at = m.parts.findIndex((p) => p.kind === kind);
+    if (at < 0) {
+      at = m.parts.push({ kind, text: '' }) - 1;
+      this.ev('response.content_part.added', { item_id: id, output_index: m.index, content_index: at, part: partOf(kind, '') });
+    }
+    m.parts[at]!.text += delta;
+    if (kind === 'output_text') this.ev('response.output_text.delta', { item_id: id, output_index: m.index, content_index: at, delta, logprobs: [] });
+    else this.ev('response.refusal.delta', { item_id: id, output_index: m.index, content_index: at, delta });
+  }
+
   end(e: StreamEnd): void {
-    if (this.text) {
+    if (this.msg) {
+      const m = this.msg;
       const id = ids(this.req.id).msg;
-      const part = { type: 'output_text', text: this.text.text, annotations: [], logprobs: [] };
-      const item = { type: 'message', id, status: 'completed', role: 'assistant', content: [part] };
-      this.r.output[this.text.index] = item;
-      this.ev('response.output_text.done', { item_id: id, output_index: this.text.index, content_index: 0, text: this.text.text, logprobs: [] });
-      this.ev('response.content_part.done', { item_id: id, output_index: this.text.index, content_index: 0, part });
-      this.ev('response.output_item.done', { output_index: this.text.index, item });
+      const parts = m.parts.map((p) => partOf(p.kind, p.text));
+      const item = { type: 'message', id, status: 'completed', role: 'assistant', content: parts };
+      this.r.output[m.index] = item;
+      m.parts.forEach((p, i) => {
+        if (p.kind === 'output_text') this.ev('response.output_text.done', { item_id: id, output_index: m.index, content_index: i, text: p.text, logprobs: [] });
+        else this.ev('response.refusal.done', { item_id: id, output_index: m.index, content_index: i, refusal: p.text });
+        this.ev('response.content_part.done', { item_id: id, output_index: m.index, content_index: i, part: parts[i] });
+      });
+      this.ev('response.output_item.done', { output_index: m.index, item });
     }
     for (const call of this.calls.values()) {
       call.item.status = 'completed';

@@ -80,10 +80,10 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
       const chat = messagesToChat(req.body);
       if (!req.body.stream) {
         const res = await svc.chat(p, chat, ctx);
-        return sendJson(reply, { body: chatToMessage(res.body, req.body.model, req.id), receipt: res.receipt });
+        return sendJson(reply, { body: chatToMessage(res.body, req.body.model, req.id, req.body.stop_sequences), receipt: res.receipt });
       }
       const out = new LazySse(reply, ctx.signal);
-      const sink = new MessagesSink(req, out, req.body.model, estimateChatInput(chat));
+      const sink = new MessagesSink(req, out, req.body.model, estimateChatInput(chat), req.body.stop_sequences);
       await runStream(reply, out, (e) => out.send({ type: 'error', error: errorPayload(req, e) }, 'error'), () => svc.chatStream(p, chat, ctx, sink, { forwardUsage: false }));
     },
   );
