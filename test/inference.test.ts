@@ -385,6 +385,17 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     expect(await an.messages.create({ model: 'test-chat', max_tokens: 50, stop_sequences: ['END'], messages: user('count') })).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null });
   });
 
+  it('messages and responses pass fields they do not translate to the upstream unchanged; their own with no chat counterpart go no further', async () => {
+    await an.messages.create({ model: 'test-chat', max_tokens: 3, messages: user('hi'), seed: 7, frequency_penalty: 0.5, thinking: { type: 'enabled', budget_tokens: 1024 } } as never);
+    const m = up.requests.at(-1)!.body;
+    expect(m).toMatchObject({ seed: 7, frequency_penalty: 0.5, max_tokens: 3 });
+    expect(m).not.toHaveProperty('thinking');
+    await oa.responses.create({ model: 'test-chat', input: 'hi', seed: 7, reasoning: { effort: 'low' }, store: true, top_logprobs: 2 } as never);
+    const r = up.requests.at(-1)!.body;
+    expect(r).toMatchObject({ seed: 7, reasoning_effort: 'low', logprobs: true, top_logprobs: 2, messages: [{ role: 'user', content: 'hi' }] });
+    for (const k of ['reasoning', 'store', 'input']) expect(r).not.toHaveProperty(k);
+  });
+
   it('responses: output_text and usage, streamed and not', async () => {
     const r = await oa.responses.create({ model: 'test-chat', instructions: 'Be brief.', input: 'Say hello' });
     expect(r.output_text).toBe(REPLY());

@@ -3,6 +3,7 @@ import { ServiceError } from '@svc/shared';
 import type { z } from 'zod';
 import type { MessagesBody } from './schemas.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
+import { passThrough } from './pass-through.ts';
 import { errorPayload, receiptData, type LazySse } from './stream.ts';
 
 /**
@@ -99,8 +100,15 @@ export function messagesToChat(b: Msgs): Record<string, unknown> {
     const c = b.tool_choice;
     chat.tool_choice = c.type === 'any' ? 'required' : c.type === 'tool' ? { type: 'function', function: { name: c.name } } : c.type;
   }
-  return chat;
+  return passThrough(b, chat, MESSAGES_FIELDS);
 }
+
+/**
+ * Messages fields translated above, or Anthropic's own with no chat counterpart (extended thinking, its
+ * service tiers, containers, MCP servers, context management): every other field passes to the upstream
+ * unchanged (seed, penalties, any OpenAI-shape field).
+ */
+const MESSAGES_FIELDS = new Set(['model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'stream', 'tools', 'tool_choice', 'metadata', 'thinking', 'service_tier', 'container', 'mcp_servers', 'context_management']);
 
 const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', function_call: 'tool_use', content_filter: 'refusal' };
 

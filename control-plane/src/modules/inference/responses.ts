@@ -3,6 +3,7 @@ import { ServiceError } from '@svc/shared';
 import type { z } from 'zod';
 import type { ResponsesBody } from './schemas.ts';
 import type { ChatSink, ChatUsage, Chunk, StreamEnd } from './service.ts';
+import { passThrough } from './pass-through.ts';
 import { errorPayload, receiptData, type LazySse } from './stream.ts';
 
 /**
@@ -74,8 +75,18 @@ export function responsesToChat(b: Resp): Record<string, unknown> {
   else if (text?.format?.type === 'json_object') chat.response_format = { type: 'json_object' };
   if ((b as Item).parallel_tool_calls != null) chat.parallel_tool_calls = (b as Item).parallel_tool_calls;
   if ((b as Item).user != null) chat.user = (b as Item).user;
-  return chat;
+  const reasoning = (b as Item).reasoning as Item | undefined;
+  if (typeof reasoning?.effort === 'string') chat.reasoning_effort = reasoning.effort;
+  if (typeof (b as Item).top_logprobs === 'number') Object.assign(chat, { logprobs: true, top_logprobs: (b as Item).top_logprobs });
+  return passThrough(b, chat, RESPONSES_FIELDS);
 }
+
+/**
+ * Responses fields translated above, or with no chat counterpart (nothing is stored, no prompt templates,
+ * no background runs): every other field passes to the upstream unchanged (seed, penalties, service_tier...).
+ */
+const RESPONSES_FIELDS = new Set(['model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'stream', 'stream_options', 'previous_response_id', 'tools', 'tool_choice', 'text', 'parallel_tool_calls', 'user', 'reasoning', 'top_logprobs', 'store', 'metadata', 'include', 'truncation', 'background', 'prompt', 'conversation', 'max_tool_calls']);
+
 
 const ids = (requestId: string) => {
   const s = requestId.replace(/^req_/, '');
