@@ -400,6 +400,10 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     const r = await oa.responses.create({ model: 'test-chat', instructions: 'Be brief.', input: 'Say hello' });
     expect(r.output_text).toBe(REPLY());
     expect(r.usage).toMatchObject({ input_tokens: 6, output_tokens: 11, total_tokens: 17 });
+    // What the caller asked for is echoed, as OpenAI does.
+    const echo = await oa.responses.create({ model: 'test-chat', input: 'hi', parallel_tool_calls: false, metadata: { run: '7' }, text: { format: { type: 'json_object' } } });
+    expect(echo).toMatchObject({ parallel_tool_calls: false, metadata: { run: '7' }, text: { format: { type: 'json_object' } } });
+    expect(up.requests.at(-1)!.body).toMatchObject({ response_format: { type: 'json_object' }, parallel_tool_calls: false });
     const s = oa.responses.stream({ model: 'test-chat', input: [{ role: 'user', content: 'Say hello' }] });
     let deltas = '';
     s.on('response.output_text.delta', (e) => (deltas += e.delta));
@@ -417,6 +421,11 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     expect(data.data.map((e) => e.embedding.length)).toEqual([8, 8]);
     expect(data.usage).toEqual({ prompt_tokens: 5, total_tokens: 5 });
     expect(response.headers.get(RECEIPT_HEADERS.cost)).toBe('5');
+    expect((await receipt(response.headers.get(RECEIPT_HEADERS.id)!)).detail).toMatchObject({ usage_source: 'upstream' });
     await expect(oa.embeddings.create({ model: 'test-chat', input: 'x' })).rejects.toMatchObject({ status: 400, param: 'model' });
+    // A usage without prompt_tokens: the local estimate is charged, and said to be one.
+    up.switches.raw = { type: 'application/json', text: JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2] }], model: 'test-embed', usage: {} }) };
+    const est = await oa.embeddings.create({ model: 'test-embed', input: 'one two three', encoding_format: 'float' }).withResponse();
+    expect((await receipt(est.response.headers.get(RECEIPT_HEADERS.id)!)).detail).toMatchObject({ usage_source: 'estimated' });
   });
 });

@@ -283,7 +283,7 @@ export class InferenceService {
       const input = int(u?.prompt_tokens) ?? inputTokens;
       if (!u) a.body.usage = { prompt_tokens: input, total_tokens: input };
       await ctx.beforeSettle?.(a.body);
-      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: u ? 'upstream' : 'estimated' }, ctx.discountPercent) };
+      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: int(u?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, ctx.discountPercent) };
     }, { behind: ctx.settleBehind });
     return { body: out.result, receipt: out.receipt };
   }
