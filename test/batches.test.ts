@@ -346,4 +346,20 @@ describe('many batches', () => {
       await t2.close();
     }
   });
+
+  it('keeps the inputs of many running batches parsed between passes: a pass does not read them again', async () => {
+    const t3 = await startTestGateway({ env: batchEnv(up.url, { SVC_BATCH_LINES_PER_TICK: '1', SVC_BATCH_CONCURRENCY: '1' }) });
+    try {
+      const a = await account(t3, FUND);
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) ids.push((await a.oa.batches.create({ input_file_id: (await uploadLines(a.oa, [`r${i}a`, `r${i}b`].map((c) => chatLine(c)))).id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+      await t3.gw.leader.runAllOnce();
+      // The stored inputs are emptied: only what the runner kept can run the second lines.
+      await t3.gw.database.db.updateTable('files').set({ content: null }).where('batch_id', 'in', ids).execute();
+      await t3.gw.leader.runAllOnce();
+      expect(Array.from({ length: 6 }, (_, i) => asked(`question r${i}b`))).toEqual([1, 1, 1, 1, 1, 1]);
+    } finally {
+      await t3.close();
+    }
+  });
 });

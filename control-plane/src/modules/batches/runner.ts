@@ -26,8 +26,13 @@ export interface RunnerDeps {
   log: { error(obj: object, msg: string): void };
 }
 
-/** Parsed inputs kept between passes (the leader decrypts a large input once, not every second). */
-const INPUT_CACHE = 4;
+/**
+ * Parsed inputs kept between passes, up to this many bytes of input files (the leader decrypts and parses an
+ * input once, not every second). A pass visits its batches in the same order each time, so evicting one for
+ * another would miss on every visit: once full, further inputs are read per pass until a kept one leaves (its
+ * batch ended, or left the pass).
+ */
+const INPUT_CACHE_BYTES = 64 * 1024 * 1024;
 
 const INPUT_GONE: BatchFailure = { code: 'input_unavailable', message: 'The content of the input file is gone (its hard TTL passed); no further line can run.' };
 
@@ -42,7 +47,8 @@ export class BatchRunner {
   private current: Promise<void> | null = null;
   private stopping = false;
   private readonly abort = new AbortController();
-  private readonly inputs = new Map<string, { lines: BatchLine[]; expiresAt: Date }>();
+  private readonly inputs = new Map<string, { lines: BatchLine[]; expiresAt: Date; bytes: number }>();
+  private inputBytes = 0;
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -78,7 +84,7 @@ export class BatchRunner {
       .execute();
     const batches: BatchRow[] = [...ending, ...turn.map(({ turn: _, ...b }) => b as BatchRow)];
     const active = new Set(batches.map((b) => b.id));
-    for (const id of this.inputs.keys()) if (!active.has(id)) this.inputs.delete(id);
+    for (const id of this.inputs.keys()) if (!active.has(id)) this.forget(id);
     for (const b of batches) {
       if (this.stopping) return;
       try {
@@ -97,12 +103,21 @@ export class BatchRunner {
   private async input(b: BatchRow): Promise<BatchLine[] | null> {
     const hit = this.inputs.get(b.id);
     if (hit && hit.expiresAt.getTime() > this.d.clock.now().getTime()) return hit.lines;
-    this.inputs.delete(b.id);
+    this.forget(b.id);
     const opened = await this.d.files.openBatchInput(b.input_file_id);
     if (!opened) return null;
-    if (this.inputs.size >= INPUT_CACHE) this.inputs.delete(this.inputs.keys().next().value!);
-    this.inputs.set(b.id, opened);
+    if (this.inputBytes + opened.bytes <= INPUT_CACHE_BYTES) {
+      this.inputs.set(b.id, opened);
+      this.inputBytes += opened.bytes;
+    }
     return opened.lines;
+  }
+
+  private forget(id: string): void {
+    const kept = this.inputs.get(id);
+    if (!kept) return;
+    this.inputs.delete(id);
+    this.inputBytes -= kept.bytes;
   }
 
   private reload(id: string) {
@@ -137,7 +152,7 @@ export class BatchRunner {
       b.status === 'cancelling' ? 'cancelled' : this.past(b) ? 'expired' : !input ? 'failed' : (await this.d.lines.ended(b.id)) >= b.total ? 'completed' : null;
     if (!end || waiting > 0) return;
     await finalizeBatch(this.d, b, end, input, end === 'failed' ? INPUT_GONE : undefined);
-    this.inputs.delete(b.id);
+    this.forget(b.id);
   }
 
   /**

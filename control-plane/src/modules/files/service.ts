@@ -161,10 +161,11 @@ export class FilesService {
   }
 
   /** The parsed lines of a batch input file and when its content expires, or null once its content is gone. */
-  async openBatchInput(fileId: string): Promise<{ lines: BatchLine[]; expiresAt: Date } | null> {
+  async openBatchInput(fileId: string): Promise<{ lines: BatchLine[]; expiresAt: Date; bytes: number } | null> {
     const row = await this.db.selectFrom('files').select(['content', 'expires_at', 'content_destroyed_reason']).where('id', '=', fileId).executeTakeFirst();
     if (!row?.content || this.state(row, this.clock.now()) !== 'available') return null;
-    return { lines: parseBatchInput(this.sealer.open(row.content, fileId), Number.MAX_SAFE_INTEGER), expiresAt: row.expires_at };
+    const content = this.sealer.open(row.content, fileId);
+    return { lines: parseBatchInput(content, Number.MAX_SAFE_INTEGER), expiresAt: row.expires_at, bytes: content.length };
   }
 
   /** Writes a batch output or error file inside the caller's transaction; it gets the same hard TTL from now. */
