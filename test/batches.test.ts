@@ -77,7 +77,7 @@ describe('a batch end to end (openai SDK)', () => {
     expect(asked('question d')).toBe(0);
 
     // The input's content is gone with the batch; the outputs are files of their own.
-    await expect(a.oa.files.content(input.id)).rejects.toMatchObject({ status: 410 });
+    await expect(a.oa.files.content(input.id)).rejects.toMatchObject({ status: 410, type: 'gone', error: expect.objectContaining({ reason: 'batch_ended' }) });
     expect(await fileRow(input.id)).toMatchObject({ content: null, content_destroyed_reason: 'batch_ended' });
     expect(await t.gw.database.db.selectFrom('batch_lines').select('line').where('batch_id', '=', done.id).execute()).toEqual([]); // answers now only in the files
     const outputs = (await a.oa.files.list({ purpose: 'batch_output' })).data;

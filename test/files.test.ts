@@ -171,7 +171,7 @@ describe('delete, TTL and isolation', () => {
     await t.gw.leader.runAllOnce();
     expect(await row(f.id)).toMatchObject({ content: null, content_destroyed_reason: 'expired' });
     expect(await c.files.retrieve(f.id)).toMatchObject({ id: f.id, status_details: expect.stringMatching(/hard TTL passed/) });
-    await expect(c.files.content(f.id)).rejects.toMatchObject({ status: 410 });
+    await expect(c.files.content(f.id)).rejects.toMatchObject({ status: 410, type: 'gone' });
   });
 
   it("another account's file is a 404 everywhere; a key without the files scope is refused", async () => {

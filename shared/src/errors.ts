@@ -18,6 +18,8 @@ export const ERROR_TYPES = {
   payload_denied: 403,
   forbidden: 403,
   not_found: 404,
+  /** The resource is there but its content is not any more (a file past its TTL or its batch's end). */
+  gone: 410,
   method_not_allowed: 405,
   conflict: 409,
   wallet_taken: 409,

@@ -119,7 +119,7 @@ export class FilesService {
     const st = this.state(row, this.clock.now());
     if (st !== 'available' || !row.content) {
       const why = st === 'batch_ended' ? 'the batch it fed ended' : `its hard TTL passed at ${row.expires_at.toISOString()}`;
-      throw new ServiceError('not_found', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' }, 410);
+      throw new ServiceError('gone', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' });
     }
     return { filename: row.filename, data: this.sealer.open(row.content, id) };
   }
