@@ -266,6 +266,13 @@ describe('failures', () => {
     await expect(o.embeddings.create({ model: 'test-embed', input: 'hi' })).rejects.toMatchObject({ status: 502, type: 'upstream_error' });
     up.switches.raw = { type: 'application/json', text: '{"error":{"message":"bad temperature","type":"invalid_request_error"}}' };
     await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 400, type: 'invalid_request' });
+    // A 429 passes on the upstream's Retry-After (streamed or not).
+    up.switches.raw = { status: 429, type: 'application/json', text: '{"error":{"message":"slow down"}}', headers: { 'retry-after': '17' } };
+    for (const stream of [false, true]) {
+      const e = (await o.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream }).catch((x: unknown) => x)) as InstanceType<typeof OpenAI.APIError>;
+      expect(e).toMatchObject({ status: 429, type: 'rate_limited', error: expect.objectContaining({ retry_after: 17 }) });
+      expect(e.headers?.get('retry-after')).toBe('17');
+    }
     expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
     expect(await usageEvents(a.accountId)).toBe(0);
 

@@ -24,7 +24,7 @@ export interface UpstreamSwitches {
    * Every call answers exactly this (status 200 unless given): the shapes real servers send when they fail
    * without saying so in the status, such as llama.cpp's `error:` SSE line or a JSON error under a 200.
    */
-  raw: { status?: number; type: string; text: string } | null;
+  raw: { status?: number; type: string; text: string; headers?: Record<string, string> } | null;
 }
 
 export interface UpstreamRequest {
@@ -81,7 +81,7 @@ export async function startUpstream(): Promise<TestUpstream> {
     if (switches.delayMs) await sleep(switches.delayMs);
     if (res.destroyed) return;
     if (switches.raw) {
-      res.writeHead(switches.raw.status ?? 200, { 'content-type': switches.raw.type });
+      res.writeHead(switches.raw.status ?? 200, { 'content-type': switches.raw.type, ...switches.raw.headers });
       return res.end(switches.raw.text);
     }
     if (switches.failWith !== null) {

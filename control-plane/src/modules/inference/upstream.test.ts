@@ -3,7 +3,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceError } from '@svc/shared';
-import { ProviderClient, post } from './upstream.ts';
+import { ProviderClient, post, retryAfterSeconds } from './upstream.ts';
 
 /**
  * A request to a provider is never sent twice, whatever happens to its connection: the provider may have
@@ -256,5 +256,18 @@ describe('provider calls waiting for a connection', () => {
     expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
     expect(s.paths).toEqual(['/v1/hold', '/v1/ok']);
     expect(s.connections()).toBe(1); // the stream's connection was kept alive for the JSON call
+  });
+});
+
+describe('retryAfterSeconds', () => {
+  it('reads seconds or an HTTP date, bounded to 1-3600; null when absent or unreadable', () => {
+    const now = Date.parse('2026-11-24T12:00:00Z');
+    expect(retryAfterSeconds('17', now)).toBe(17);
+    expect(retryAfterSeconds(['30', '5'], now)).toBe(30);
+    expect(retryAfterSeconds('Tue, 24 Nov 2026 12:01:30 GMT', now)).toBe(90);
+    expect(retryAfterSeconds('Tue, 24 Nov 2026 11:00:00 GMT', now)).toBe(1);
+    expect(retryAfterSeconds('999999', now)).toBe(3600);
+    expect(retryAfterSeconds(undefined, now)).toBeNull();
+    expect(retryAfterSeconds('soon', now)).toBeNull();
   });
 });

@@ -10,12 +10,21 @@ import type { CallerSignal } from '../../http/caller-signal.ts';
  * limit is our 504 upstream_timeout; anything else (5xx, auth, unreachable, a broken stream) is our 502
  * upstream_error, without the upstream's body (it may describe our credentials or internals).
  */
-export function upstreamHttpError(status: number, body: unknown, who: string): ServiceError {
+/** Seconds a Retry-After header asks for (a number, or an HTTP date), 1 to 3600; null when absent or unreadable. */
+export function retryAfterSeconds(value: string | string[] | undefined, now = Date.now()): number | null {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return null;
+  const s = /^\s*\d+\s*$/.test(v) ? Number(v) : Math.ceil((Date.parse(v) - now) / 1000);
+  return Number.isFinite(s) ? Math.min(3600, Math.max(1, s)) : null;
+}
+
+/** `retryAfter`: the upstream's own Retry-After on a 429, in seconds (5 without one). */
+export function upstreamHttpError(status: number, body: unknown, who: string, retryAfter: number | null = null): ServiceError {
   const msg = upstreamMessage(body);
   if (status === 400 || status === 413 || status === 422) {
     return new ServiceError('invalid_request', `The upstream refused the request${msg ? `: ${msg}` : ''}`, { upstream_status: status });
   }
-  if (status === 429) return new ServiceError('rate_limited', `${who} is rate limiting; retry shortly`, { upstream_status: status, retry_after: 5 });
+  if (status === 429) return new ServiceError('rate_limited', `${who} is rate limiting; retry shortly`, { upstream_status: status, retry_after: retryAfter ?? 5 });
   if (status === 408 || status === 504) return new ServiceError('upstream_timeout', `${who} timed out`, { upstream_status: status });
   if (status === 0) return new ServiceError('upstream_error', `${who} could not be reached`);
   return new ServiceError('upstream_error', `${who} failed (HTTP ${status})`, { upstream_status: status });
@@ -143,10 +152,11 @@ function send(t: Target, headers: Record<string, string>, body: string, signal: 
  * those at high request rates). `caller` going away aborts the request, at once if it is on a connection,
  * else as soon as it gets one. Time limits as for `send`.
  */
-function sendWhole(t: Target, headers: Record<string, string>, body: string, caller: CallerSignal, timeoutMs?: number): Promise<{ status: number; text: string }> {
+function sendWhole(t: Target, headers: Record<string, string>, body: string, caller: CallerSignal, timeoutMs?: number): Promise<{ status: number; text: string; retryAfter: number | null }> {
   return new Promise((resolve, reject) => {
     let abort: ((err: Error) => void) | null = null;
     let status = 0;
+    let retryAfter: number | null = null;
     const chunks: Buffer[] = [];
     const onGone = () => abort?.(caller.reason instanceof Error ? caller.reason : new Error('caller went away'));
     const finish = () => caller.removeEventListener('abort', onGone);
@@ -159,8 +169,11 @@ function sendWhole(t: Target, headers: Record<string, string>, body: string, cal
           abort = a;
           if (caller.aborted) onGone();
         },
-        onHeaders(statusCode) {
+        onHeaders(statusCode, raw) {
           status = statusCode;
+          if (statusCode === 429) {
+            for (let i = 0; i + 1 < raw.length; i += 2) if (String(raw[i]).toLowerCase() === 'retry-after') retryAfter = retryAfterSeconds(String(raw[i + 1]));
+          }
           return true;
         },
         onData(chunk) {
@@ -169,7 +182,7 @@ function sendWhole(t: Target, headers: Record<string, string>, body: string, cal
         },
         onComplete() {
           finish();
-          resolve({ status, text: chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8') });
+          resolve({ status, text: chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'), retryAfter });
         },
         onError(err) {
           finish();
@@ -206,7 +219,7 @@ export class ProviderClient {
     if (!t.slots.tryTake()) await t.slots.wait(signal, this.timeoutMs > 0 ? { ms: this.timeoutMs, error: () => timeoutError(who, this.timeoutMs) } : undefined);
     try {
       const res = await sendWhole(t, this.headers(p, false), payload, signal, this.timeoutMs);
-      if (res.status < 200 || res.status >= 300) throw upstreamHttpError(res.status, maybeJson(res.text), who);
+      if (res.status < 200 || res.status >= 300) throw upstreamHttpError(res.status, maybeJson(res.text), who, res.retryAfter);
       try {
         return JSON.parse(res.text);
       } catch {
@@ -271,7 +284,7 @@ export class ProviderClient {
         cleanup();
       });
       const status = res.statusCode;
-      if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who);
+      if (status < 200 || status >= 300) throw upstreamHttpError(status, await errorBody(res), who, status === 429 ? retryAfterSeconds(res.headers['retry-after']) : null);
     } catch (e) {
       release();
       cleanup();
