@@ -113,7 +113,7 @@ describe('creating a batch', () => {
     await expect(create({ completion_window: '48h' })).rejects.toMatchObject({ status: 400, param: 'completion_window' });
     await expect(create({ input_file_id: 'file-nope' })).rejects.toMatchObject({ status: 404, param: 'input_file_id' });
     await expect(create({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) })).rejects.toMatchObject({ status: 400, param: 'metadata' });
-    await expect(create({ extra: true })).rejects.toMatchObject({ status: 400 });
+    await expect(create({ extra: true })).rejects.toMatchObject({ status: 400, param: 'extra', message: expect.stringContaining('body.extra') });
     // A NUL character, which the database cannot store, anywhere: a 400 naming where, never a 500.
     await expect(create({ metadata: { k: 'v\u0000' } })).rejects.toMatchObject({ status: 400, param: 'metadata.k', message: expect.stringContaining('NUL') });
     await expect(create({ input_file_id: 'file-\u0000' })).rejects.toMatchObject({ status: 400, param: 'input_file_id' });

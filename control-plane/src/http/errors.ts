@@ -18,11 +18,13 @@ function send(reply: FastifyReply, err: ServiceError): FastifyReply {
   return reply.code(err.status).type('application/json; charset=utf-8').send(body);
 }
 
-type Issue = { path?: PropertyKey[]; message: string; instancePath?: string; params?: { issue?: { path?: PropertyKey[]; message?: string } } };
+type Issue = { path?: PropertyKey[]; message: string; keys?: string[]; instancePath?: string; params?: { keys?: string[]; issue?: { path?: PropertyKey[]; message?: string; keys?: string[] } } };
 
 function describeIssue(context: string | undefined, issue: Issue): { message: string; param: string } {
   const fromPointer = (issue.instancePath ?? '').split('/').filter(Boolean).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
-  const path = issue.params?.issue?.path ?? issue.path ?? fromPointer;
+  // An unknown field (a strict object's unrecognized key) is named itself, not its object.
+  const unknown = issue.params?.issue?.keys ?? issue.params?.keys ?? issue.keys;
+  const path = [...(issue.params?.issue?.path ?? issue.path ?? fromPointer), ...(unknown?.length ? [unknown[0]!] : [])];
   const param = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
   const where = context ?? 'request';
   const msg = issue.params?.issue?.message ?? issue.message;
