@@ -13,7 +13,9 @@ interface Tracked {
  *
  * On the Docker host the count is read from the container's memory cgroup (`oom_kill` in cgroup v1's
  * memory.oom_control or v2's memory.events), found through /proc/<init pid>/cgroup: exact and immediate.
- * Where that is not visible (the agent in another PID namespace), Docker's `oom` events are counted instead.
+ * Docker's `oom` events are counted too, for when that file is not visible (the agent in another PID
+ * namespace) or no longer there: a one-shot run's container exits right after its program, and its cgroup
+ * goes with it, sometimes before the count is read.
  */
 export class OomWatch {
   private readonly files = new Map<string, string>();
@@ -29,7 +31,7 @@ export class OomWatch {
   async track(box: Tracked): Promise<void> {
     const file = box.initPid > 0 ? await cgroupOomFile(box.initPid) : null;
     if (file) this.files.set(box.id, file);
-    else this.watchEvents();
+    this.watchEvents();
   }
 
   untrack(box: Tracked): void {
@@ -37,25 +39,28 @@ export class OomWatch {
     this.events.delete(box.id);
   }
 
+  /** OOM kills in the container so far, from its cgroup; null when that cannot be read (not visible, or gone). */
+  private async fromCgroup(box: Tracked): Promise<number | null> {
+    const file = this.files.get(box.id);
+    return file ? readFile(file, 'utf8').then(parseOomKill, () => null) : null;
+  }
+
   /** OOM kills in the container so far. */
   async count(box: Tracked): Promise<number> {
-    const file = this.files.get(box.id);
-    if (file) {
-      const n = await readFile(file, 'utf8').then(parseOomKill, () => null);
-      if (n !== null) return n;
-    }
-    return this.events.get(box.id) ?? 0;
+    return (await this.fromCgroup(box)) ?? this.events.get(box.id) ?? 0;
   }
 
   /**
-   * Whether the container saw an OOM kill since `before`. Without the cgroup file, the event may lag the
-   * program's exit, so a program that died by SIGKILL (exit 137) waits a moment for it.
+   * Whether the container saw an OOM kill since `before`. From the cgroup when it can be read (exact); else
+   * from Docker's events, which can lag the program's exit under load, so a program that died by SIGKILL
+   * (exit 137) is looked at again for up to a second.
    */
   async killedSince(box: Tracked, before: number, exitCode: number | null): Promise<boolean> {
-    if ((await this.count(box)) > before) return true;
-    if (this.files.has(box.id) || (exitCode !== 137 && exitCode !== null)) return false;
-    await new Promise((r) => setTimeout(r, 200));
-    return (await this.count(box)) > before;
+    const n = await this.fromCgroup(box);
+    if (n !== null) return n > before;
+    const seen = () => (this.events.get(box.id) ?? 0) > before;
+    for (let i = 0; i < 10 && !seen() && (exitCode === 137 || exitCode === null); i++) await new Promise((r) => setTimeout(r, 100));
+    return seen();
   }
 
   private watchEvents(): void {
