@@ -392,6 +392,28 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     expect(await an.messages.create({ model: 'test-chat', max_tokens: 50, stop_sequences: ['END'], messages: user('count') })).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null });
   });
 
+  it('tool calls streamed without an index (each whole, with its own id) stay apart on messages and responses', async () => {
+    const usage = { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 };
+    const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'test-chat', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const call = (id: string, city: string) => ({ tool_calls: [{ id, type: 'function', function: { name: 'weather', arguments: JSON.stringify({ city }) } }] });
+    up.switches.raw = {
+      type: 'text/event-stream',
+      text: `${chunk({ role: 'assistant', content: null })}${chunk(call('call_a', 'Oslo'))}${chunk(call('call_b', 'Rome'))}${chunk({}, 'tool_calls')}data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'test-chat', choices: [], usage })}\n\ndata: [DONE]\n\n`,
+    };
+    const tools = [{ name: 'weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+    const m = await an.messages.stream({ model: 'test-chat', max_tokens: 50, tools, messages: user('weather?') }).finalMessage();
+    expect(m.content).toEqual([
+      { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Oslo' } },
+      { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Rome' } },
+    ]);
+    expect(m.stop_reason).toBe('tool_use');
+    let output: unknown = null;
+    for await (const e of await oa.responses.create({ model: 'test-chat', input: 'weather?', stream: true, tools: [{ type: 'function', name: 'weather', parameters: {}, strict: false }] })) {
+      if (e.type === 'response.completed') output = e.response.output;
+    }
+    expect(output).toEqual([expect.objectContaining({ call_id: 'call_a', arguments: '{"city":"Oslo"}' }), expect.objectContaining({ call_id: 'call_b', arguments: '{"city":"Rome"}' })]);
+  });
+
   it('messages and responses pass fields they do not translate to the upstream unchanged; their own with no chat counterpart go no further', async () => {
     await an.messages.create({ model: 'test-chat', max_tokens: 3, messages: user('hi'), seed: 7, frequency_penalty: 0.5, thinking: { type: 'enabled', budget_tokens: 1024 } } as never);
     const m = up.requests.at(-1)!.body;

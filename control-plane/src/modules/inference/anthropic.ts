@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { MessagesBody } from './schemas.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
 import { passThrough } from './pass-through.ts';
-import { errorPayload, receiptData, type LazySse } from './stream.ts';
+import { ToolCallKeys, errorPayload, receiptData, type LazySse } from './stream.ts';
 
 /**
  * Anthropic Messages over chat completions: the request is translated to a chat request (system, text,
@@ -157,7 +157,8 @@ export function chatToMessage(c: Record<string, any>, model: string, requestId: 
 export class MessagesSink implements ChatSink {
   private index = -1;
   private open: 'text' | 'tool' | null = null;
-  private readonly tools = new Map<number, number>();
+  private readonly tools = new Map<string, number>();
+  private readonly toolKeys = new ToolCallKeys();
   private refused = false;
   private finished: Block | undefined;
 
@@ -205,7 +206,7 @@ export class MessagesSink implements ChatSink {
       this.ev('content_block_delta', { index: this.index, delta: { type: 'text_delta', text } });
     }
     for (const t of (d.tool_calls ?? []) as Block[]) {
-      const k = Number(t.index ?? 0);
+      const k = this.toolKeys.of(t);
       if (!this.tools.has(k)) {
         this.closeBlock();
         this.index++;

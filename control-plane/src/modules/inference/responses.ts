@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { ResponsesBody } from './schemas.ts';
 import type { ChatSink, ChatUsage, Chunk, StreamEnd } from './service.ts';
 import { passThrough } from './pass-through.ts';
-import { errorPayload, receiptData, type LazySse } from './stream.ts';
+import { ToolCallKeys, errorPayload, receiptData, type LazySse } from './stream.ts';
 
 /**
  * OpenAI Responses over chat completions. Nothing is stored, so `previous_response_id` is refused (400) and
@@ -155,7 +155,8 @@ export class ResponsesSink implements ChatSink {
   private readonly r: ReturnType<typeof responseShell>;
   /** The message item (its output index) and its content parts in arrival order: text, then a refusal, or either. */
   private msg: { index: number; parts: Array<{ kind: 'output_text' | 'refusal'; text: string }> } | null = null;
-  private readonly calls = new Map<number, { index: number; item: Item }>();
+  private readonly calls = new Map<string, { index: number; item: Item }>();
+  private readonly toolKeys = new ToolCallKeys();
 
   constructor(
     private readonly req: FastifyRequest,
@@ -189,10 +190,10 @@ export class ResponsesSink implements ChatSink {
     if (typeof d.content === 'string' && d.content) this.part('output_text', d.content);
     if (typeof d.refusal === 'string' && d.refusal) this.part('refusal', d.refusal);
     for (const t of (d.tool_calls ?? []) as Item[]) {
-      const k = Number(t.index ?? 0);
+      const k = this.toolKeys.of(t);
       let call = this.calls.get(k);
       if (!call) {
-        const callId = String(t.id ?? `call_${k}`);
+        const callId = String(t.id ?? `call_${this.calls.size}`);
         const item = { type: 'function_call', id: `fc_${callId}`, call_id: callId, name: String(t.function?.name ?? ''), arguments: '', status: 'in_progress' };
         call = { index: this.r.output.length, item };
         this.calls.set(k, call);

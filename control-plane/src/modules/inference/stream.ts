@@ -119,3 +119,17 @@ export async function runStream(reply: FastifyReply, out: LazySse, fail: (e: unk
     reply.raw.end();
   }
 }
+
+/**
+ * Which tool call of a stream a tool_calls delta continues: its `index`, as OpenAI sends it; else a new call
+ * for a new `id` (servers that send each call whole, without an index); else the call before it.
+ */
+export class ToolCallKeys {
+  private last: string | null = null;
+
+  of(t: { index?: unknown; id?: unknown }): string {
+    const k = typeof t.index === 'number' ? `i${t.index}` : typeof t.id === 'string' && t.id ? `id ${t.id}` : (this.last ?? 'i0');
+    this.last = k;
+    return k;
+  }
+}
