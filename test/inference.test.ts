@@ -392,6 +392,22 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     expect(await an.messages.create({ model: 'test-chat', max_tokens: 50, stop_sequences: ['END'], messages: user('count') })).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null });
   });
 
+  it("a chunk without choices that is not the usage chunk (Azure's prompt_filter_results) reaches a caller who did not ask for usage", async () => {
+    const base = { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'test-chat' };
+    const frames = [
+      { ...base, choices: [], prompt_filter_results: [{ prompt_index: 0, content_filter_results: {} }], usage: null },
+      { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hi' }, finish_reason: null }], usage: null },
+      { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null },
+      { ...base, choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } },
+    ];
+    up.switches.raw = { type: 'text/event-stream', text: `${frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join('')}data: [DONE]\n\n` };
+    const got: Array<Record<string, unknown>> = [];
+    for await (const c of await oa.chat.completions.create({ model: 'test-chat', messages: user('hi'), stream: true })) got.push(c as unknown as Record<string, unknown>);
+    expect(got[0]).toMatchObject({ choices: [], prompt_filter_results: [expect.any(Object)] });
+    expect(got.some((c) => 'usage' in c)).toBe(false);
+    expect(got.map((c) => (c.choices as Array<{ delta?: { content?: string } }>)[0]?.delta?.content ?? '').join('')).toBe('Hi');
+  });
+
   it('tool calls streamed without an index (each whole, with its own id) stay apart on messages and responses', async () => {
     const usage = { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 };
     const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'test-chat', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;

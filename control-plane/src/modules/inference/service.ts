@@ -206,7 +206,9 @@ export class InferenceService {
         const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
         if (chunk.usage) usage = chunk.usage;
         if (!opts.forwardUsage && 'usage' in chunk) {
-          if (choices.length === 0) continue;
+          // The usage chunk forced upstream goes no further; other chunks without choices (Azure's
+          // prompt_filter_results) do, without the usage field the caller did not ask for.
+          if (choices.length === 0 && chunk.usage) continue;
           delete chunk.usage;
         }
         if (chunk.usage) usageDelivered = true;
