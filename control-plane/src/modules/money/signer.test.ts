@@ -156,9 +156,33 @@ describe('ReceiptSigner.signReceipt (inline, with nonces prepared on its worker)
 describe('ReceiptSigner.signLater (on the worker thread)', () => {
   const usual = (key: Hex, signerAddress: Hex, i: number) => signPersonalMessage(key, canonicalize({ ...payload(i), signer: signerAddress }));
 
-  it('signs many in one turn, the same bytes as the usual inline signature (RFC 6979), with the right hash', async () => {
+  it('signs many in one turn with nonces it prepares itself: each recovers to the signer, low s, no nonce twice, the right hash', async () => {
     const key = generatePrivateKey();
     const signer = new ReceiptSigner(key);
+    try {
+      // More than one of the worker's batches of nonces (256).
+      const later = await Promise.all(Array.from({ length: 300 }, (_, i) => signer.signLater(payload(i))));
+      const rs = new Set<string>();
+      for (const [i, r] of later.entries()) {
+        expect(r.canonical).toBe(canonicalize({ ...payload(i), signer: signer.address }));
+        expect(r.hash).toBe(receiptHash(r.canonical));
+        expect(recoverPersonalMessage(r.canonical, r.signature)).toBe(signer.address);
+        expect(BigInt(`0x${r.signature.slice(66, 130)}`) <= HALF_N).toBe(true);
+        expect(r.signature).not.toBe(usual(key, signer.address, i)); // its own nonce, not RFC 6979's
+        rs.add(r.signature.slice(2, 66));
+      }
+      expect(rs.size).toBe(300);
+      expect(new Set(later.map((r) => r.signature.slice(-2)))).toEqual(new Set(['1b', '1c']));
+      expect(signer.signedOffThread).toBe(300);
+      expect(await recoverMessageAddress({ message: later[7]!.canonical, signature: later[7]!.signature })).toBe(signer.address);
+    } finally {
+      await signer.close();
+    }
+  });
+
+  it('with preparedNonces off, signs many in one turn, the same bytes as the usual inline signature (RFC 6979), with the right hash', async () => {
+    const key = generatePrivateKey();
+    const signer = new ReceiptSigner(key, { preparedNonces: false });
     try {
       const later = await Promise.all(Array.from({ length: 40 }, (_, i) => signer.signLater(payload(i))));
       for (const [i, r] of later.entries()) {

@@ -29,12 +29,14 @@ const POOL_BATCH = 512;
  *   multiplication mod n (`signPersonalMessagePrepared`). Each nonce is taken from the pool once. With the
  *   pool empty (before `warm()`, just after it, or without the worker) it signs the usual way, with an RFC 6979 nonce.
  * - `signLater`, on the worker: the receipts asked for in one turn of the event loop go in one message and
- *   are signed there whole (RFC 6979), hashing included, so under concurrent load the event loop does
- *   none of it. A lone request signs inline instead: two thread hops would cost it more than they save.
+ *   are signed there whole, hashing included, so under concurrent load the event loop does none of it. The
+ *   worker signs with nonces it prepares for itself in batches (about a quarter less of its time per
+ *   receipt than RFC 6979's, whose k·G and k⁻¹ are done one at a time), or RFC 6979's with preparedNonces
+ *   off. A lone request signs inline instead: two thread hops would cost it more than they save.
  * Both kinds of signature verify the same way. If the worker fails, everything signs inline.
  *
- * A prepared nonce is as secret as the key (the key follows from it). The pool lives in this process's
- * memory only; a process cloned with its memory (a VM snapshot restored twice) would sign with the same
+ * A prepared nonce is as secret as the key (the key follows from it). The pools (this thread's and the
+ * worker's) live in this process's memory only; a process cloned with its memory (a VM snapshot restored twice) would sign with the same
  * nonces twice and give the key away, which RFC 6979 signing cannot: such deployments set
  * SVC_PREPARED_NONCES=false.
  */
@@ -54,7 +56,7 @@ export class ReceiptSigner {
   /** Signatures made inline with a prepared nonce. */
   signedPrepared = 0;
 
-  /** `preparedNonces: false`: inline signatures use RFC 6979 nonces only (as `signLater` always does). */
+  /** `preparedNonces: false`: every signature uses an RFC 6979 nonce, inline and on the worker. */
   constructor(
     private readonly key: Hex,
     private readonly opts: { preparedNonces?: boolean } = {},
@@ -135,7 +137,7 @@ export class ReceiptSigner {
     if (this.worker || this.started || !nativeSigning) return this.worker;
     this.started = true;
     try {
-      const w = new Worker(new URL('./sign-worker.mjs', import.meta.url), { workerData: { key: this.key }, execArgv: [] });
+      const w = new Worker(new URL('./sign-worker.mjs', import.meta.url), { workerData: { key: this.key, prepared: this.opts.preparedNonces !== false }, execArgv: [] });
       w.on('message', (m: Answer) => ('nonces' in m ? this.prepared(m.nonces) : this.answered(m.signed)));
       w.on('error', () => this.fail());
       w.on('exit', () => this.fail());
