@@ -431,10 +431,10 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
   });
 
   it('messages and responses pass fields they do not translate to the upstream unchanged; their own with no chat counterpart go no further', async () => {
-    await an.messages.create({ model: 'test-chat', max_tokens: 3, messages: user('hi'), seed: 7, frequency_penalty: 0.5, thinking: { type: 'enabled', budget_tokens: 1024 } } as never);
+    await an.messages.create({ model: 'test-chat', max_tokens: 3, messages: user('hi'), seed: 7, frequency_penalty: 0.5, thinking: { type: 'enabled', budget_tokens: 1024 }, anthropic_version: 'vertex-2023-10-16', logit_bias: null } as never);
     const m = up.requests.at(-1)!.body;
     expect(m).toMatchObject({ seed: 7, frequency_penalty: 0.5, max_tokens: 3 });
-    expect(m).not.toHaveProperty('thinking');
+    for (const k of ['thinking', 'anthropic_version', 'logit_bias']) expect(m).not.toHaveProperty(k);
     await oa.responses.create({ model: 'test-chat', input: 'hi', seed: 7, reasoning: { effort: 'low' }, store: true, top_logprobs: 2 } as never);
     const r = up.requests.at(-1)!.body;
     expect(r).toMatchObject({ seed: 7, reasoning_effort: 'low', logprobs: true, top_logprobs: 2, messages: [{ role: 'user', content: 'hi' }] });

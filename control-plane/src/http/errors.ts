@@ -89,12 +89,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
       return send(reply, new ServiceError('invalid_request', fe.message, {}, fe.statusCode));
     }
-    if (isNulRefusal(error)) {
-      // Postgres stores no NUL character in text or jsonb: the input's, not ours (the write rolled back).
-      const at = nulPath(req);
-      const message = `${at ? `${at.context}.${at.param}` : 'request'}: contains a NUL character (\\u0000), which this API does not accept`;
-      return send(reply, new ServiceError('invalid_request', message, at ? { param: at.param } : {}));
-    }
+    // Postgres stores no NUL character in text or jsonb: a 400 when the request carried it (the write rolled
+    // back); one from elsewhere (an upstream's answer) stays ours, a 500.
+    const at = isNulRefusal(error) ? nulPath(req) : null;
+    if (at) return send(reply, new ServiceError('invalid_request', `${at.context}.${at.param}: contains a NUL character (\\u0000), which this API does not accept`, { param: at.param }));
     if (isResponseSerializationError(error)) req.log.error({ err: error, issues: error.cause.issues }, 'response failed its schema');
     else req.log.error({ err: error }, 'unhandled error');
     return send(reply, new ServiceError('internal_error', 'Internal error; quote the request_id when reporting it'));

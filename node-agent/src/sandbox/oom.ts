@@ -20,6 +20,8 @@ interface Tracked {
 export class OomWatch {
   private readonly files = new Map<string, string>();
   private readonly events = new Map<string, number>();
+  /** Containers being tracked: only their events are counted (a late one after untrack is not kept). */
+  private readonly tracked = new Set<string>();
   private stream: NodeJS.ReadableStream | undefined;
   private closed = false;
 
@@ -31,12 +33,14 @@ export class OomWatch {
   async track(box: Tracked): Promise<void> {
     const file = box.initPid > 0 ? await cgroupOomFile(box.initPid) : null;
     if (file) this.files.set(box.id, file);
+    this.tracked.add(box.id);
     this.watchEvents();
   }
 
   untrack(box: Tracked): void {
     this.files.delete(box.id);
     this.events.delete(box.id);
+    this.tracked.delete(box.id);
   }
 
   /** OOM kills in the container so far, from its cgroup; null when that cannot be read (not visible, or gone). */
@@ -79,7 +83,7 @@ export class OomWatch {
             try {
               const ev = JSON.parse(line) as { id?: string; Actor?: { ID?: string } };
               const id = ev.Actor?.ID ?? ev.id;
-              if (id) this.events.set(id, (this.events.get(id) ?? 0) + 1);
+              if (id && this.tracked.has(id)) this.events.set(id, (this.events.get(id) ?? 0) + 1);
             } catch {
               /* not a JSON line */
             }

@@ -48,5 +48,8 @@ export async function runInRunner(sd: SandboxDocker, box: Box, o: ExecOptions): 
   // No marker: the runner itself died (OOM, kill): the container's own state tells.
   const waited = (await box.container.wait({ condition: 'not-running' })) as { StatusCode: number };
   const info = await box.container.inspect();
-  return { ...p, exit_code: killed ? null : waited.StatusCode, oom_killed: info.State.OOMKilled || (await sd.oom.killedSince(box, 0, waited.StatusCode)) };
+  // Killed by us (time limit, cancel): Docker's own state says whether the kernel had killed it first; no
+  // waiting for events that a kill of ours never brings.
+  const oom = info.State.OOMKilled || (!killed && (await sd.oom.killedSince(box, 0, waited.StatusCode)));
+  return { ...p, exit_code: killed ? null : waited.StatusCode, oom_killed: oom };
 }

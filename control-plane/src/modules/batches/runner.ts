@@ -27,8 +27,8 @@ export interface RunnerDeps {
 }
 
 /**
- * Parsed inputs kept between passes, up to this many bytes of input files (the leader decrypts and parses an
- * input once, not every second). A pass visits its batches in the same order each time, so evicting one for
+ * Parsed inputs kept between passes, up to this many bytes of input files, and always at least one (the
+ * leader decrypts and parses an input once, not every second). A pass visits its batches in the same order each time, so evicting one for
  * another would miss on every visit: once full, further inputs are read per pass until a kept one leaves (its
  * batch ended, or left the pass).
  */
@@ -106,7 +106,8 @@ export class BatchRunner {
     this.forget(b.id);
     const opened = await this.d.files.openBatchInput(b.input_file_id);
     if (!opened) return null;
-    if (this.inputBytes + opened.bytes <= INPUT_CACHE_BYTES) {
+    // One input is always kept, whatever its size (a single large batch must not be read every pass).
+    if (this.inputs.size === 0 || this.inputBytes + opened.bytes <= INPUT_CACHE_BYTES) {
       this.inputs.set(b.id, opened);
       this.inputBytes += opened.bytes;
     }

@@ -105,10 +105,11 @@ export function messagesToChat(b: Msgs): Record<string, unknown> {
 
 /**
  * Messages fields translated above, or Anthropic's own with no chat counterpart (extended thinking, its
- * service tiers, containers, MCP servers, context management): every other field passes to the upstream
+ * service tiers, containers, MCP servers, context management, the version and beta fields some SDKs put in
+ * the body, its output format and geography settings): every other field passes to the upstream
  * unchanged (seed, penalties, any OpenAI-shape field).
  */
-const MESSAGES_FIELDS = new Set(['model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'stream', 'tools', 'tool_choice', 'metadata', 'thinking', 'service_tier', 'container', 'mcp_servers', 'context_management']);
+const MESSAGES_FIELDS = new Set(['model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'stream', 'tools', 'tool_choice', 'metadata', 'thinking', 'service_tier', 'container', 'mcp_servers', 'context_management', 'anthropic_version', 'anthropic_beta', 'output_format', 'output_config', 'inference_geo']);
 
 const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', function_call: 'tool_use', content_filter: 'refusal' };
 

@@ -126,9 +126,13 @@ export async function runStream(reply: FastifyReply, out: LazySse, fail: (e: unk
  */
 export class ToolCallKeys {
   private last: string | null = null;
+  /** The key of each call id seen, so a later delta naming only its id continues the same call. */
+  private readonly ids = new Map<string, string>();
 
   of(t: { index?: unknown; id?: unknown }): string {
-    const k = typeof t.index === 'number' ? `i${t.index}` : typeof t.id === 'string' && t.id ? `id ${t.id}` : (this.last ?? 'i0');
+    const id = typeof t.id === 'string' && t.id ? t.id : null;
+    const k = typeof t.index === 'number' ? `i${t.index}` : id ? (this.ids.get(id) ?? `id ${id}`) : (this.last ?? 'i0');
+    if (id && !this.ids.has(id)) this.ids.set(id, k);
     this.last = k;
     return k;
   }
