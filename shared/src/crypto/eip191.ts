@@ -3,6 +3,7 @@ import { secp256k1 } from '@noble/curves/secp256k1';
 import { keccak_256 } from '@noble/hashes/sha3';
 import { keccak256 } from './keccak.ts';
 import { fromHex, isHex, toHex, type Hex } from './hex.ts';
+import { signDigestPrepared, type PreparedNonce } from './prepared-signature.mjs';
 
 /**
  * EIP-191 version 0x45 ("personal_sign") signing and recovery over secp256k1.
@@ -78,39 +79,17 @@ export function signPersonalMessage(privateKey: Hex, message: string | Uint8Arra
   return toHex(out);
 }
 
-/** secp256k1's group order n, and n / 2 (signatures are low-s: s <= n / 2). */
-const N = secp256k1.CURVE.n;
-const HALF_N = N >> 1n;
+export type { PreparedNonce };
 
 /**
- * A one-time ECDSA nonce k prepared ahead of its message for one key d: R = k·G with R.x < n, so r = R.x
- * (`r`, 64 hex digits), `parity` the low bit of R.y, `kinv` = k⁻¹ and `a` = k⁻¹·r·d, both mod n.
- * Used at most once: two signatures with one nonce reveal the key.
- */
-export interface PreparedNonce {
-  r: string;
-  parity: number;
-  kinv: bigint;
-  a: bigint;
-}
-
-/**
- * EIP-191 personal_sign with a prepared nonce: s = k⁻¹(z + r·d) = kinv·z + a (mod n), so the request path
- * does one multiplication and one reduction and no curve arithmetic. A prepared nonce is as secret as the
- * key itself (d follows from it), before and after use. Same signature format as `signPersonalMessage`
- * (low-s, v in {27, 28}), but the nonce is random, not RFC 6979's. Null in the (2^-256) case s = 0; the
- * caller then signs the usual way.
+ * EIP-191 personal_sign with a prepared nonce (see prepared-signature.mjs): the request path does one
+ * multiplication and one reduction and no curve arithmetic. A prepared nonce is as secret as the key itself
+ * (d follows from it), before and after use. Same signature format as `signPersonalMessage` (low-s, v in
+ * {27, 28}), but the nonce is random, not RFC 6979's. Null in the (2^-256) case s = 0; the caller then signs
+ * the usual way.
  */
 export function signPersonalMessagePrepared(message: string | Uint8Array, nonce: PreparedNonce): Hex | null {
-  const z = BigInt(toHex(hashPersonalMessage(message)));
-  let s = (nonce.kinv * z + nonce.a) % N;
-  if (s === 0n) return null;
-  let parity = nonce.parity;
-  if (s > HALF_N) {
-    s = N - s; // (r, n - s) is the signature of nonce -k, whose point -R has the other y parity
-    parity ^= 1;
-  }
-  return `0x${nonce.r}${s.toString(16).padStart(64, '0')}${parity ? '1c' : '1b'}`;
+  return signDigestPrepared(hashPersonalMessage(message), nonce);
 }
 
 /** Recovers the signer address, or null when the signature is malformed or does not recover. */

@@ -5,14 +5,16 @@
 //   thirds of an RFC 6979 signature, and k⁻¹ comes almost free in a batch), used once; else RFC 6979's.
 // - `{ exit: true }`: the thread ends (after the messages before it).
 // - `{ nonces: count }`: answered `{ nonces }` with that many PreparedNonce records (see
-//   shared/src/crypto/eip191.ts): r = (k·G).x, the parity of (k·G).y, k⁻¹ and k⁻¹·r·d mod n, for a fresh
+//   shared/src/crypto/prepared-signature.d.mts): r = (k·G).x, the parity of (k·G).y, k⁻¹ and k⁻¹·r·d mod n, for a fresh
 //   random k from the operating system's CSPRNG each.
-// Point arithmetic is libsecp256k1's. Plain JavaScript so that it runs under any loader; signer.test.ts
+// Point arithmetic is libsecp256k1's; the prepared signature is prepared-signature.mjs's, shared with the
+// main thread. Plain JavaScript so that it runs under any loader; signer.test.ts
 // checks that its signatures equal shared/src/crypto/eip191.ts's and that prepared nonces sign for the key.
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createKeccak } from 'hash-wasm';
+import { N, signDigestPrepared } from '@svc/shared/prepared-signature';
 
 const require = createRequire(import.meta.url);
 const secp = require('secp256k1');
@@ -21,26 +23,11 @@ const wasm = await createKeccak(256).catch(() => null);
 const { keccak256 } = require('js-sha3');
 const keccak = (bytes) => (wasm ? wasm.init().update(bytes).digest('binary') : new Uint8Array(keccak256.arrayBuffer(bytes)));
 const key = Buffer.from(String(workerData.key).slice(2), 'hex');
-const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const d = BigInt(workerData.key);
 
-const HALF_N = N >> 1n;
 /** This thread's own prepared nonces (workerData.prepared), each taken once. */
 let own = [];
 const OWN_BATCH = 256;
-
-/** s = k⁻¹(z + r·d) = kinv·z + a (mod n), low s; null in the (2^-256) case s = 0. */
-function signPrepared(digest, nonce) {
-  const z = BigInt(`0x${Buffer.from(digest).toString('hex')}`);
-  let s = (nonce.kinv * z + nonce.a) % N;
-  if (s === 0n) return null;
-  let parity = nonce.parity;
-  if (s > HALF_N) {
-    s = N - s; // (r, n - s) is the signature of nonce -k, whose point -R has the other y parity
-    parity ^= 1;
-  }
-  return `0x${nonce.r}${s.toString(16).padStart(64, '0')}${parity ? '1c' : '1b'}`;
-}
 
 function sign(canonical) {
   const body = Buffer.from(canonical, 'utf8');
@@ -48,7 +35,7 @@ function sign(canonical) {
   const hash = `0x${createHash('sha256').update(body).digest('hex')}`;
   if (workerData.prepared) {
     if (own.length === 0) own = prepare(OWN_BATCH);
-    const signature = signPrepared(digest, own.pop());
+    const signature = signDigestPrepared(digest, own.pop());
     if (signature) return [hash, signature];
   }
   const { signature, recid } = secp.ecdsaSign(digest, key);
