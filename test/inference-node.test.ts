@@ -62,8 +62,12 @@ describe('an inference node', () => {
   });
 
   it('serves chat (openai SDK, not streamed) under its local model name; the caller sees the public id and pays node prices', async () => {
-    const { data, response } = await oa.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Say hello' }], temperature: 0.2 }).withResponse();
-    expect(up.requests.at(-1)!.body).toMatchObject({ model: LOCAL, temperature: 0.2 });
+    // Local servers read the bound from max_tokens (Ollama ignores max_completion_tokens): the gateway moves it there.
+    up.switches.limitField = 'max_tokens';
+    const { data, response } = await oa.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Say hello' }], temperature: 0.2, max_completion_tokens: 50 }).withResponse();
+    up.switches.limitField = null;
+    expect(up.requests.at(-1)!.body).toMatchObject({ model: LOCAL, temperature: 0.2, max_tokens: 50 });
+    expect(up.requests.at(-1)!.body).not.toHaveProperty('max_completion_tokens');
     expect(data).toMatchObject({ model: MODEL, choices: [{ message: { content: up.switches.reply } }], usage: { prompt_tokens: 3, completion_tokens: 11 } });
     expect(response.headers.get(RECEIPT_HEADERS.cost)).toBe(String(3 * 1 + 11 * 3));
     expect(await receipt(response.headers.get(RECEIPT_HEADERS.id)!)).toMatchObject({ model: MODEL, units: { input_tokens: 3, output_tokens: 11 }, detail: { backend: `node:${a.nodeId}`, usage_source: 'upstream' } });

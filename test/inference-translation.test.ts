@@ -161,3 +161,37 @@ describe('messages (@anthropic-ai/sdk) and responses (openai SDK) over chat', ()
     expect(JSON.parse(last[1]!.data)).toMatchObject({ receipt: { route: 'POST /v1/responses', cost_micro_usd: 2 * 2 + 11 * 5 } });
   });
 });
+
+describe('the output bound reaches the upstream in the field it reads', () => {
+  const charged = async (id: string | null) => (await receipt(id!)) as Awaited<ReturnType<typeof receipt>> & { detail: { capped_at_hold?: boolean } };
+
+  it('a provider reading max_completion_tokens (OpenAI reasoning models refuse max_tokens) gets the bound of every shape there', async () => {
+    up.switches.limitField = 'max_completion_tokens';
+    const sent = () => up.requests.at(-1)!.body;
+    const m = await an.messages.create({ model: 'test-reasoning', max_tokens: 3, messages: user('hi') });
+    expect(m).toMatchObject({ content: [{ type: 'text', text: 'Hello there! The' }], stop_reason: 'max_tokens' });
+    expect(sent()).toMatchObject({ max_completion_tokens: 3 });
+    expect(sent()).not.toHaveProperty('max_tokens');
+    const s = await an.messages.stream({ model: 'test-reasoning', max_tokens: 2, messages: user('hi') }).finalMessage();
+    expect(s).toMatchObject({ content: [{ type: 'text', text: 'Hello there!' }], stop_reason: 'max_tokens' });
+    expect(sent()).toMatchObject({ stream: true, max_completion_tokens: 2 });
+    const r = await oa.responses.create({ model: 'test-reasoning', input: 'hi', max_output_tokens: 4 });
+    expect(r).toMatchObject({ output_text: 'Hello there! The quick', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+    expect(sent()).toMatchObject({ max_completion_tokens: 4 });
+    const c = await oa.chat.completions.create({ model: 'test-reasoning', messages: user('hi'), max_tokens: 1 });
+    expect(c.choices[0]).toMatchObject({ message: { content: 'Hello' }, finish_reason: 'length' });
+    expect(sent()).toEqual(expect.objectContaining({ max_completion_tokens: 1 }));
+    expect(sent()).not.toHaveProperty('max_tokens');
+  });
+
+  it("a caller's max_completion_tokens reaches a server reading max_tokens only (Ollama), so the answer stays within what was held", async () => {
+    up.switches.limitField = 'max_tokens';
+    const { data, response } = await oa.chat.completions.create({ model: 'test-chat', messages: user('hi'), max_completion_tokens: 2 }).withResponse();
+    expect(data.choices[0]).toMatchObject({ message: { content: 'Hello there!' }, finish_reason: 'length' });
+    expect(up.requests.at(-1)!.body).toMatchObject({ max_tokens: 2 });
+    expect(up.requests.at(-1)!.body).not.toHaveProperty('max_completion_tokens');
+    const r = await charged(response.headers.get(RECEIPT_HEADERS.id));
+    expect(r).toMatchObject({ units: { output_tokens: 2 }, cost_micro_usd: 2 * 2 + 2 * 5 });
+    expect(r.detail.capped_at_hold).toBeUndefined();
+  });
+});

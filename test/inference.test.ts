@@ -57,6 +57,7 @@ describe('catalog', () => {
     expect(page.data).toEqual([
       { id: 'test-chat', object: 'model', created: expect.any(Number), owned_by: 'local', pricing: { input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT } },
       { id: 'test-embed', object: 'model', created: expect.any(Number), owned_by: 'local', pricing: { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 0 } },
+      { id: 'test-reasoning', object: 'model', created: expect.any(Number), owned_by: 'local-openai', pricing: { input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT } },
     ]);
     for (const kind of ['images', 'videos']) expect(await (await fetch(`${t.url}/v1/${kind}/models`)).json()).toEqual({ object: 'list', data: [] });
     await expect(oa.chat.completions.create({ model: 'node-only', messages: user('hi') })).rejects.toMatchObject({ status: 404, param: 'model' });

@@ -8,7 +8,7 @@ import { mediaConfig, mediaEnv, type MediaConfig } from './config/media.ts'; // 
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
-export type { InferenceConfig, ModelPrice, ProviderConfig, ProviderModel } from './config/inference.ts';
+export type { InferenceConfig, ModelPrice, OutputLimitField, ProviderConfig, ProviderModel } from './config/inference.ts';
 export { DEFAULT_PLANS, type PlanConfig, type WebhookConfig } from './config/notifications.ts';
 
 /**

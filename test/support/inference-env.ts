@@ -36,6 +36,8 @@ export async function startInferenceEnv(): Promise<InferenceEnv> {
             { id: 'test-embed', input_micro_usd_per_mtok: 1_000_000, embedding: true },
           ],
         },
+        // The same server as a provider whose chat endpoint reads the bound from max_completion_tokens (OpenAI's own API).
+        { name: 'local-openai', base_url: up.url, output_limit_field: 'max_completion_tokens', models: [{ id: 'test-reasoning', input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT, max_output_tokens: 1000 }] },
       ]),
       SVC_NODE_MODEL_PRICES: JSON.stringify({ 'node-only': { input_micro_usd_per_mtok: 1, output_micro_usd_per_mtok: 1 } }),
     },

@@ -25,6 +25,11 @@ export interface UpstreamSwitches {
    * without saying so in the status, such as llama.cpp's `error:` SSE line or a JSON error under a 200.
    */
   raw: { status?: number; type: string; text: string; headers?: Record<string, string> } | null;
+  /**
+   * The one field the bound is read from: `max_tokens` as Ollama (max_completion_tokens ignored);
+   * `max_completion_tokens` as OpenAI's reasoning models (max_tokens refused with a 400). Null: either.
+   */
+  limitField: 'max_tokens' | 'max_completion_tokens' | null;
 }
 
 export interface UpstreamRequest {
@@ -46,7 +51,7 @@ export interface TestUpstream {
   close(): Promise<void>;
 }
 
-const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, chunkDelayMs: 0, reply: 'Hello there! The quick brown fox jumps over the lazy dog.', raw: null };
+const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, chunkDelayMs: 0, reply: 'Hello there! The quick brown fox jumps over the lazy dog.', raw: null, limitField: null };
 export const words = (s: string) => s.split(/\s+/).filter(Boolean);
 
 function promptTokens(messages: Array<{ content?: unknown }>): number {
@@ -100,7 +105,10 @@ export async function startUpstream(): Promise<TestUpstream> {
     const id = `chatcmpl-up${++n}`;
     const created = Math.floor(Date.now() / 1000);
     const all = words(switches.reply);
-    const limit = body.max_tokens ?? body.max_completion_tokens;
+    if (switches.limitField === 'max_completion_tokens' && body.max_tokens != null) {
+      return json(400, { error: { message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", type: 'invalid_request_error', param: 'max_tokens', code: 'unsupported_parameter' } });
+    }
+    const limit = switches.limitField ? body[switches.limitField] : (body.max_tokens ?? body.max_completion_tokens);
     const out = typeof limit === 'number' ? all.slice(0, limit) : all;
     const finish = out.length < all.length ? 'length' : 'stop';
     const pieces = out.map((w, i) => (i === 0 ? w : ` ${w}`));

@@ -4,6 +4,7 @@ import type { CallerSignal } from '../../http/caller-signal.ts';
 import type { AgentHub, JobResult, JobSpec } from '../../fleet/hub.ts';
 import { AsyncQueue } from '../../fleet/queue.ts';
 import type { ResolvedModel } from './catalog.ts';
+import { withOutputLimit } from './output-limit.ts';
 import { errorAnswer, upstreamHttpError, type ProviderClient } from './upstream.ts';
 
 export type Use = 'chat' | 'embeddings';
@@ -52,7 +53,8 @@ export class InferenceBackends {
       kind: INFERENCE_JOBS[use],
       nodeKind: 'inference',
       model: m.id,
-      payload: { model: m.id, local_models: m.nodes!.localModels, body, stream },
+      // Node agents proxy Ollama, vLLM or llama.cpp's server, which all read the bound from max_tokens.
+      payload: { model: m.id, local_models: m.nodes!.localModels, body: use === 'chat' ? withOutputLimit(body, 'max_tokens') : body, stream },
       timeoutMs: this.timeoutMs,
       accountId: o.accountId,
       retryable: true,
@@ -88,7 +90,8 @@ export class InferenceBackends {
       },
       async () => {
         const p = m.provider!;
-        const answer = (await this.providers.json(p.config, PATHS[use], body, o.signal)) as Record<string, unknown>;
+        const sent = use === 'chat' ? withOutputLimit(body, p.config.outputLimitField) : body;
+        const answer = (await this.providers.json(p.config, PATHS[use], sent, o.signal)) as Record<string, unknown>;
         const failed = errorAnswer(answer, `Provider ${p.config.name}`);
         if (failed) throw failed;
         return { body: answer, backend: `provider:${p.config.name}`, price: p.price, node: false };
@@ -129,7 +132,7 @@ export class InferenceBackends {
       },
       async () => {
         const p = m.provider!;
-        const frames = await this.providers.stream(p.config, PATHS.chat, body, o.signal);
+        const frames = await this.providers.stream(p.config, PATHS.chat, withOutputLimit(body, p.config.outputLimitField), o.signal);
         const backend = `provider:${p.config.name}`;
         return { frames, done: Promise.resolve({ backend }), backend, price: p.price, node: false };
       },
