@@ -29,6 +29,7 @@ beforeAll(async () => {
     env: {
       ...ENFORCED_BILLING,
       SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 3_000_000 } }),
+      SVC_ASSISTANT_MODEL: MODEL,
     },
   });
   owner = await t.signIn();
@@ -93,6 +94,19 @@ describe('an inference node', () => {
     const node = await t.gw.database.db.selectFrom('nodes').selectAll().where('id', '=', a.nodeId).executeTakeFirstOrThrow();
     expect(node.observed_speed).toBeGreaterThan(0);
     expect(node.succeeded).toBe(3);
+  });
+
+  it('the keyless assistant answered by a node persists nothing: no job row once it ended, no receipt, no usage', async () => {
+    const db = t.gw.database.db;
+    const count = async (table: 'receipts' | 'usage_events' | 'holds' | 'ledger_entries' | 'jobs') => Number((await db.selectFrom(table).select(db.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const counts = async () => ({ receipts: await count('receipts'), usage: await count('usage_events'), holds: await count('holds'), ledger: await count('ledger_entries'), jobs: await count('jobs') });
+    await t.gw.services.metering.settledAll();
+    const before = await counts();
+    const res = await fetch(`${t.url}/v1/assistant`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { message: { content: string } }).message.content).toBe(up.switches.reply);
+    expect(up.requests.at(-1)!.body).toMatchObject({ model: LOCAL });
+    expect(await counts()).toEqual(before);
   });
 
   it('a node lost before its first byte: the job runs again on another node', async () => {

@@ -247,6 +247,15 @@ describe('POST /v1/images/verify and /v1/videos/verify', () => {
     }
   });
 
+  it('bytes added in a second svc-provenance chunk are a change: the hash no longer matches', async () => {
+    const iend = png.length - 12;
+    const padded = Buffer.concat([png.subarray(0, iend), itxtChunk('svc-provenance', 'anything at all '.repeat(100)), png.subarray(iend)]);
+    const v = (await verify({ asset_b64: padded.toString('base64') })).body;
+    expect(v).toMatchObject({ manifest_found: true, signature_valid: true, signer_is_gateway: true, hash_matches: false, verified: false });
+    // Beside a supplied manifest too: only the one chunk the gateway embedded is left out of the hash.
+    expect((await verify({ asset_b64: padded.toString('base64'), manifest: prov.manifest, signature: prov.signature })).body).toMatchObject({ hash_matches: false, verified: false });
+  });
+
   it('tampered pixels: the hash no longer matches, the signature is still valid', async () => {
     for (const fixCrc of [true, false]) {
       const bad = tamper(png, 'IDAT', fixCrc);

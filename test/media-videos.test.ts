@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { verifyMessage } from 'ethers';
 import canonicalizeJson from 'canonicalize';
 import { Sealer } from '@svc/shared';
@@ -205,6 +206,81 @@ describe('failure, cancel, delete, expiry', () => {
     expect((await job(a, id)).body).toMatchObject({ status: 'failed', billed: false, cost_micro_usd: 0, error: { type: 'upstream_timeout' } });
     expect(up.videos.get(upstream.id)!.deleted).toBe(true);
     expect(await position(a.accountId)).toEqual(before);
+  });
+});
+
+describe('late polls, failed downloads, a crash after the charge', () => {
+  const LEASE_MS = 2 * 5_000 + 60_000; // 2 x SVC_MEDIA_TIMEOUT_SECONDS + 60 s
+
+  it('a render that finished is delivered and billed however late the poll comes; one whose file cannot be fetched is given up before its hold ends', async () => {
+    const before = await position(a.accountId);
+    const done = await start(a, { seconds: 4 });
+    up.advance(done.upstream.id, { status: 'completed', progress: 100 });
+    t.clock.advance(RENDER_LIMIT * 1000); // the leader was away past the time limit
+    await loops();
+    expect((await job(a, done.id)).body).toMatchObject({ status: 'succeeded', billed: true, cost_micro_usd: 4 * PRICE, error: null });
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: before.balance_micro_usd - 4 * PRICE, held_micro_usd: 0 });
+
+    const stuck = await start(a, { seconds: 4 });
+    up.advance(stuck.upstream.id, { status: 'completed', progress: 100 });
+    up.switches.contentFailWith = 503;
+    t.clock.advance(RENDER_LIMIT * 1000);
+    await loops();
+    expect((await job(a, stuck.id)).body).toMatchObject({ status: 'queued', billed: false }); // tried again on the next pass
+    t.clock.advance(2 * 5_000 + 300_000);
+    await loops();
+    expect((await job(a, stuck.id)).body).toMatchObject({ status: 'failed', billed: false, error: { type: 'upstream_timeout' } });
+    expect(up.videos.get(stuck.upstream.id)!.deleted).toBe(true);
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: before.balance_micro_usd - 4 * PRICE, held_micro_usd: 0 });
+  });
+
+  it('cancel of a finished render whose file cannot be fetched now is a 409, and the render is then delivered and billed', async () => {
+    const before = await position(a.accountId);
+    const { id, upstream } = await start(a, { seconds: 4 });
+    up.advance(upstream.id, { status: 'completed', progress: 100 });
+    up.switches.contentFailWith = 503;
+    const c = await call(a.c, 'POST', `/v1/videos/generations/${id}/cancel`);
+    expect(c.status).toBe(409);
+    expect(c.body.error.message).toMatch(/delivered and billed/);
+    expect(up.videos.get(upstream.id)!.deleted).toBe(false);
+    up.switches.contentFailWith = null;
+    await loops();
+    expect((await call(a.c, 'POST', `/v1/videos/generations/${id}/cancel`)).body).toMatchObject({ status: 'succeeded', billed: true, cost_micro_usd: 4 * PRICE });
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: before.balance_micro_usd - 4 * PRICE, held_micro_usd: 0 });
+  });
+
+  it('a process that died after the charge committed and before the job row was written: the next pass finishes the job on that charge', async () => {
+    const db = t.gw.database.db;
+    const before = await position(a.accountId);
+    const { id, upstream } = await start(a, { seconds: 8 });
+    // The first write of `succeeded` fails, as if the process died right after the settle committed.
+    await sql`create sequence crash_once`.execute(db);
+    await sql
+      .raw(
+        `create function crash_once() returns trigger language plpgsql as $$ begin
+           if new.status = 'succeeded' and old.status <> 'succeeded' and nextval('crash_once') = 1 then raise exception 'simulated crash after the settle'; end if;
+           return new; end $$`,
+      )
+      .execute(db);
+    await sql`create trigger crash_once before update on video_jobs for each row execute function crash_once()`.execute(db);
+    try {
+      up.advance(upstream.id, { status: 'completed', progress: 100 });
+      await loops();
+      expect(await row(id)).toMatchObject({ status: 'queued', billed: false });
+      expect((await position(a.accountId)).balance_micro_usd).toBe(before.balance_micro_usd - 8 * PRICE);
+      t.clock.advance(LEASE_MS); // the lease of the dead pass ran out
+      await loops();
+    } finally {
+      await sql`drop trigger crash_once on video_jobs`.execute(db);
+      await sql`drop function crash_once()`.execute(db);
+      await sql`drop sequence crash_once`.execute(db);
+    }
+    const receipts = await db.selectFrom('receipts').select('id').where('account_id', '=', a.accountId).where('kind', '=', 'video').where('payload', 'like', `%${id}%`).execute();
+    expect(receipts).toHaveLength(1);
+    const v = (await job(a, id)).body;
+    expect(v).toMatchObject({ status: 'succeeded', billed: true, cost_micro_usd: 8 * PRICE, duration_seconds: 8, receipt: { id: receipts[0]!.id }, manifest: { receipt_id: receipts[0]!.id } });
+    expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: before.balance_micro_usd - 8 * PRICE, held_micro_usd: 0 });
+    expect((await a.c.raw('GET', `/v1/videos/generations/${id}/content`)).status).toBe(200);
   });
 });
 

@@ -259,6 +259,8 @@ export class AgentHub {
       }
       if (e instanceof NodeLost) throw new ServiceError('upstream_error', `The node running this job went away (${e.message})`, { job_id: jobId, reason: 'node_lost' });
       throw e;
+    } finally {
+      if (spec.unrecorded) await this.db.deleteFrom('jobs').where('id', '=', jobId).execute().catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not delete an unrecorded job'));
     }
   }
 

@@ -18,6 +18,8 @@ export interface JobSpec {
   onOutput?: (o: JobOutput) => void;
   /** The caller went away: the job is canceled. */
   signal?: CallerSignal | undefined;
+  /** The job's row is deleted once it ended: a caller that persists nothing (the keyless assistant). */
+  unrecorded?: boolean;
 }
 
 /** A job that finished on its node, as dispatch resolves it. */

@@ -12,7 +12,10 @@ const PATHS: Record<Use, string> = { chat: '/chat/completions', embeddings: '/em
 
 export interface CallOptions {
   signal: CallerSignal;
-  accountId: string;
+  /** The paying account; none for the unmetered assistant. */
+  accountId?: string;
+  /** A node job leaves no row once it ended (the keyless assistant persists nothing). */
+  unrecorded?: boolean;
 }
 
 interface Served {
@@ -59,6 +62,7 @@ export class InferenceBackends {
       accountId: o.accountId,
       retryable: true,
       signal: o.signal,
+      ...(o.unrecorded ? { unrecorded: true } : {}),
     };
   }
 

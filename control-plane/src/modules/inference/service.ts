@@ -293,7 +293,7 @@ export class InferenceService {
   /** A non-streamed chat completion with no hold, usage event or receipt: the gateway's own keyless assistant (media module). */
   async completeUnmetered(body: Body, signal: CallerSignal): Promise<Body> {
     const model = await this.catalog.resolve(String(body.model), 'chat');
-    const a = await this.backends.json('chat', model, body, { signal } as Parameters<InferenceBackends['json']>[3]);
+    const a = await this.backends.json('chat', model, body, { signal, unrecorded: true });
     if (a.node) a.body.model = model.id;
     return a.body;
   }

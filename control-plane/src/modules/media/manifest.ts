@@ -32,12 +32,16 @@ export interface Provenance {
   signature: string;
 }
 
-/** The bytes a manifest's asset_sha256 covers: a PNG without its provenance chunk, anything else as is. */
-export function assetBytes(asset: Uint8Array): Buffer {
-  return (isPng(asset) ? stripProvenance(asset) : null) ?? Buffer.from(asset);
+/**
+ * The bytes a manifest's asset_sha256 covers: a PNG without its provenance chunk, anything else as is. `all`:
+ * without every provenance chunk (an upstream's image, before ours goes in); else without the first only.
+ */
+export function assetBytes(asset: Uint8Array, all = true): Buffer {
+  return (isPng(asset) ? stripProvenance(asset, all) : null) ?? Buffer.from(asset);
 }
 
-export const assetSha256 = (asset: Uint8Array) => sha256Hex(assetBytes(asset));
+/** The digest a verifier compares: any provenance chunk past the first (the manifest's) is part of the asset. */
+export const assetSha256 = (asset: Uint8Array) => sha256Hex(assetBytes(asset, false));
 
 export function signManifest(
   signer: ReceiptSigner,

@@ -68,12 +68,22 @@ function textOf(c: Chunk, keyword: string): string | null {
 
 const isProvenance = (c: Chunk) => textOf(c, PROVENANCE_KEYWORD) !== null;
 
-/** The PNG without any provenance chunk: the bytes a manifest's asset_sha256 covers. Null if not a PNG. */
-export function stripProvenance(png: Uint8Array): Buffer | null {
+/**
+ * The PNG without its provenance chunk: the bytes a manifest's asset_sha256 covers. `all` removes every one
+ * (an upstream's image before ours is embedded); otherwise only the first, the one a verifier reads the
+ * manifest from, so that chunks added after it count as changes. Null if not a PNG.
+ */
+export function stripProvenance(png: Uint8Array, all = true): Buffer | null {
   const chunks = pngChunks(png);
   if (!chunks) return null;
   const b = Buffer.from(png.buffer, png.byteOffset, png.byteLength);
-  return Buffer.concat([PNG_SIGNATURE, ...chunks.filter((c) => !isProvenance(c)).map((c) => b.subarray(c.start, c.end))]);
+  let stripped = false;
+  const kept = chunks.filter((c) => {
+    if ((stripped && !all) || !isProvenance(c)) return true;
+    stripped = true;
+    return false;
+  });
+  return Buffer.concat([PNG_SIGNATURE, ...kept.map((c) => b.subarray(c.start, c.end))]);
 }
 
 /** The text of the first provenance chunk, or null. */

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { ServiceError, Sealer, randomId, sha256Hex, type Clock } from '@svc/shared';
+import { ServiceError, Sealer, randomId, sha256Hex, type Clock, type Hex, type SignedReceipt } from '@svc/shared';
 import type { MediaConfig, MediaProvider, VideoModel } from '../../config/media.ts';
 import type { DB, VideoJobsTable } from '../../db/schema.ts';
 import type { Hold, Metering } from '../money/metering.ts';
@@ -40,6 +40,12 @@ export interface UpstreamVideo {
   seconds?: unknown;
   error?: unknown;
 }
+
+/**
+ * Micro-USD for `seconds` of output, rounded up to a whole micro-USD; the product is rounded to 1e-6 first so
+ * that binary floating point (0.14 × 10,000 = 1400.0000000000002) does not add one.
+ */
+export const costOf = (seconds: number, perSecond: number): number => Math.ceil(Math.round(seconds * perSecond * 1e6) / 1e6);
 
 const clampProgress = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? Math.max(0, Math.min(100, Math.round(v))) : fallback);
 
@@ -132,10 +138,10 @@ export class VideoJobs {
       throw new ServiceError('upstream_error', `Provider ${provider.name} served an empty video`);
     }
     const reported = typeof v.seconds === 'number' ? v.seconds : typeof v.seconds === 'string' ? Number(v.seconds) : NaN;
-    const seconds = Number.isFinite(reported) && reported > 0 ? Math.min(reported, row.max_seconds) : row.seconds;
+    let seconds = Number.isFinite(reported) && reported > 0 ? Math.min(reported, row.max_seconds) : row.seconds;
     const hold = row.hold as unknown as Hold;
     const digest = sha256Hex(bytes);
-    const cost = Math.min(Math.ceil(seconds * row.price_micro_usd_per_second), hold.amount);
+    let cost = Math.min(costOf(seconds, row.price_micro_usd_per_second), hold.amount);
     const usage = {
       costMicroUsd: cost,
       kind: 'video',
@@ -143,10 +149,23 @@ export class VideoJobs {
       units: { seconds },
       detail: { job_id: row.id, backend: `provider:${provider.name}`, size: row.size, requested_seconds: row.seconds, held_micro_usd: hold.amount, asset_sha256: digest },
     };
-    const { receipt } = await this.d.metering.settle(hold, usage).catch(async (e: unknown) => {
+    // A process that died after the charge committed and before the job row was written left the receipt:
+    // this pass finishes the job on that charge instead of charging again (which the receipt's id refuses).
+    const prior = await this.priorCharge(row.request_id).catch(async (e: unknown) => {
       await this.unlock(row.id, token);
       throw e;
     });
+    const { receipt } = prior
+      ? { receipt: prior }
+      : await this.d.metering.settle(hold, usage).catch(async (e: unknown) => {
+          await this.unlock(row.id, token);
+          throw e;
+        });
+    if (prior) {
+      cost = prior.payload.cost_micro_usd;
+      const charged = (prior.payload.units as { seconds?: unknown } | undefined)?.seconds;
+      if (typeof charged === 'number') seconds = charged;
+    }
     const now = this.d.clock.now();
     const prov = signManifest(this.d.signer, { mediaType: 'video/mp4', assetSha256: digest, model: row.model, createdAt: now, receipt, jobId: row.id });
     const done = await this.update(row.id, token, {
@@ -177,19 +196,32 @@ export class VideoJobs {
     const provider = this.provider(row);
     if (!provider) return this.close(row, token, 'failed', { type: 'upstream_error', message: `the provider ${row.provider} is no longer configured` });
     const path = `/videos/${encodeURIComponent(row.upstream_id)}`;
-    if (now >= row.deadline_at) {
+    const late = now >= row.deadline_at;
+    const timedOut = async () => {
       await this.d.client.json(provider, 'DELETE', path).catch(() => undefined);
       return this.close(row, token, 'failed', { type: 'upstream_timeout', message: `the render did not finish within ${this.d.cfg.video.renderTimeoutSeconds} s` });
-    }
+    };
+    // Asked even past the time limit: a render that finished is delivered and billed however late the poll
+    // comes to it (a leader restart, a backlog). The hold lasts 2 × the media timeout + 600 s past the limit
+    // (media/deps.ts); a job still open 300 s before that ends is given up, leaving time for the last pass.
+    if (now.getTime() >= row.deadline_at.getTime() + 2 * this.d.cfg.timeoutMs + 300_000) return timedOut();
     let v: UpstreamVideo;
     try {
       v = await this.d.client.json(provider, 'GET', path);
     } catch (e) {
       if (e instanceof UpstreamStatusError && e.status === 404) return this.close(row, token, 'failed', { type: 'upstream_error', message: 'the provider no longer knows this render' });
+      if (late) return timedOut();
       await this.unlock(row.id, token); // transient: the next poll tries again
       throw mapped(e);
     }
+    if (late && v.status !== 'completed' && v.status !== 'failed') return timedOut();
     return this.apply(row, token, v);
+  }
+
+  /** The signed receipt stored under this request id, if its charge committed already. */
+  private async priorCharge(requestId: string): Promise<SignedReceipt | null> {
+    const r = await this.d.db.selectFrom('receipts').select(['payload', 'hash', 'signature']).where('id', '=', requestId).executeTakeFirst();
+    return r ? { payload: JSON.parse(r.payload) as SignedReceipt['payload'], canonical: r.payload, hash: r.hash as Hex, signature: r.signature as Hex } : null;
   }
 
   /** The leader's loop: every open job once. */

@@ -165,7 +165,7 @@ export class VideoService {
   async cancel(accountId: string, id: string): Promise<JobView> {
     const row = await this.owned(accountId, id);
     if (!OPEN.includes(row.status)) return this.view(row);
-    let c = await this.jobs.claim(id);
+    const c = await this.jobs.claim(id);
     if (!c) {
       const now = await this.owned(accountId, id);
       if (!OPEN.includes(now.status)) return this.view(now);
@@ -175,10 +175,11 @@ export class VideoService {
     const path = provider && c.row.upstream_id ? `/videos/${encodeURIComponent(c.row.upstream_id)}` : null;
     const v = provider && path ? await this.d.client.json(provider, 'GET', path).catch(() => null) : null;
     if (v?.status === 'completed') {
+      // Finished: delivered and billed, never cancelled. When its file cannot be fetched now, finalize gave the
+      // job back and the poll delivers it.
       const done = await this.jobs.finalize(c.row, c.token, v).catch(() => undefined);
       if (done) return this.view(done);
-      c = await this.jobs.claim(id); // the file could not be fetched: cancel after all
-      if (!c) return this.view(await this.owned(accountId, id));
+      throw new ServiceError('conflict', `Video job ${id} finished rendering, so it is delivered and billed rather than cancelled; its file could not be fetched yet and will be shortly`);
     }
     if (provider && path) await this.d.client.json(provider, 'DELETE', path).catch(() => undefined);
     const closed = await this.jobs.close(c.row, c.token, 'canceled', null);
