@@ -1,13 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createTRPCClient, createWSClient, wsLink } from '@trpc/client';
-import WebSocket from 'ws';
 import { getEventListeners } from 'node:events';
-import { PROTOCOL_VERSION, type JobFinish, type ServerMessage } from '@svc/shared';
-import { SvcClient } from '@svc/shared/client';
-import type { AgentRouter } from '../control-plane/src/fleet/channel.ts';
+import type { JobFinish } from '@svc/shared';
 import { LATENCY_ALPHA } from '../control-plane/src/fleet/registry.ts';
-import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, tcpProxy, until, type TestAgent } from './support/agent.ts';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { enrollAgent, muteAgent, tcpProxy, until, type TestAgent } from './support/agent.ts';
 import { expectApiError } from './support/expect-error.ts';
 
 /**
@@ -128,24 +124,15 @@ describe('what a node record learns from real dispatches', () => {
 describe('the control plane times out a job its node never answers', () => {
   it('fails it upstream_timeout, cancels it on the node and records a failed outcome', async () => {
     // An agent that takes jobs and never answers (a real agent enforces the time limit itself).
-    const { node, node_key } = await owner.client.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } });
-    await new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: ADMIN_TOKEN } }).request('POST', '/v1/admin/nodes/approve', { body: { node_id: node.id, approved: true } });
-    const caps = { cpu: { cores: 1, model: 't', load: 0 }, memory: { total_bytes: 1, available_bytes: 1 }, disk: { total_bytes: 1, available_bytes: 1 }, gpus: [], docker: { reachable: false, version: null }, os: 't' };
-    await fetch(`${t.url}/v1/nodes/heartbeat`, { method: 'POST', headers: { authorization: `Bearer ${node_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ capabilities: caps, load: { running_jobs: 0 }, agent_version: 'mute' }) });
-    const ws = createWSClient({ url: `${t.url.replace('http', 'ws')}/v1/nodes/channel`, WebSocket: WebSocket as unknown as typeof globalThis.WebSocket, connectionParams: { node_key, protocol_version: String(PROTOCOL_VERSION), agent_version: 'mute' } });
-    const got: ServerMessage[] = [];
-    const sub = createTRPCClient<AgentRouter>({ links: [wsLink({ client: ws })] }).jobs.subscribe(undefined, { onData: (m) => got.push(m as ServerMessage) });
+    const mute = await muteAgent(t, owner.client, { kinds: ['sandbox'] });
     try {
-      await until('mute agent connected', async () => hub().isConnected(node.id));
-      const e = await expectApiError(hub().dispatch({ kind: 'diag.wait', payload: { ms: 1 }, timeoutMs: 100, nodeId: node.id }), 504, 'upstream_timeout');
+      const e = await expectApiError(hub().dispatch({ kind: 'diag.wait', payload: { ms: 1 }, timeoutMs: 100, nodeId: mute.nodeId }), 504, 'upstream_timeout');
       const jobId = String(e.body?.error.job_id);
       expect(await jobRow(jobId)).toMatchObject({ status: 'timed_out' });
-      await until('cancel sent', async () => got.some((m) => m.type === 'cancel' && m.job_id === jobId && m.reason === 'timed out'));
-      expect(await entry(node.id)).toMatchObject({ reliability: 0, jobs_dispatched: 1, latency_ms: null });
+      await until('cancel sent', async () => mute.got.some((m) => m.type === 'cancel' && m.job_id === jobId && m.reason === 'timed out'));
+      expect(await entry(mute.nodeId)).toMatchObject({ reliability: 0, jobs_dispatched: 1, latency_ms: null });
     } finally {
-      sub.unsubscribe();
-      ws.close();
-      await owner.client.request('POST', `/v1/nodes/${node.id}/disabled`, { body: { set: true } });
+      await mute.close();
     }
   }, 20_000);
 });

@@ -148,7 +148,7 @@ export class Agent {
       this.running.get(m.job_id)?.abort(m.reason);
       return;
     }
-    void this.runJob(m);
+    this.runJob(m).catch((e: unknown) => this.log(`job ${m.job_id} ended in error: ${e instanceof Error ? e.message : String(e)}`));
   }
 
   private async runJob(m: JobMessage): Promise<void> {
@@ -174,7 +174,9 @@ export class Agent {
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
     } catch (e) {
       const timedOut = ac.signal.aborted && ac.signal.reason === 'timed out';
-      finish = { job_id: m.job_id, ok: false, error: (timedOut ? 'timed out' : (e as Error).message).slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) };
+      // An aborted fetch rejects with the abort's reason, which is a string here: not every failure is an Error.
+      const message = timedOut ? 'timed out' : e instanceof Error ? e.message : String(e);
+      finish = { job_id: m.job_id, ok: false, error: message.slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) };
     } finally {
       clearTimeout(timeout);
     }

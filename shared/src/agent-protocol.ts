@@ -61,11 +61,18 @@ export const ServerMessage = z.discriminatedUnion('type', [JobMessage, CancelMes
 export type ServerMessage = z.infer<typeof ServerMessage>;
 export type JobMessage = z.infer<typeof JobMessage>;
 
+/** The most characters one job output carries. */
+export const MAX_OUTPUT_CHARS = 1024 * 1024;
+/**
+ * The most bytes one message on the agent channel may take (the control plane's WebSocket maxPayload); a job
+ * result must leave room for its envelope.
+ */
+export const MAX_CHANNEL_MESSAGE_BYTES = 32 * 1024 * 1024;
 export const JobOutput = z.object({
   job_id: z.string(),
   seq: z.number().int().min(0),
   stream: z.enum(['stdout', 'stderr', 'data']),
-  data: z.string().max(1024 * 1024),
+  data: z.string().max(MAX_OUTPUT_CHARS),
 });
 export const JobFinish = z.object({
   job_id: z.string(),

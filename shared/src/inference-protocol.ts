@@ -33,6 +33,8 @@ export const InferenceJobResult = z.object({
   body: z.unknown().optional(),
   error: z.string().max(2000).optional(),
   usage: TokenUsage.nullable().optional(),
+  /** A failure another node would repeat (the answer is too large to send back): not tried elsewhere, and `error` is the caller's message. */
+  final: z.boolean().optional(),
 });
 export type InferenceJobResult = z.infer<typeof InferenceJobResult>;
 

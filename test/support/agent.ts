@@ -3,7 +3,11 @@ import { mkdtempSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createTRPCClient, createWSClient, wsLink } from '@trpc/client';
+import WebSocket from 'ws';
+import { PROTOCOL_VERSION, type ServerMessage } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
+import type { AgentRouter } from '../../control-plane/src/fleet/channel.ts';
 import { ADMIN_TOKEN, type TestGateway } from './gateway.ts';
 
 /** A real `svc-node` agent process, enrolled through the API and approved by the admin. */
@@ -161,4 +165,31 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * An agent that only listens: enrolled (with `enroll`'s body), approved, one heartbeat, connected to the
+ * channel; it records the messages the control plane sends and never answers a job. `close` disconnects
+ * and disables the node.
+ */
+export async function muteAgent(t: TestGateway, owner: SvcClient, enroll: Record<string, unknown>): Promise<{ nodeId: string; got: ServerMessage[]; close(): Promise<void> }> {
+  const { node, node_key } = await owner.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body: enroll });
+  await new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: ADMIN_TOKEN } }).request('POST', '/v1/admin/nodes/approve', { body: { node_id: node.id, approved: true } });
+  const caps = { cpu: { cores: 1, model: 't', load: 0 }, memory: { total_bytes: 1, available_bytes: 1 }, disk: { total_bytes: 1, available_bytes: 1 }, gpus: [], docker: { reachable: false, version: null }, os: 't' };
+  await fetch(`${t.url}/v1/nodes/heartbeat`, { method: 'POST', headers: { authorization: `Bearer ${node_key}`, 'content-type': 'application/json' }, body: JSON.stringify({ capabilities: caps, load: { running_jobs: 0 }, agent_version: 'mute' }) });
+  const ws = createWSClient({ url: `${t.url.replace('http', 'ws')}/v1/nodes/channel`, WebSocket: WebSocket as unknown as typeof globalThis.WebSocket, connectionParams: { node_key, protocol_version: String(PROTOCOL_VERSION), agent_version: 'mute' } });
+  const got: ServerMessage[] = [];
+  const sub = createTRPCClient<AgentRouter>({ links: [wsLink({ client: ws })] }).jobs.subscribe(undefined, { onData: (m) => got.push(m as ServerMessage) });
+  const close = async () => {
+    sub.unsubscribe();
+    ws.close();
+    await owner.request('POST', `/v1/nodes/${node.id}/disabled`, { body: { set: true } });
+  };
+  try {
+    await until('mute agent connected', async () => t.gw.fleet.hub.isConnected(node.id));
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { nodeId: node.id, got, close };
 }

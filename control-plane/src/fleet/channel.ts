@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
-import { CHANNEL_PATH, ConnectionParams, Hello, JobFinish, JobOutput, PROTOCOL_VERSION, ServiceError } from '@svc/shared';
+import { CHANNEL_PATH, ConnectionParams, Hello, JobFinish, JobOutput, MAX_CHANNEL_MESSAGE_BYTES, PROTOCOL_VERSION, ServiceError } from '@svc/shared';
 import type { AgentHub } from './hub.ts';
 import type { NodeRegistry } from './registry.ts';
 
@@ -52,7 +52,7 @@ export type AgentRouter = ReturnType<typeof makeRouter>;
  * is refused with a message the operator can act on. The credential never rides in the URL.
  */
 export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry: NodeRegistry): () => Promise<void> {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 32 * 1024 * 1024 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CHANNEL_MESSAGE_BYTES });
   const handler = applyWSSHandler({
     wss,
     router: makeRouter(hub),

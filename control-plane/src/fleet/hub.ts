@@ -251,7 +251,8 @@ export class AgentHub {
       .values({ id: jobId, node_id: node.id, account_id: spec.accountId ?? null, kind: spec.kind, status: 'dispatched', attempts: exclude.length + 1, error: null, created_at: now, dispatched_at: now, ended_at: null, origin_process: this.relay?.self ?? null })
       .execute();
     try {
-      return await this.run(jobId, node.id, spec, this.holderOf(node));
+      const payload = typeof spec.payload === 'function' ? (spec.payload as (nodeId: string) => unknown)(node.id) : spec.payload;
+      return await this.run(jobId, node.id, { ...spec, payload }, this.holderOf(node));
     } catch (e) {
       if (e instanceof NodeLost && spec.retryable !== false && exclude.length === 0 && !spec.nodeId) {
         this.log.warn({ job_id: jobId, node_id: node.id }, 'node lost before output; dispatching once more elsewhere');

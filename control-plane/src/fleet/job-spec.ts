@@ -7,7 +7,8 @@ export interface JobSpec {
   kind: string;
   /** Which kind of node may run it; omitted: any node (diagnostics). */
   nodeKind?: 'sandbox' | 'inference' | undefined;
-  payload: unknown;
+  /** What the agent gets; a function of the node picked to send each node only its own part. */
+  payload: unknown | ((nodeId: string) => unknown);
   timeoutMs: number;
   accountId?: string | undefined;
   model?: string | undefined;
@@ -20,6 +21,11 @@ export interface JobSpec {
   signal?: CallerSignal | undefined;
   /** The job's row is deleted once it ended: a caller that persists nothing (the keyless assistant). */
   unrecorded?: boolean;
+  /**
+   * For a job that finished and answers a failure in its result (an inference node's local server unreachable
+   * or failing): the failure to record against the node, else null. The job still resolves with its result.
+   */
+  failedResult?: (result: unknown) => string | null;
 }
 
 /** A job that finished on its node, as dispatch resolves it. */

@@ -111,8 +111,9 @@ export class PendingJobs {
   async finish(p: Pending, f: JobFinish): Promise<void> {
     const nodeId = p.nodeId;
     const latencyMs = performance.now() - p.sentAt;
-    await this.end(f.job_id, f.ok ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', f.error ?? null);
-    await this.record(nodeId, p.spec, { outcome: f.ok ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });
+    const failed = f.ok ? (p.spec.failedResult?.(f.result) ?? null) : null; // a result that reports a failure counts as one
+    await this.end(f.job_id, f.ok && !failed ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', failed ?? f.error ?? null);
+    await this.record(nodeId, p.spec, { outcome: f.ok && !failed ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });
     if (f.ok) p.resolve({ jobId: f.job_id, nodeId, result: f.result, durationMs: f.duration_ms, workUnits: f.work_units });
     else if (f.timed_out) p.reject(new ServiceError('upstream_timeout', `Job timed out after ${p.spec.timeoutMs} ms`, { job_id: f.job_id }));
     else p.reject(new ServiceError('upstream_error', f.error ?? 'job failed on its node', { job_id: f.job_id }));

@@ -1,4 +1,4 @@
-import { INFERENCE_JOBS, InferenceJobPayload, SseParser, deliveredText, frameData, estimateTokens, type InferenceJobResult, type TokenUsage } from '@svc/shared';
+import { INFERENCE_JOBS, InferenceJobPayload, MAX_CHANNEL_MESSAGE_BYTES, MAX_OUTPUT_CHARS, SseParser, deliveredText, frameData, estimateTokens, type InferenceJobResult, type TokenUsage } from '@svc/shared';
 import type { JobContext, JobHandler, JobOutcome } from '../jobs/types.ts';
 
 /**
@@ -42,6 +42,9 @@ export function inferenceHandlers(opts: InferenceOptions | null): Record<string,
   };
 }
 
+/** A non-streamed answer's limit: the channel's message limit less room for the finish around it (JSON escaping included). */
+const MAX_ANSWER_BYTES = MAX_CHANNEL_MESSAGE_BYTES / 2;
+
 const done = (result: InferenceJobResult, workUnits?: number): JobOutcome => (workUnits === undefined ? { result } : { result, workUnits });
 
 async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: JobContext): Promise<JobOutcome> {
@@ -69,7 +72,16 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
     return done({ status: res.status, body });
   }
   if (!p.stream) {
-    const body = (await res.json()) as { usage?: TokenUsage; choices?: Array<{ message?: unknown }> };
+    const text = await res.text();
+    // The answer goes back in one channel message: one the channel cannot carry would close it (and every
+    // other job on it) again and again; another node would answer as large, so it is not tried elsewhere.
+    if (Buffer.byteLength(text) > MAX_ANSWER_BYTES) return done({ status: 502, final: true, error: `the answer (${Buffer.byteLength(text)} bytes) is larger than a node can send back (${MAX_ANSWER_BYTES} bytes); ask for less at once` });
+    let body: { usage?: TokenUsage; choices?: Array<{ message?: unknown }> };
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      return done({ status: 502, error: 'the local inference server answered something other than JSON' });
+    }
     const out = body.usage?.completion_tokens ?? estimateTokens((body.choices ?? []).map((c) => deliveredText(c.message)).join(''));
     return done({ status: res.status, body, usage: body.usage ?? null }, out);
   }
@@ -78,6 +90,9 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
   let usage: TokenUsage | null = null;
   let text = '';
   const take = (data: string) => {
+    // A frame the channel cannot carry ends the job as a failure: dropped, it would leave a hole in a stream
+    // that then completes as if whole.
+    if (data.length > MAX_OUTPUT_CHARS) throw new Error(`the local server sent a stream frame of ${data.length} characters, more than a node can pass on (${MAX_OUTPUT_CHARS})`);
     ctx.emit('data', data);
     if (data === '[DONE]') return;
     try {

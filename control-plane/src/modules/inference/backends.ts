@@ -5,7 +5,7 @@ import type { AgentHub, JobResult, JobSpec } from '../../fleet/hub.ts';
 import { AsyncQueue } from '../../fleet/queue.ts';
 import type { ResolvedModel } from './catalog.ts';
 import { withOutputLimit } from './output-limit.ts';
-import { errorAnswer, upstreamHttpError, type ProviderClient } from './upstream.ts';
+import { errorAnswer, incompleteAnswer, upstreamHttpError, type ProviderClient } from './upstream.ts';
 
 export type Use = 'chat' | 'embeddings';
 const PATHS: Record<Use, string> = { chat: '/chat/completions', embeddings: '/embeddings' };
@@ -36,7 +36,32 @@ export interface StreamAnswer extends Served {
 }
 
 /** A node-side failure before any output (local server unreachable or 5xx) may be retried on another node. */
-const nodeFailed = (r: InferenceJobResult) => r.status === 0 || r.status >= 500;
+const nodeFailed = (r: InferenceJobResult) => (r.status === 0 || r.status >= 500) && !r.final;
+/** What a node's job result says about the node: its local server unreachable or failing is a failure of the node. */
+const resultFailure = (result: unknown): string | null => {
+  const r = InferenceJobResult.safeParse(result);
+  if (!r.success) return 'the node answered an unreadable result';
+  return r.data.status === 0 || r.data.status >= 500 ? `local inference server: ${r.data.status === 0 ? 'unreachable' : `HTTP ${r.data.status}`}` : null;
+};
+
+/**
+ * The error of a node's answer that is not a 200. The node's local model names (its `model_map`, which the
+ * caller must not see) become the public id in the upstream's message; a failure another node would repeat
+ * says why in the agent's own words.
+ */
+function nodeError(r: InferenceJobResult, nodeId: string, m: ResolvedModel): ServiceError {
+  const e = r.final && r.error ? new ServiceError('upstream_error', `Node ${nodeId}: ${r.error}`) : upstreamHttpError(r.status, r.body ?? r.error, `Node ${nodeId}`);
+  return hideLocalNames(e, m);
+}
+
+/** The error with every local name of the model's nodes replaced by its public id. */
+export function hideLocalNames(e: ServiceError, m: ResolvedModel): ServiceError {
+  const names = [...new Set(Object.values(m.nodes?.localModels ?? {}))].filter((n) => n && n !== m.id).sort((a, b) => b.length - a.length);
+  if (!names.some((n) => e.message.includes(n))) return e;
+  let message = e.message;
+  for (const n of names) message = message.split(n).join(m.id);
+  return new ServiceError(e.type, message, e.extra);
+}
 
 /**
  * Routing: a model with an eligible inference node goes to the fleet (hub.dispatch picks the node; a
@@ -52,12 +77,16 @@ export class InferenceBackends {
   ) {}
 
   private spec(use: Use, m: ResolvedModel, body: Record<string, unknown>, stream: boolean, o: CallOptions): JobSpec {
+    // Node agents proxy Ollama, vLLM or llama.cpp's server, which all read the bound from max_tokens.
+    const sent = use === 'chat' ? withOutputLimit(body, 'max_tokens') : body;
+    const local = m.nodes!.localModels;
     return {
       kind: INFERENCE_JOBS[use],
       nodeKind: 'inference',
       model: m.id,
-      // Node agents proxy Ollama, vLLM or llama.cpp's server, which all read the bound from max_tokens.
-      payload: { model: m.id, local_models: m.nodes!.localModels, body: use === 'chat' ? withOutputLimit(body, 'max_tokens') : body, stream },
+      // Each node learns its own local name only, not the other nodes' ids and names.
+      payload: (nodeId: string) => ({ model: m.id, local_models: local[nodeId] !== undefined ? { [nodeId]: local[nodeId] } : {}, body: sent, stream }),
+      failedResult: resultFailure,
       timeoutMs: this.timeoutMs,
       accountId: o.accountId,
       retryable: true,
@@ -87,16 +116,16 @@ export class InferenceBackends {
           const again = await this.retry(spec, job);
           if (again) [job, r] = [again, InferenceJobResult.parse(again.result)];
         }
-        if (r.status !== 200) throw upstreamHttpError(r.status, r.body ?? r.error, `Node ${job.nodeId}`);
-        const failed = errorAnswer(r.body, `Node ${job.nodeId}`);
-        if (failed) throw failed;
+        if (r.status !== 200) throw nodeError(r, job.nodeId, m);
+        const failed = errorAnswer(r.body, `Node ${job.nodeId}`) ?? incompleteAnswer(use, r.body, `Node ${job.nodeId}`);
+        if (failed) throw hideLocalNames(failed, m);
         return { body: r.body as Record<string, unknown>, backend: `node:${job.nodeId}`, price: m.nodes!.price, node: true };
       },
       async () => {
         const p = m.provider!;
         const sent = use === 'chat' ? withOutputLimit(body, p.config.outputLimitField) : body;
         const answer = (await this.providers.json(p.config, PATHS[use], sent, o.signal)) as Record<string, unknown>;
-        const failed = errorAnswer(answer, `Provider ${p.config.name}`);
+        const failed = errorAnswer(answer, `Provider ${p.config.name}`) ?? incompleteAnswer(use, answer, `Provider ${p.config.name}`);
         if (failed) throw failed;
         return { body: answer, backend: `provider:${p.config.name}`, price: p.price, node: false };
       },
@@ -118,10 +147,10 @@ export class InferenceBackends {
       m,
       async () => {
         const spec = this.spec('chat', m, body, true, o);
-        let a = await this.startNode(spec, []);
+        let a = await this.startNode(spec, m, []);
         if ('finished' in a && nodeFailed(a.finished.r)) {
           const failed = a.finished.job;
-          const again = await this.startNode(spec, [failed.nodeId]).catch((e: unknown) => {
+          const again = await this.startNode(spec, m, [failed.nodeId]).catch((e: unknown) => {
             if (e instanceof ServiceError && e.type === 'no_capacity') return null;
             throw e;
           });
@@ -129,7 +158,7 @@ export class InferenceBackends {
         }
         if ('finished' in a) {
           const { job, r } = a.finished;
-          if (r.status !== 200) throw upstreamHttpError(r.status, r.body ?? r.error, `Node ${job.nodeId}`);
+          if (r.status !== 200) throw nodeError(r, job.nodeId, m);
           return { frames: emptyFrames(), done: Promise.resolve({ backend: `node:${job.nodeId}` }), backend: `node:${job.nodeId}`, price: m.nodes!.price, node: true };
         }
         return { frames: a.frames, done: a.done, backend: 'node', price: m.nodes!.price, node: true };
@@ -144,7 +173,7 @@ export class InferenceBackends {
   }
 
   /** Dispatches a streamed job; resolves at its first output, or with its result when it ended without any. */
-  private startNode(spec: JobSpec, exclude: string[]): Promise<{ frames: AsyncIterable<string>; done: Promise<{ backend: string }> } | { finished: { job: JobResult; r: InferenceJobResult } }> {
+  private startNode(spec: JobSpec, m: ResolvedModel, exclude: string[]): Promise<{ frames: AsyncIterable<string>; done: Promise<{ backend: string }> } | { finished: { job: JobResult; r: InferenceJobResult } }> {
     const q = new AsyncQueue<string>();
     let first: () => void = () => undefined;
     const started = new Promise<'started'>((resolve) => (first = () => resolve('started')));
@@ -153,7 +182,7 @@ export class InferenceBackends {
       .then((job) => ({ job, r: InferenceJobResult.parse(job.result) }))
       .finally(() => q.close());
     const done = end.then(({ job, r }) => {
-      if (r.status !== 200) throw upstreamHttpError(r.status, r.body ?? r.error, `Node ${job.nodeId}`);
+      if (r.status !== 200) throw nodeError(r, job.nodeId, m);
       return { backend: `node:${job.nodeId}` };
     });
     done.catch(() => undefined); // awaited by the consumer once streaming began; never unhandled

@@ -3,7 +3,7 @@ import type { InferenceConfig, ModelPrice } from '../../config.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { CallerSignal } from '../../http/caller-signal.ts';
 import type { Hold, Metering, Usage } from '../money/metering.ts';
-import type { InferenceBackends, StreamAnswer } from './backends.ts';
+import { hideLocalNames, type InferenceBackends, type StreamAnswer } from './backends.ts';
 import { holdPrice, type ModelCatalog, type ResolvedModel } from './catalog.ts';
 import { boundChatInput, boundEmbeddingInput, costMicroUsd, estimateChatInput, estimateEmbeddingInput } from './tokens.ts';
 import { upstreamStreamError } from './upstream.ts';
@@ -196,7 +196,7 @@ export class InferenceService {
           continue;
         }
         if (chunk.error) {
-          failure = upstreamStreamError(chunk.error, who);
+          failure = hideLocalNames(upstreamStreamError(chunk.error, who), prep.model);
           break;
         }
         if (up.node && typeof chunk.model === 'string') chunk.model = prep.model.id;

@@ -30,17 +30,16 @@ export function upstreamHttpError(status: number, body: unknown, who: string, re
   return new ServiceError('upstream_error', `${who} failed (HTTP ${status})`, { upstream_status: status });
 }
 
-/** The error an upstream reported inside a stream (an `{"error": ...}` chunk). */
 /**
  * An error the upstream reported inside a stream. One that carries an HTTP status (`code` or `status`, as
  * vLLM and llama.cpp's server put it) or OpenAI's `invalid_request_error` type maps like that status would;
- * anything else is an upstream failure.
+ * anything else is an upstream failure, whose message stays here like a 5xx body's (a server's crash report
+ * can name its files, devices and local model).
  */
 export function upstreamStreamError(err: unknown, who: string): ServiceError {
   const status = errorStatus(err);
   if (status !== null) return upstreamHttpError(status, { error: err }, who);
-  const msg = upstreamMessage({ error: err });
-  return new ServiceError('upstream_error', `${who} failed mid-stream${msg ? `: ${msg}` : ''}`);
+  return new ServiceError('upstream_error', `${who} failed mid-stream`);
 }
 
 /** The HTTP status an upstream's error object names (400-599), or 400 for OpenAI's `invalid_request_error`; else null. */
@@ -64,6 +63,16 @@ export function errorAnswer(body: unknown, who: string): ServiceError | null {
   const b = body as { error?: unknown; choices?: unknown; data?: unknown };
   if (!b.error || Array.isArray(b.choices) || Array.isArray(b.data)) return null;
   return upstreamHttpError(errorStatus(b.error) ?? 502, body, who);
+}
+
+/**
+ * A 200 answer without its results: a chat completion without `choices`, embeddings without `data`. Nothing
+ * was delivered, so nothing is charged; null for a whole answer.
+ */
+export function incompleteAnswer(use: 'chat' | 'embeddings', body: unknown, who: string): ServiceError | null {
+  const key = use === 'chat' ? 'choices' : 'data';
+  if (body && typeof body === 'object' && Array.isArray((body as Record<string, unknown>)[key])) return null;
+  return new ServiceError('upstream_error', `${who} answered without ${key}`);
 }
 
 function upstreamMessage(body: unknown): string {
