@@ -19,6 +19,8 @@ let agent: TestAgent;
 const agents: TestAgent[] = [];
 const noDocker = { SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' };
 const msgs = [{ role: 'user' as const, content: 'Say hello' }];
+/** SVC_INFERENCE_TIMEOUT_SECONDS: until an answer, and between two chunks of a stream. */
+const LIMIT_S = 2;
 
 type Handler = (req: IncomingMessage, body: any, res: ServerResponse) => void | Promise<void>;
 let handler: Handler = (_q, _b, res) => void res.end('{}');
@@ -67,7 +69,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
   localUrl = `http://127.0.0.1:${(local.address() as { port: number }).port}/v1`;
   const price = { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 3_000_000 };
-  t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: price, [BROKEN]: price, [EMB]: { input_micro_usd_per_mtok: 1_000_000, embedding: true } }) } });
+  t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_INFERENCE_TIMEOUT_SECONDS: String(LIMIT_S), SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: price, [BROKEN]: price, [EMB]: { input_micro_usd_per_mtok: 1_000_000, embedding: true } }) } });
   owner = await t.signIn();
   await t.gw.services.metering.credit(owner.accountId, 100_000_000, 'grant', `test-${owner.accountId}`);
   oa = new OpenAI({ apiKey: (await owner.client.createKey()).key, baseURL: `${t.url}/v1`, maxRetries: 0 });
@@ -156,6 +158,29 @@ describe('answers a node cannot pass on whole', () => {
     expect(agent.output()).not.toMatch(/channel closed \(1009\)/);
     expect(t.gw.fleet.hub.isConnected(agent.nodeId)).toBe(true);
   }, 60_000);
+});
+
+describe('time limits on the node path', () => {
+  it("a stream's limit is between two chunks, not in all: a slow healthy stream completes; one that stalls fails after what it delivered", async () => {
+    handler = async (_q, _b, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const w of ['one ', 'two ', 'three ', 'four']) {
+        res.write(sse(chunk(w)));
+        await sleep(LIMIT_S * 350); // 4 chunks: 1.4 x the limit in all, 0.35 of it between two
+      }
+      res.end(sse(chunk(null, 'stop')) + sse('[DONE]'));
+    };
+    expect(await drain(await oa.chat.completions.create({ model: MODEL, messages: msgs, stream: true }))).toEqual({ text: 'one two three four', err: null });
+    handler = async (_q, _b, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(sse(chunk('Hello')));
+      await sleep(LIMIT_S * 1500);
+      if (!res.destroyed) res.end(sse('[DONE]'));
+    };
+    const stalled = await drain(await oa.chat.completions.create({ model: MODEL, messages: msgs, stream: true }));
+    expect(stalled.text).toBe('Hello');
+    expect(stalled.err?.message).toMatch(new RegExp(`no output for ${LIMIT_S * 1000} ms`));
+  }, 20_000);
 });
 
 describe('node failures', () => {

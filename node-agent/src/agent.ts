@@ -23,6 +23,8 @@ const FINISH_ATTEMPTS = 5;
 const FINISH_RETRY_MS = 2000;
 /** An output the connection dropped under is sent again this many times in all. */
 const OUTPUT_ATTEMPTS = 3;
+/** The abort reason of a job that went too long without output. */
+const IDLE = 'no output';
 
 const realTimers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
 
@@ -156,6 +158,9 @@ export class Agent {
     const ac = new AbortController();
     this.running.set(m.job_id, ac);
     const timeout = setTimeout(() => ac.abort('timed out'), m.timeout_ms);
+    // A stream's limit between two outputs (and until the first): restarted by each output.
+    const idleMs = m.idle_timeout_ms;
+    let idle = idleMs ? setTimeout(() => ac.abort(IDLE), idleMs) : undefined;
     const started = performance.now();
     let seq = 0;
     let flushed: Promise<unknown> = Promise.resolve();
@@ -167,18 +172,21 @@ export class Agent {
         jobId: m.job_id,
         signal: ac.signal,
         emit: (stream, data) => {
+          if (idle) idle.refresh();
           const o = { job_id: m.job_id, seq: seq++, stream, data };
           flushed = flushed.then(() => this.deliverOutput(ch, o));
         },
       });
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
     } catch (e) {
-      const timedOut = ac.signal.aborted && ac.signal.reason === 'timed out';
+      const timedOut = ac.signal.aborted && (ac.signal.reason === 'timed out' || ac.signal.reason === IDLE);
       // An aborted fetch rejects with the abort's reason, which is a string here: not every failure is an Error.
-      const message = timedOut ? 'timed out' : e instanceof Error ? e.message : String(e);
+      const message = timedOut ? (ac.signal.reason === IDLE ? `no output for ${idleMs} ms` : 'timed out') : e instanceof Error ? e.message : String(e);
       finish = { job_id: m.job_id, ok: false, error: message.slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) };
     } finally {
       clearTimeout(timeout);
+      clearTimeout(idle);
+      idle = undefined;
     }
     try {
       await flushed;

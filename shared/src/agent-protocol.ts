@@ -54,7 +54,10 @@ export const JobMessage = z.object({
   job_id: z.string(),
   kind: z.string(),
   payload: z.unknown(),
+  /** The job's whole-time limit. */
   timeout_ms: z.number().int().positive(),
+  /** Also a limit on the time without output (from the start, then between two outputs): a stream's. */
+  idle_timeout_ms: z.number().int().positive().optional(),
 });
 export const CancelMessage = z.object({ type: z.literal('cancel'), job_id: z.string(), reason: z.string() });
 export const ServerMessage = z.discriminatedUnion('type', [JobMessage, CancelMessage]);

@@ -40,6 +40,8 @@ export interface InferenceConfig {
   nodeModelPrices: Record<string, ModelPrice>;
   /** Upstream time limit: until the answer (non-streamed) or between two chunks of a stream. */
   timeoutMs: number;
+  /** The longest a node's stream may run in all (its limit between two chunks is timeoutMs). */
+  maxStreamMs: number;
   /** The output bound a hold assumes when neither the request nor the model gives one. */
   defaultMaxOutputTokens: number;
 }
@@ -96,9 +98,11 @@ export const inferenceEnv = {
     Object.fromEntries(Object.entries(o).map(([id, m]) => [id, modelPrice(m)])),
   ),
   SVC_INFERENCE_TIMEOUT_SECONDS: intWithDefault(300, 1, 3600),
+  SVC_INFERENCE_MAX_STREAM_SECONDS: intWithDefault(3600, 1, 86_400),
   SVC_INFERENCE_DEFAULT_MAX_TOKENS: intWithDefault(4096, 1, 10_000_000),
 };
 
-export function inferenceConfig(e: { SVC_PROVIDERS: ProviderConfig[]; SVC_NODE_MODEL_PRICES: Record<string, ModelPrice>; SVC_INFERENCE_TIMEOUT_SECONDS: number; SVC_INFERENCE_DEFAULT_MAX_TOKENS: number }): InferenceConfig {
-  return { providers: e.SVC_PROVIDERS, nodeModelPrices: e.SVC_NODE_MODEL_PRICES, timeoutMs: e.SVC_INFERENCE_TIMEOUT_SECONDS * 1000, defaultMaxOutputTokens: e.SVC_INFERENCE_DEFAULT_MAX_TOKENS };
+export function inferenceConfig(e: { SVC_PROVIDERS: ProviderConfig[]; SVC_NODE_MODEL_PRICES: Record<string, ModelPrice>; SVC_INFERENCE_TIMEOUT_SECONDS: number; SVC_INFERENCE_MAX_STREAM_SECONDS: number; SVC_INFERENCE_DEFAULT_MAX_TOKENS: number }): InferenceConfig {
+  const timeoutMs = e.SVC_INFERENCE_TIMEOUT_SECONDS * 1000;
+  return { providers: e.SVC_PROVIDERS, nodeModelPrices: e.SVC_NODE_MODEL_PRICES, timeoutMs, maxStreamMs: Math.max(timeoutMs, e.SVC_INFERENCE_MAX_STREAM_SECONDS * 1000), defaultMaxOutputTokens: e.SVC_INFERENCE_DEFAULT_MAX_TOKENS };
 }

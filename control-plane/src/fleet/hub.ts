@@ -11,7 +11,7 @@ import { JobClaims, type AgentReport, type Origin } from './claims.ts';
 import type { NodeRegistry } from './registry.ts';
 import { NodeLost, PendingJobs, later, older, type Pending } from './pending-jobs.ts';
 import { pickNode } from './scheduler.ts';
-import type { JobResult, JobSpec } from './job-spec.ts';
+import { idleLimit, type JobResult, type JobSpec } from './job-spec.ts';
 
 export type { JobResult, JobSpec } from './job-spec.ts';
 
@@ -283,7 +283,7 @@ export class AgentHub {
       const conn = holder ? undefined : this.conns.get(nodeId)!;
       const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection: conn?.connection ?? null };
       this.jobs.add(p);
-      if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs });
+      if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs, ...idleLimit(spec) });
       else this.remote!.send(p);
       onAbort = () => {
         if (!this.jobs.has(jobId)) return;

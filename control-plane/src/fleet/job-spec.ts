@@ -9,7 +9,10 @@ export interface JobSpec {
   nodeKind?: 'sandbox' | 'inference' | undefined;
   /** What the agent gets; a function of the node picked to send each node only its own part. */
   payload: unknown | ((nodeId: string) => unknown);
+  /** The whole job's time limit (the agent's; the control plane's backstop 5 s later). */
   timeoutMs: number;
+  /** Also a limit on the time without output, enforced by the agent: a stream's limit between two chunks. */
+  idleTimeoutMs?: number;
   accountId?: string | undefined;
   model?: string | undefined;
   /** Dispatch to this node only (a session that lives on one node, say). */
@@ -27,6 +30,9 @@ export interface JobSpec {
    */
   failedResult?: (result: unknown) => string | null;
 }
+
+/** The job message's idle limit, when the spec has one. */
+export const idleLimit = (spec: JobSpec): { idle_timeout_ms?: number } => (spec.idleTimeoutMs ? { idle_timeout_ms: spec.idleTimeoutMs } : {});
 
 /** A job that finished on its node, as dispatch resolves it. */
 export interface JobResult {

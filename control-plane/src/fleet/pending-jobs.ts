@@ -115,7 +115,7 @@ export class PendingJobs {
     await this.end(f.job_id, f.ok && !failed ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', failed ?? f.error ?? null);
     await this.record(nodeId, p.spec, { outcome: f.ok && !failed ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });
     if (f.ok) p.resolve({ jobId: f.job_id, nodeId, result: f.result, durationMs: f.duration_ms, workUnits: f.work_units });
-    else if (f.timed_out) p.reject(new ServiceError('upstream_timeout', `Job timed out after ${p.spec.timeoutMs} ms`, { job_id: f.job_id }));
+    else if (f.timed_out) p.reject(new ServiceError('upstream_timeout', f.error?.startsWith('no output') ? `Job had ${f.error}` : `Job timed out after ${p.spec.timeoutMs} ms`, { job_id: f.job_id }));
     else p.reject(new ServiceError('upstream_error', f.error ?? 'job failed on its node', { job_id: f.job_id }));
   }
 

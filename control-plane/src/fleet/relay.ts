@@ -13,7 +13,7 @@ import { KeyedSerial } from './serial.ts';
  * relays it from then on; an agent back on the holder without the job, or not back within the grace, makes it `lost`.
  */
 export type RelayMessage =
-  | { t: 'job'; job: string; node: string; kind: string; payload: unknown; timeout_ms: number }
+  | { t: 'job'; job: string; node: string; kind: string; payload: unknown; timeout_ms: number; idle_timeout_ms?: number }
   | { t: 'cancel'; job: string; reason: string }
   | { t: 'accepted'; job: string; connection?: number | null }
   | { t: 'refused'; job: string; why: string }

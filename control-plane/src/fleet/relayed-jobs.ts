@@ -45,7 +45,7 @@ export class RelayedJobs {
 
   /** A job for a node whose channel the origin believes this process holds (`known`: this id is a job of ours). */
   take(origin: string, m: Extract<RelayMessage, { t: 'job' }>, known: boolean): void {
-    if (known || this.jobs.has(m.job) || !this.push(m.node, { type: 'job', job_id: m.job, kind: m.kind, payload: m.payload, timeout_ms: m.timeout_ms })) {
+    if (known || this.jobs.has(m.job) || !this.push(m.node, { type: 'job', job_id: m.job, kind: m.kind, payload: m.payload, timeout_ms: m.timeout_ms, ...(m.idle_timeout_ms ? { idle_timeout_ms: m.idle_timeout_ms } : {}) })) {
       this.tell(origin, { t: 'refused', job: m.job, why: `the channel of node ${m.node} is not held here any more` });
       return;
     }

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { FleetRelay, RelayMessage } from './relay.ts';
 import { older, type Pending, type PendingJobs } from './pending-jobs.ts';
+import { idleLimit } from './job-spec.ts';
 
 /** How long the origin waits for the holder to take a job before it counts the node as lost for it. */
 export const RELAY_ACK_MS = 5000;
@@ -34,7 +35,7 @@ export class RemoteJobs {
       this.cancel(p.jobId, full); // in case the holder takes it after all: the job must not run unowned
       this.jobs.lose(p, full, false);
     };
-    this.relay.send(holder, { t: 'job', job: p.jobId, node: p.nodeId, kind: p.spec.kind, payload: p.spec.payload, timeout_ms: p.spec.timeoutMs }).then(
+    this.relay.send(holder, { t: 'job', job: p.jobId, node: p.nodeId, kind: p.spec.kind, payload: p.spec.payload, timeout_ms: p.spec.timeoutMs, ...idleLimit(p.spec) }).then(
       () => {
         if (this.jobs.get(p.jobId) !== p || p.holder !== holder || p.gotOutput) return; // answered already
         p.ackTimer = setTimeout(() => gone(`no answer within ${RELAY_ACK_MS} ms`), RELAY_ACK_MS);

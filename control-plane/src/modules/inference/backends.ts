@@ -73,7 +73,10 @@ export class InferenceBackends {
   constructor(
     private readonly hub: AgentHub,
     private readonly providers: ProviderClient,
+    /** Until a non-streamed answer; between two chunks of a stream (and until its first). */
     private readonly timeoutMs: number,
+    /** A node stream's limit in all. */
+    private readonly maxStreamMs: number = timeoutMs,
   ) {}
 
   private spec(use: Use, m: ResolvedModel, body: Record<string, unknown>, stream: boolean, o: CallOptions): JobSpec {
@@ -87,7 +90,7 @@ export class InferenceBackends {
       // Each node learns its own local name only, not the other nodes' ids and names.
       payload: (nodeId: string) => ({ model: m.id, local_models: local[nodeId] !== undefined ? { [nodeId]: local[nodeId] } : {}, body: sent, stream }),
       failedResult: resultFailure,
-      timeoutMs: this.timeoutMs,
+      ...(stream ? { timeoutMs: this.maxStreamMs, idleTimeoutMs: this.timeoutMs } : { timeoutMs: this.timeoutMs }),
       accountId: o.accountId,
       retryable: true,
       signal: o.signal,

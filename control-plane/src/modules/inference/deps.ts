@@ -11,6 +11,6 @@ import { ProviderClient } from './upstream.ts';
 /** Wires the inference module: catalog, backends (fleet nodes and providers) and the metered service. */
 export function createInference(cfg: InferenceConfig, d: { hub: AgentHub; registry: NodeRegistry; metering: Metering; clock: Clock }): InferenceService {
   const catalog = new ModelCatalog(cfg, d.registry, d.clock);
-  const backends = new InferenceBackends(d.hub, new ProviderClient(cfg.timeoutMs), cfg.timeoutMs);
+  const backends = new InferenceBackends(d.hub, new ProviderClient(cfg.timeoutMs), cfg.timeoutMs, cfg.maxStreamMs);
   return new InferenceService(catalog, backends, d.metering, cfg);
 }
