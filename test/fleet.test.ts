@@ -107,6 +107,16 @@ describe('a real agent', () => {
     expect(entry.jobs_dispatched).toBe(1);
   });
 
+  it("an agent sends the outputs gathered while one message was on its way in the next, in order and whole", async () => {
+    const sent = Array.from({ length: 1000 }, (_, i) => `chunk ${i} `);
+    const got: string[] = [];
+    const before = t.gw.fleet.hub.outputMessages;
+    await t.gw.fleet.hub.dispatch({ kind: 'diag.echo', payload: { chunks: sent }, timeoutMs: 10_000, nodeId: a.nodeId, onOutput: (o) => got.push(o.data) });
+    expect(got).toEqual(sent);
+    // diag.echo emits all at once: the first goes alone, the other 999 in messages of at most 512.
+    expect(t.gw.fleet.hub.outputMessages - before).toBe(3);
+  });
+
   it('goes offline when its agent is killed (3 missed heartbeats) and comes back when restarted', async () => {
     await a.kill();
     await until('channel detached', async () => !t.gw.fleet.hub.isConnected(a.nodeId));

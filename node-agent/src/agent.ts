@@ -23,6 +23,18 @@ const FINISH_ATTEMPTS = 5;
 const FINISH_RETRY_MS = 2000;
 /** An output the connection dropped under is sent again this many times in all. */
 const OUTPUT_ATTEMPTS = 3;
+/** The most outputs, and characters of output, one message carries (well within the channel's message limit). */
+const BATCH_OUTPUTS = 512;
+const BATCH_CHARS = 4 * 1024 * 1024;
+
+/** The oldest outputs waiting, as many as one message carries (at least one). */
+function takeBatch(pending: JobOutput[]): JobOutput[] {
+  let n = 0;
+  let chars = 0;
+  while (n < pending.length && n < BATCH_OUTPUTS && (n === 0 || chars + pending[n]!.data.length <= BATCH_CHARS)) chars += pending[n++]!.data.length;
+  return pending.splice(0, n);
+}
+
 /** The abort reason of a job that went too long without output. */
 const IDLE = 'no output';
 
@@ -163,7 +175,19 @@ export class Agent {
     let idle = idleMs ? setTimeout(() => ac.abort(IDLE), idleMs) : undefined;
     const started = performance.now();
     let seq = 0;
-    let flushed: Promise<unknown> = Promise.resolve();
+    // Outputs go out in order, as many per message as gathered while the one before was on its way: one
+    // message per output would carry one output per round trip to the control plane.
+    const pending: JobOutput[] = [];
+    let pumping = false;
+    let flushed: Promise<void> = Promise.resolve();
+    const pump = async () => {
+      pumping = true;
+      try {
+        while (pending.length > 0) await this.deliverOutputs(ch, takeBatch(pending));
+      } finally {
+        pumping = false; // in the same turn as the loop's last check: an output emitted after it starts a new pump
+      }
+    };
     let finish: JobFinish;
     try {
       const handler = this.handlers[m.kind];
@@ -173,8 +197,8 @@ export class Agent {
         signal: ac.signal,
         emit: (stream, data) => {
           if (idle) idle.refresh();
-          const o = { job_id: m.job_id, seq: seq++, stream, data };
-          flushed = flushed.then(() => this.deliverOutput(ch, o));
+          pending.push({ job_id: m.job_id, seq: seq++, stream, data });
+          if (!pumping) flushed = pump();
         },
       });
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
@@ -197,11 +221,11 @@ export class Agent {
   }
 
   /**
-   * An output, delivered in order: one the connection dropped under is sent again (the client holds it until
-   * it reconnects; the control plane takes each seq once). Another failure loses this output only.
+   * Outputs, delivered in order: a message the connection dropped under is sent again (the client holds it
+   * until it reconnects; the control plane takes each seq once). Another failure loses these outputs only.
    */
-  private deliverOutput(ch: Channel, o: JobOutput): Promise<void> {
-    return this.deliver(`output of ${o.job_id}`, () => ch.output(o), OUTPUT_ATTEMPTS, 0);
+  private deliverOutputs(ch: Channel, batch: JobOutput[]): Promise<void> {
+    return this.deliver(`output of ${batch[0]!.job_id}`, () => ch.outputs(batch), OUTPUT_ATTEMPTS, 0);
   }
 
   /**

@@ -39,6 +39,8 @@ export class Channel {
   private readonly client: ReturnType<typeof createTRPCClient<AgentRouter>>;
   private sub: { unsubscribe(): void } | undefined;
   private wanted = false;
+  /** The control plane has no `outputs` procedure (older than this agent): outputs go one per message. */
+  private singleOutputs = false;
 
   constructor(
     url: string,
@@ -108,8 +110,22 @@ export class Channel {
     this.sub = sub;
   }
 
-  output(o: JobOutput): Promise<unknown> {
-    return this.client.output.mutate(o);
+  /**
+   * Outputs in one message; one at a time to a control plane from before `outputs` (it answers NOT_FOUND,
+   * after which this connection's client asks it no more).
+   */
+  async outputs(batch: JobOutput[]): Promise<unknown> {
+    if (this.singleOutputs) {
+      for (const o of batch) await this.client.output.mutate(o);
+      return undefined;
+    }
+    try {
+      return await this.client.outputs.mutate(batch);
+    } catch (e) {
+      if ((e as { data?: { code?: string } }).data?.code !== 'NOT_FOUND') throw e;
+      this.singleOutputs = true;
+      return this.outputs(batch);
+    }
   }
 
   finish(f: JobFinish): Promise<unknown> {

@@ -77,6 +77,8 @@ export const JobOutput = z.object({
   stream: z.enum(['stdout', 'stderr', 'data']),
   data: z.string().max(MAX_OUTPUT_CHARS),
 });
+/** Outputs of one job in seq order, as one message (see the agent's batching). */
+export const JobOutputs = z.array(JobOutput).min(1).max(1024);
 export const JobFinish = z.object({
   job_id: z.string(),
   ok: z.boolean(),

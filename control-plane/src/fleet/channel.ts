@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
-import { CHANNEL_PATH, ConnectionParams, Hello, JobFinish, JobOutput, MAX_CHANNEL_MESSAGE_BYTES, PROTOCOL_VERSION, ServiceError } from '@svc/shared';
+import { CHANNEL_PATH, ConnectionParams, Hello, JobFinish, JobOutput, JobOutputs, MAX_CHANNEL_MESSAGE_BYTES, PROTOCOL_VERSION, ServiceError } from '@svc/shared';
 import type { AgentHub } from './hub.ts';
 import type { NodeRegistry } from './registry.ts';
 
@@ -34,7 +34,11 @@ function makeRouter(hub: AgentHub) {
       }
     }),
     output: agentProcedure.input(JobOutput).mutation(({ ctx, input }) => {
-      hub.onOutput(ctx.nodeId, input, ctx.connection);
+      hub.onOutputs(ctx.nodeId, [input], ctx.connection);
+      return { ok: true };
+    }),
+    outputs: agentProcedure.input(JobOutputs).mutation(({ ctx, input }) => {
+      hub.onOutputs(ctx.nodeId, input, ctx.connection);
       return { ok: true };
     }),
     finish: agentProcedure.input(JobFinish).mutation(async ({ ctx, input }) => {

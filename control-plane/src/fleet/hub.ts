@@ -310,6 +310,15 @@ export class AgentHub {
     else p.connection = connection ?? p.connection;
   }
 
+  /** Messages of output agents sent on this process's channels (one carries one output or several, in order). */
+  outputMessages = 0;
+
+  /** One message of outputs from an agent on this process's channel. */
+  onOutputs(nodeId: string, outputs: JobOutput[], connection: number | null = null): void {
+    this.outputMessages++;
+    for (const o of outputs) this.onOutput(nodeId, o, connection);
+  }
+
   /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
   onOutput(nodeId: string, o: JobOutput, connection: number | null = null): void {
     const p = this.jobs.get(o.job_id);
