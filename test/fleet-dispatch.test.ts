@@ -131,10 +131,14 @@ describe('the control plane times out a job its node never answers', () => {
       expect(await jobRow(jobId)).toMatchObject({ status: 'timed_out' });
       await until('cancel sent', async () => mute.got.some((m) => m.type === 'cancel' && m.job_id === jobId && m.reason === 'timed out'));
       expect(await entry(mute.nodeId)).toMatchObject({ reliability: 0, jobs_dispatched: 1, latency_ms: null });
+      // A job with an idle limit: the same backstop 5 s past it, for an agent that does not enforce it.
+      const idle = await expectApiError(hub().dispatch({ kind: 'diag.wait', payload: { ms: 1 }, timeoutMs: 60_000, idleTimeoutMs: 100, nodeId: mute.nodeId }), 504, 'upstream_timeout');
+      expect(idle.body?.error.message).toBe('Job had no output for 100 ms');
+      expect(mute.got.find((m) => m.type === 'job' && m.job_id === idle.body?.error.job_id)).toMatchObject({ timeout_ms: 60_000, idle_timeout_ms: 100 });
     } finally {
       await mute.close();
     }
-  }, 20_000);
+  }, 30_000);
 });
 
 describe('the node-drop rule', () => {

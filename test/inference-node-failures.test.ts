@@ -110,7 +110,11 @@ describe("a node's errors reach the caller without the node's internals", () => 
     handler = (_q, _b, res) => json(res, 200, `{"model":"${LOCAL}"x`);
     const notJson = await apiError(oa.chat.completions.create({ model: MODEL, messages: msgs }));
     expect(notJson?.status).toBe(502);
-    expect(JSON.stringify(notJson?.error)).not.toMatch(/JSON|position|Unexpected|secret/);
+    expect(JSON.stringify(notJson?.error)).not.toMatch(/position|Unexpected|secret/);
+    handler = (_q, _b, res) => json(res, 200, 'null');
+    const nullAnswer = await apiError(oa.chat.completions.create({ model: MODEL, messages: msgs }));
+    expect(nullAnswer?.status).toBe(502);
+    expect(nullAnswer?.message).not.toMatch(/Cannot read|TypeError/);
     handler = (_q, _b, res) => json(res, 200, { object: 'chat.completion', model: LOCAL });
     const noChoices = await apiError(oa.chat.completions.create({ model: MODEL, messages: msgs }));
     expect(noChoices).toMatchObject({ status: 502, message: expect.stringMatching(/answered without choices/) });
@@ -151,10 +155,12 @@ describe('answers a node cannot pass on whole', () => {
     const vec = Array.from({ length: 4096 }, (_, i) => -0.012345678901234 + i * 1e-9);
     handler = (_q, body, res) => json(res, 200, { object: 'list', data: Array.from({ length: 250 }, (_, index) => ({ object: 'embedding', index, embedding: vec })), model: body.model, usage: { prompt_tokens: 250, total_tokens: 250 } });
     const jobs = async () => (await t.gw.database.db.selectFrom('jobs').select('id').where('node_id', '=', agent.nodeId).execute()).length;
-    const before = await jobs();
+    const failures = async () => (await t.gw.database.db.selectFrom('nodes').select('failed').where('id', '=', agent.nodeId).executeTakeFirstOrThrow()).failed;
+    const [before, failedBefore] = [await jobs(), await failures()];
     const e = await apiError(oa.embeddings.create({ model: EMB, input: Array.from({ length: 250 }, () => 'a'), encoding_format: 'float' }));
     expect(e).toMatchObject({ status: 502, message: expect.stringMatching(/larger than a node can send back/) });
     expect(await jobs()).toBe(before + 1);
+    expect(await failures()).toBe(failedBefore); // the caller's ask, not the node's fault
     expect(agent.output()).not.toMatch(/channel closed \(1009\)/);
     expect(t.gw.fleet.hub.isConnected(agent.nodeId)).toBe(true);
   }, 60_000);

@@ -184,12 +184,11 @@ describe('the output bound reaches the upstream in the field it reads', () => {
     expect(sent()).not.toHaveProperty('max_tokens');
   });
 
-  it("a caller's max_completion_tokens reaches a server reading max_tokens only (Ollama), so the answer stays within what was held", async () => {
-    up.switches.limitField = 'max_tokens';
+  it("a provider configured without output_limit_field gets the bound in the caller's field", async () => {
     const { data, response } = await oa.chat.completions.create({ model: 'test-chat', messages: user('hi'), max_completion_tokens: 2 }).withResponse();
     expect(data.choices[0]).toMatchObject({ message: { content: 'Hello there!' }, finish_reason: 'length' });
-    expect(up.requests.at(-1)!.body).toMatchObject({ max_tokens: 2 });
-    expect(up.requests.at(-1)!.body).not.toHaveProperty('max_completion_tokens');
+    expect(up.requests.at(-1)!.body).toMatchObject({ max_completion_tokens: 2 });
+    expect(up.requests.at(-1)!.body).not.toHaveProperty('max_tokens');
     const r = await charged(response.headers.get(RECEIPT_HEADERS.id));
     expect(r).toMatchObject({ units: { output_tokens: 2 }, cost_micro_usd: 2 * 2 + 2 * 5 });
     expect(r.detail.capped_at_hold).toBeUndefined();

@@ -217,6 +217,10 @@ describe('late polls, failed downloads, a crash after the charge', () => {
     const done = await start(a, { seconds: 4 });
     up.advance(done.upstream.id, { status: 'completed', progress: 100 });
     t.clock.advance(RENDER_LIMIT * 1000); // the leader was away past the time limit
+    up.switches.failWith = 503; // and the provider fails its first lookup: tried again, not given up
+    await loops();
+    up.switches.failWith = null;
+    expect((await job(a, done.id)).body).toMatchObject({ status: 'queued', billed: false });
     await loops();
     expect((await job(a, done.id)).body).toMatchObject({ status: 'succeeded', billed: true, cost_micro_usd: 4 * PRICE, error: null });
     expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: before.balance_micro_usd - 4 * PRICE, held_micro_usd: 0 });
@@ -227,7 +231,7 @@ describe('late polls, failed downloads, a crash after the charge', () => {
     t.clock.advance(RENDER_LIMIT * 1000);
     await loops();
     expect((await job(a, stuck.id)).body).toMatchObject({ status: 'queued', billed: false }); // tried again on the next pass
-    t.clock.advance(2 * 5_000 + 300_000);
+    t.clock.advance(300_000); // 300 s past the limit: given up, 2 x the media timeout + 300 s before its hold ends
     await loops();
     expect((await job(a, stuck.id)).body).toMatchObject({ status: 'failed', billed: false, error: { type: 'upstream_timeout' } });
     expect(up.videos.get(stuck.upstream.id)!.deleted).toBe(true);

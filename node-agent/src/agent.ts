@@ -179,11 +179,12 @@ export class Agent {
     // message per output would carry one output per round trip to the control plane.
     const pending: JobOutput[] = [];
     let pumping = false;
+    let undelivered = false;
     let flushed: Promise<void> = Promise.resolve();
     const pump = async () => {
       pumping = true;
       try {
-        while (pending.length > 0) await this.deliverOutputs(ch, takeBatch(pending));
+        while (pending.length > 0) if (!(await this.deliverOutputs(ch, takeBatch(pending)))) undelivered = true;
       } finally {
         pumping = false; // in the same turn as the loop's last check: an output emitted after it starts a new pump
       }
@@ -214,6 +215,8 @@ export class Agent {
     }
     try {
       await flushed;
+      // Output the control plane never got leaves a hole in what the job produced: it did not succeed.
+      if (undelivered && finish.ok) finish = { job_id: m.job_id, ok: false, error: 'some of its output could not be delivered to the control plane', duration_ms: finish.duration_ms };
       await this.deliverFinish(ch, finish);
     } finally {
       this.running.delete(m.job_id);
@@ -224,7 +227,7 @@ export class Agent {
    * Outputs, delivered in order: a message the connection dropped under is sent again (the client holds it
    * until it reconnects; the control plane takes each seq once). Another failure loses these outputs only.
    */
-  private deliverOutputs(ch: Channel, batch: JobOutput[]): Promise<void> {
+  private deliverOutputs(ch: Channel, batch: JobOutput[]): Promise<boolean> {
     return this.deliver(`output of ${batch[0]!.job_id}`, () => ch.outputs(batch), OUTPUT_ATTEMPTS, 0);
   }
 
@@ -233,20 +236,20 @@ export class Agent {
    * control plane could not take it yet) is tried again, never reported as the job failing. The job counts as
    * running (reported in hello) until then. A finish sent while disconnected waits in the client's queue.
    */
-  private deliverFinish(ch: Channel, f: JobFinish): Promise<void> {
-    return this.deliver(`finish of ${f.job_id}`, () => ch.finish(f), FINISH_ATTEMPTS, FINISH_RETRY_MS);
+  private async deliverFinish(ch: Channel, f: JobFinish): Promise<void> {
+    await this.deliver(`finish of ${f.job_id}`, () => ch.finish(f), FINISH_ATTEMPTS, FINISH_RETRY_MS);
   }
 
-  /** Sends until answered, `attempts` times at most with `pauseMs` between; a failure at the end is logged. */
-  private async deliver(what: string, send: () => Promise<unknown>, attempts: number, pauseMs: number): Promise<void> {
+  /** Sends until answered, `attempts` times at most with `pauseMs` between; false (logged) when it never was. */
+  private async deliver(what: string, send: () => Promise<unknown>, attempts: number, pauseMs: number): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       try {
         await send();
-        return;
+        return true;
       } catch (e) {
-        if (attempt >= attempts || this.stopped) return this.log(`${what} not delivered: ${String(e)}`);
+        if (attempt >= attempts || this.stopped) return (this.log(`${what} not delivered: ${String(e)}`), false);
         if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs).unref()); // a pause before asking again, not a schedule
-        if (this.stopped) return this.log(`${what} not delivered: the agent stopped`);
+        if (this.stopped) return (this.log(`${what} not delivered: the agent stopped`), false);
       }
     }
   }

@@ -10,9 +10,9 @@ import { intWithDefault, jsonEnv } from './parse.ts';
  * SVC_NODE_MODEL_PRICES, `{"llama-3-8b":{"input_micro_usd_per_mtok":50000,"output_micro_usd_per_mtok":100000}}`;
  * a node model without a price is neither listed nor served. Optional per model: `context_tokens`,
  * `max_output_tokens`, `embedding: true` (served by /v1/embeddings only). Optional per provider:
- * `output_limit_field`, the field its chat endpoint reads the output bound from (`max_tokens`, the default,
- * read by Ollama, vLLM and llama.cpp's server; `max_completion_tokens` for OpenAI's own API, whose reasoning
- * models refuse `max_tokens`).
+ * `output_limit_field`, the field its chat endpoint reads the output bound from (`max_tokens` for Ollama, which
+ * ignores `max_completion_tokens`; `max_completion_tokens` for OpenAI's own API, whose reasoning models refuse
+ * `max_tokens`); without it the bound goes in the field the caller used.
  */
 export interface ModelPrice {
   inputMicroUsdPerMtok: number;
@@ -31,8 +31,8 @@ export interface ProviderConfig {
   baseUrl: string;
   apiKey: string | undefined;
   models: ProviderModel[];
-  /** The field this provider's chat endpoint reads the output bound from; a caller's bound is sent in it. */
-  outputLimitField: OutputLimitField;
+  /** The field this provider's chat endpoint reads the output bound from (a caller's bound is sent in it); null: as the caller sent it. */
+  outputLimitField: OutputLimitField | null;
 }
 export type OutputLimitField = 'max_tokens' | 'max_completion_tokens';
 export interface InferenceConfig {
@@ -59,7 +59,7 @@ const ProviderEntry = z
     name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'must be a lowercase name (letters, digits, . _ -; at most 64)'),
     base_url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL (OpenAI-compatible, ending in /v1)' }),
     api_key: z.string().min(1).optional(),
-    output_limit_field: z.enum(['max_tokens', 'max_completion_tokens']).default('max_tokens'),
+    output_limit_field: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
     models: z.array(z.object({ id: z.string().min(1).max(200), ...PriceEntry }).strict()).min(1).max(500),
   })
   .strict();
@@ -92,7 +92,7 @@ const modelPrice = (m: PriceInput): ModelPrice => ({
 
 export const inferenceEnv = {
   SVC_PROVIDERS: jsonEnv(ProviderList, [] as ProviderConfig[], 'a JSON array of providers', (list) =>
-    list.map((p) => ({ name: p.name, baseUrl: p.base_url.replace(/\/+$/, ''), apiKey: p.api_key, outputLimitField: p.output_limit_field, models: p.models.map((m) => ({ id: m.id, ...modelPrice(m) })) })),
+    list.map((p) => ({ name: p.name, baseUrl: p.base_url.replace(/\/+$/, ''), apiKey: p.api_key, outputLimitField: p.output_limit_field ?? null, models: p.models.map((m) => ({ id: m.id, ...modelPrice(m) })) })),
   ),
   SVC_NODE_MODEL_PRICES: jsonEnv(NodePrices, {} as Record<string, ModelPrice>, 'a JSON object of model id -> prices', (o) =>
     Object.fromEntries(Object.entries(o).map(([id, m]) => [id, modelPrice(m)])),

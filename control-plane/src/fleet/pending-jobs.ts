@@ -13,6 +13,8 @@ export interface Pending {
   sentAt: number;
   gotOutput: boolean;
   timer: NodeJS.Timeout;
+  /** The backstop of the spec's idle limit, restarted by each output (an agent that does not enforce it, say). */
+  idleTimer?: NodeJS.Timeout;
   /** The reconnect grace: the job is lost when it runs out. */
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
@@ -105,6 +107,7 @@ export class PendingJobs {
     if (o.seq <= p.lastSeq) return; // delivered already (through the process the agent was on before), or overtaken
     p.lastSeq = o.seq;
     p.gotOutput = true;
+    p.idleTimer?.refresh();
     p.spec.onOutput?.(o);
   }
 
@@ -146,6 +149,7 @@ export class PendingJobs {
     const p = this.jobs.get(jobId);
     if (p) {
       clearTimeout(p.timer);
+      clearTimeout(p.idleTimer);
       if (p.lostTimer) clearTimeout(p.lostTimer);
       if (p.ackTimer) clearTimeout(p.ackTimer);
       this.jobs.delete(jobId);

@@ -64,10 +64,13 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
   if (!res.ok) {
     const text = await res.text();
     let body: unknown = text.slice(0, 4000);
-    try {
-      body = JSON.parse(text);
-    } catch {
-      /* keep the text */
+    // An error body is parsed when it is small (the control plane reads its message); a large one is cut.
+    if (text.length <= 64 * 1024) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        /* keep the text */
+      }
     }
     return done({ status: res.status, body });
   }
@@ -80,8 +83,9 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
     try {
       body = JSON.parse(text) as typeof body;
     } catch {
-      return done({ status: 502, error: 'the local inference server answered something other than JSON' });
+      body = null as unknown as typeof body;
     }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return done({ status: 502, error: 'the local inference server answered something other than a JSON object' });
     const out = body.usage?.completion_tokens ?? estimateTokens((body.choices ?? []).map((c) => deliveredText(c.message)).join(''));
     return done({ status: res.status, body, usage: body.usage ?? null }, out);
   }

@@ -41,6 +41,7 @@ const nodeFailed = (r: InferenceJobResult) => (r.status === 0 || r.status >= 500
 const resultFailure = (result: unknown): string | null => {
   const r = InferenceJobResult.safeParse(result);
   if (!r.success) return 'the node answered an unreadable result';
+  if (r.data.final) return null; // the caller's ask (an answer too large to send back), not the node's fault
   return r.data.status === 0 || r.data.status >= 500 ? `local inference server: ${r.data.status === 0 ? 'unreachable' : `HTTP ${r.data.status}`}` : null;
 };
 
@@ -54,13 +55,15 @@ function nodeError(r: InferenceJobResult, nodeId: string, m: ResolvedModel): Ser
   return hideLocalNames(e, m);
 }
 
-/** The error with every local name of the model's nodes replaced by its public id. */
+/**
+ * The error with every local name of the model's nodes replaced by its public id, in one pass (longest names
+ * first), where a name stands whole: not inside a longer word, nor inside the id put in its place.
+ */
 export function hideLocalNames(e: ServiceError, m: ResolvedModel): ServiceError {
   const names = [...new Set(Object.values(m.nodes?.localModels ?? {}))].filter((n) => n && n !== m.id).sort((a, b) => b.length - a.length);
   if (!names.some((n) => e.message.includes(n))) return e;
-  let message = e.message;
-  for (const n of names) message = message.split(n).join(m.id);
-  return new ServiceError(e.type, message, e.extra);
+  const whole = new RegExp(`(?<![A-Za-z0-9])(?:${names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?![A-Za-z0-9])`, 'g');
+  return new ServiceError(e.type, e.message.replace(whole, m.id), e.extra);
 }
 
 /**
@@ -126,7 +129,7 @@ export class InferenceBackends {
       },
       async () => {
         const p = m.provider!;
-        const sent = use === 'chat' ? withOutputLimit(body, p.config.outputLimitField) : body;
+        const sent = use === 'chat' && p.config.outputLimitField ? withOutputLimit(body, p.config.outputLimitField) : body;
         const answer = (await this.providers.json(p.config, PATHS[use], sent, o.signal)) as Record<string, unknown>;
         const failed = errorAnswer(answer, `Provider ${p.config.name}`) ?? incompleteAnswer(use, answer, `Provider ${p.config.name}`);
         if (failed) throw failed;
@@ -168,7 +171,7 @@ export class InferenceBackends {
       },
       async () => {
         const p = m.provider!;
-        const frames = await this.providers.stream(p.config, PATHS.chat, withOutputLimit(body, p.config.outputLimitField), o.signal);
+        const frames = await this.providers.stream(p.config, PATHS.chat, p.config.outputLimitField ? withOutputLimit(body, p.config.outputLimitField) : body, o.signal);
         const backend = `provider:${p.config.name}`;
         return { frames, done: Promise.resolve({ backend }), backend, price: p.price, node: false };
       },

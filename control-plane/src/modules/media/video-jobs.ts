@@ -45,6 +45,9 @@ export interface UpstreamVideo {
  * Micro-USD for `seconds` of output, rounded up to a whole micro-USD; the product is rounded to 1e-6 first so
  * that binary floating point (0.14 × 10,000 = 1400.0000000000002) does not add one.
  */
+/** How long past its render time limit an open job is still polled (see refresh). */
+const GIVE_UP_AFTER_DEADLINE_MS = 300_000;
+
 export const costOf = (seconds: number, perSecond: number): number => Math.ceil(Math.round(seconds * perSecond * 1e6) / 1e6);
 
 const clampProgress = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? Math.max(0, Math.min(100, Math.round(v))) : fallback);
@@ -151,7 +154,7 @@ export class VideoJobs {
     };
     // A process that died after the charge committed and before the job row was written left the receipt:
     // this pass finishes the job on that charge instead of charging again (which the receipt's id refuses).
-    const prior = await this.priorCharge(row.request_id).catch(async (e: unknown) => {
+    const prior = await this.priorCharge(row.request_id, row.id).catch(async (e: unknown) => {
       await this.unlock(row.id, token);
       throw e;
     });
@@ -203,15 +206,15 @@ export class VideoJobs {
     };
     // Asked even past the time limit: a render that finished is delivered and billed however late the poll
     // comes to it (a leader restart, a backlog). The hold lasts 2 × the media timeout + 600 s past the limit
-    // (media/deps.ts); a job still open 300 s before that ends is given up, leaving time for the last pass.
-    if (now.getTime() >= row.deadline_at.getTime() + 2 * this.d.cfg.timeoutMs + 300_000) return timedOut();
+    // (media/deps.ts) and a pass (the lookup, then the download) can take 2 × the media timeout: a job still
+    // open 300 s past the limit is given up, so that the last pass settles 300 s before the hold ends.
+    if (now.getTime() >= row.deadline_at.getTime() + GIVE_UP_AFTER_DEADLINE_MS) return timedOut();
     let v: UpstreamVideo;
     try {
       v = await this.d.client.json(provider, 'GET', path);
     } catch (e) {
       if (e instanceof UpstreamStatusError && e.status === 404) return this.close(row, token, 'failed', { type: 'upstream_error', message: 'the provider no longer knows this render' });
-      if (late) return timedOut();
-      await this.unlock(row.id, token); // transient: the next poll tries again
+      await this.unlock(row.id, token); // transient: the next poll tries again, until the give-up above
       throw mapped(e);
     }
     if (late && v.status !== 'completed' && v.status !== 'failed') return timedOut();
@@ -219,9 +222,11 @@ export class VideoJobs {
   }
 
   /** The signed receipt stored under this request id, if its charge committed already. */
-  private async priorCharge(requestId: string): Promise<SignedReceipt | null> {
+  private async priorCharge(requestId: string, jobId: string): Promise<SignedReceipt | null> {
     const r = await this.d.db.selectFrom('receipts').select(['payload', 'hash', 'signature']).where('id', '=', requestId).executeTakeFirst();
-    return r ? { payload: JSON.parse(r.payload) as SignedReceipt['payload'], canonical: r.payload, hash: r.hash as Hex, signature: r.signature as Hex } : null;
+    if (!r) return null;
+    const payload = JSON.parse(r.payload) as SignedReceipt['payload'];
+    return (payload.detail as { job_id?: unknown } | undefined)?.job_id === jobId ? { payload, canonical: r.payload, hash: r.hash as Hex, signature: r.signature as Hex } : null;
   }
 
   /** The leader's loop: every open job once. */
