@@ -12,6 +12,8 @@ const MODEL = 'local-llama';
 const LOCAL = 'llama3:8b-secret-local';
 const EMB = 'local-embed';
 const BROKEN = 'broken-llama';
+/** The same local server as a provider (the gateway calls it directly). */
+const PROVIDED = 'direct-llama';
 let t: TestGateway;
 let owner: Awaited<ReturnType<TestGateway['signIn']>>;
 let oa: OpenAI;
@@ -69,7 +71,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
   localUrl = `http://127.0.0.1:${(local.address() as { port: number }).port}/v1`;
   const price = { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 3_000_000 };
-  t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_INFERENCE_TIMEOUT_SECONDS: String(LIMIT_S), SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: price, [BROKEN]: price, [EMB]: { input_micro_usd_per_mtok: 1_000_000, embedding: true } }) } });
+  const providers = [{ name: 'direct', base_url: localUrl, models: [{ id: PROVIDED, ...price }] }];
+  t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_INFERENCE_TIMEOUT_SECONDS: String(LIMIT_S), SVC_PROVIDERS: JSON.stringify(providers), SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: price, [BROKEN]: price, [EMB]: { input_micro_usd_per_mtok: 1_000_000, embedding: true } }) } });
   owner = await t.signIn();
   await t.gw.services.metering.credit(owner.accountId, 100_000_000, 'grant', `test-${owner.accountId}`);
   oa = new OpenAI({ apiKey: (await owner.client.createKey()).key, baseURL: `${t.url}/v1`, maxRetries: 0 });
@@ -164,6 +167,37 @@ describe('answers a node cannot pass on whole', () => {
     expect(agent.output()).not.toMatch(/channel closed \(1009\)/);
     expect(t.gw.fleet.hub.isConnected(agent.nodeId)).toBe(true);
   }, 60_000);
+});
+
+describe('a slow reader', () => {
+  it('holds a provider stream back instead of piling the answer up in the gateway', async () => {
+    seen.length = 0;
+    const piece = 'x'.repeat(100_000);
+    const TOTAL = 200; // 20 MB of content
+    let written = 0;
+    handler = async (_q, _b, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let i = 0; i < TOTAL && !res.destroyed; i++) {
+        if (!res.write(sse(chunk(piece)))) await new Promise((r) => res.once('drain', r).once('close', r)); // a server that honours backpressure
+        written++;
+      }
+      if (!res.destroyed) res.end(sse(chunk(null, 'stop')) + sse('[DONE]'));
+    };
+    const { request } = await import('node:http');
+    const req = request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${oa.apiKey}`, 'content-type': 'application/json' } });
+    req.end(JSON.stringify({ model: PROVIDED, messages: msgs, stream: true }));
+    const res = await new Promise<IncomingMessage>((r) => req.on('response', r));
+    res.pause(); // reads the head, then nothing
+    // The upstream stops writing while the caller reads nothing (with no backpressure it writes all of it).
+    await until('the upstream held back', async () => {
+      const w = written;
+      await sleep(300);
+      return written === w && w < TOTAL;
+    }, 15_000);
+    expect(written * piece.length).toBeLessThan(TOTAL * piece.length / 2);
+    req.destroy();
+    await until('upstream request aborted', async () => seen[0]?.aborted, 5_000);
+  }, 30_000);
 });
 
 describe('time limits on the node path', () => {

@@ -39,6 +39,24 @@ export class SseStream {
     this.reply.raw.write(frame);
   }
 
+  /**
+   * Resolves once what was written went out to the caller's socket, or the caller left; null when nothing
+   * waits. A producer that awaits it goes at the pace of a slow reader instead of filling memory for it.
+   */
+  drained(): Promise<void> | null {
+    const raw = this.reply.raw;
+    if (this.closed || !raw.writableNeedDrain) return null;
+    return new Promise((resolve) => {
+      const done = () => {
+        raw.off('drain', done);
+        raw.off('close', done);
+        resolve();
+      };
+      raw.on('drain', done);
+      raw.on('close', done);
+    });
+  }
+
   comment(text: string): void {
     if (!this.closed) this.reply.raw.write(`: ${text}\n\n`);
   }

@@ -191,6 +191,10 @@ export class MessagesSink implements ChatSink {
     this.open = null;
   }
 
+  drained(): Promise<void> | null {
+    return this.out.drained();
+  }
+
   chunk(c: Chunk): void {
     const choice = c.choices?.find((x) => (x.index ?? 0) === 0);
     const d = (choice?.delta ?? {}) as Block;

@@ -184,6 +184,10 @@ export class ResponsesSink implements ChatSink {
     this.ev('response.in_progress', { response: this.snapshot() });
   }
 
+  drained(): Promise<void> | null {
+    return this.out.drained();
+  }
+
   chunk(c: Chunk): void {
     const choice = c.choices?.find((x) => (x.index ?? 0) === 0);
     const d = (choice?.delta ?? {}) as Item;

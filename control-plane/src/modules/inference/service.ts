@@ -55,6 +55,8 @@ export interface ChatSink {
   /** The first chunk is about to be delivered: start the response (status 200 from here on). */
   begin(): void;
   chunk(c: Chunk): void;
+  /** Resolves once what was sent reached the caller's socket (null when nothing waits): the stream then reads on. */
+  drained(): Promise<void> | null;
   end(e: StreamEnd): void;
   /** The stream failed after it began; `partial` is set when what was delivered was charged. */
   fail(err: ServiceError, partial: StreamEnd | null): void;
@@ -226,6 +228,10 @@ export class InferenceService {
         start();
         text += piece;
         sink.chunk(chunk);
+        // A caller reading slower than the upstream writes holds the upstream back (its socket, for a provider)
+        // rather than have the answer pile up here.
+        const drained = sink.drained();
+        if (drained) await drained;
       }
       if (!failure && !gone()) {
         backend = (await up.done).backend;

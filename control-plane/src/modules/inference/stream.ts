@@ -58,6 +58,11 @@ export class LazySse {
     this.open().send(data, event ? { event } : {});
   }
 
+  /** See SseStream.drained. */
+  drained(): Promise<void> | null {
+    return this.sse?.drained() ?? null;
+  }
+
   close(): void {
     this.sse?.close();
   }
@@ -87,6 +92,10 @@ export class ChatCompletionSink implements ChatSink {
 
   chunk(c: Chunk): void {
     this.out.send(c);
+  }
+
+  drained(): Promise<void> | null {
+    return this.out.drained();
   }
 
   end(e: StreamEnd): void {
