@@ -170,10 +170,13 @@ describe('answers a node cannot pass on whole', () => {
 });
 
 describe('a slow reader', () => {
-  it('holds a provider stream back instead of piling the answer up in the gateway', async () => {
+  it.each([
+    ['a provider', PROVIDED],
+    ['a node (the agent stops reading its local server)', MODEL],
+  ])('holds the stream of %s back instead of piling the answer up on the way', async (_who, model) => {
     seen.length = 0;
     const piece = 'x'.repeat(100_000);
-    const TOTAL = 200; // 20 MB of content
+    const TOTAL = 400; // 40 MB of content
     let written = 0;
     handler = async (_q, _b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -185,7 +188,7 @@ describe('a slow reader', () => {
     };
     const { request } = await import('node:http');
     const req = request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${oa.apiKey}`, 'content-type': 'application/json' } });
-    req.end(JSON.stringify({ model: PROVIDED, messages: msgs, stream: true }));
+    req.end(JSON.stringify({ model, messages: msgs, stream: true }));
     const res = await new Promise<IncomingMessage>((r) => req.on('response', r));
     res.pause(); // reads the head, then nothing
     // The upstream stops writing while the caller reads nothing (with no backpressure it writes all of it).

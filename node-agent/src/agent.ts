@@ -178,13 +178,31 @@ export class Agent {
     // Outputs go out in order, as many per message as gathered while the one before was on its way: one
     // message per output would carry one output per round trip to the control plane.
     const pending: JobOutput[] = [];
+    let pendingChars = 0;
+    // Emitters waiting for the backlog to go down to half the batch limits (a handler that awaits emit's promise).
+    let room: Array<() => void> = [];
+    const full = () => pending.length >= BATCH_OUTPUTS || pendingChars >= BATCH_CHARS;
+    const roomMade = () => {
+      if (room.length === 0 || (pending.length > BATCH_OUTPUTS / 2 || pendingChars > BATCH_CHARS / 2)) return;
+      const waiting = room;
+      room = [];
+      for (const r of waiting) r();
+    };
+    ac.signal.addEventListener('abort', () => {
+      for (const r of room.splice(0)) r(); // a cancelled job's handler stops waiting and sees the abort
+    });
     let pumping = false;
     let undelivered = false;
     let flushed: Promise<void> = Promise.resolve();
     const pump = async () => {
       pumping = true;
       try {
-        while (pending.length > 0) if (!(await this.deliverOutputs(ch, takeBatch(pending)))) undelivered = true;
+        while (pending.length > 0) {
+          const batch = takeBatch(pending);
+          for (const o of batch) pendingChars -= o.data.length;
+          if (!(await this.deliverOutputs(ch, batch))) undelivered = true;
+          roomMade();
+        }
       } finally {
         pumping = false; // in the same turn as the loop's last check: an output emitted after it starts a new pump
       }
@@ -199,7 +217,9 @@ export class Agent {
         emit: (stream, data) => {
           if (idle) idle.refresh();
           pending.push({ job_id: m.job_id, seq: seq++, stream, data });
+          pendingChars += data.length;
           if (!pumping) flushed = pump();
+          return full() ? new Promise<void>((r) => room.push(r)) : undefined;
         },
       });
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
@@ -212,6 +232,7 @@ export class Agent {
       clearTimeout(timeout);
       clearTimeout(idle);
       idle = undefined;
+      for (const r of room.splice(0)) r(); // nobody waits on a job that ended
     }
     try {
       await flushed;

@@ -33,12 +33,12 @@ function makeRouter(hub: AgentHub) {
         hub.detach(conn);
       }
     }),
-    output: agentProcedure.input(JobOutput).mutation(({ ctx, input }) => {
-      hub.onOutputs(ctx.nodeId, [input], ctx.connection);
+    output: agentProcedure.input(JobOutput).mutation(async ({ ctx, input }) => {
+      await hub.onOutputs(ctx.nodeId, [input], ctx.connection);
       return { ok: true };
     }),
-    outputs: agentProcedure.input(JobOutputs).mutation(({ ctx, input }) => {
-      hub.onOutputs(ctx.nodeId, input, ctx.connection);
+    outputs: agentProcedure.input(JobOutputs).mutation(async ({ ctx, input }) => {
+      await hub.onOutputs(ctx.nodeId, input, ctx.connection);
       return { ok: true };
     }),
     finish: agentProcedure.input(JobFinish).mutation(async ({ ctx, input }) => {

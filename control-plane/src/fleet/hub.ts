@@ -323,14 +323,19 @@ export class AgentHub {
   /** Messages of output agents sent on this process's channels (one carries one output or several, in order). */
   outputMessages = 0;
 
-  /** One message of outputs from an agent on this process's channel. */
-  onOutputs(nodeId: string, outputs: JobOutput[], connection: number | null = null): void {
+  /**
+   * One message of outputs from an agent on this process's channel. Resolves when the jobs' consumers can take
+   * more (the message's answer waits for it, and the agent sends that job's next outputs after the answer).
+   */
+  async onOutputs(nodeId: string, outputs: JobOutput[], connection: number | null = null): Promise<void> {
     this.outputMessages++;
-    for (const o of outputs) this.onOutput(nodeId, o, connection);
+    let wait: void | Promise<void> | undefined;
+    for (const o of outputs) wait = this.onOutput(nodeId, o, connection) ?? wait;
+    await wait;
   }
 
   /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
-  onOutput(nodeId: string, o: JobOutput, connection: number | null = null): void {
+  onOutput(nodeId: string, o: JobOutput, connection: number | null = null): void | Promise<void> {
     const p = this.jobs.get(o.job_id);
     if (p && p.nodeId === nodeId) {
       if (!older(p, connection)) this.onOwnChannel(p, connection);

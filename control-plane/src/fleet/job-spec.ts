@@ -19,7 +19,8 @@ export interface JobSpec {
   nodeId?: string | undefined;
   /** May the job run again elsewhere if its node drops before it produced output? */
   retryable?: boolean;
-  onOutput?: (o: JobOutput) => void;
+  /** Each output in order; a promise it returns holds the agent's next outputs back until it settles (a slow consumer). */
+  onOutput?: (o: JobOutput) => unknown;
   /** The caller went away: the job is canceled. */
   signal?: CallerSignal | undefined;
   /** The job's row is deleted once it ended: a caller that persists nothing (the keyless assistant). */

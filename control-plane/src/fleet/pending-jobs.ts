@@ -103,12 +103,14 @@ export class PendingJobs {
     p.lostTimer.unref();
   }
 
-  output(p: Pending, o: JobOutput): void {
+  /** Delivers an output; a promise when its consumer asks the agent to wait before sending more. */
+  output(p: Pending, o: JobOutput): void | Promise<void> {
     if (o.seq <= p.lastSeq) return; // delivered already (through the process the agent was on before), or overtaken
     p.lastSeq = o.seq;
     p.gotOutput = true;
     p.idleTimer?.refresh();
-    p.spec.onOutput?.(o);
+    const wait = p.spec.onOutput?.(o);
+    return wait instanceof Promise ? wait : undefined;
   }
 
   async finish(p: Pending, f: JobFinish): Promise<void> {

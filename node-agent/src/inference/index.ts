@@ -93,12 +93,12 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
   const decoder = new TextDecoder();
   let usage: TokenUsage | null = null;
   let text = '';
-  const take = (data: string) => {
+  const take = (data: string): void | Promise<void> => {
     // A frame the channel cannot carry ends the job as a failure: dropped, it would leave a hole in a stream
     // that then completes as if whole.
     if (data.length > MAX_OUTPUT_CHARS) throw new Error(`the local server sent a stream frame of ${data.length} characters, more than a node can pass on (${MAX_OUTPUT_CHARS})`);
-    ctx.emit('data', data);
-    if (data === '[DONE]') return;
+    const wait = ctx.emit('data', data);
+    if (data === '[DONE]') return wait;
     try {
       const chunk = JSON.parse(data) as { usage?: TokenUsage | null; choices?: Array<{ delta?: unknown }> };
       if (chunk.usage) usage = chunk.usage;
@@ -106,11 +106,13 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
     } catch {
       /* relayed as is; the control plane decides */
     }
+    return wait;
   };
+  // Awaiting emit's promise stops reading the local server while outputs wait to go (a slow caller).
   for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-    for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) take(frameData(f));
+    for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) await take(frameData(f));
   }
-  for (const f of parser.end()) if (f.data) take(frameData(f));
+  for (const f of parser.end()) if (f.data) await take(frameData(f));
   const u = usage as TokenUsage | null;
   return done({ status: res.status, usage: u }, u?.completion_tokens ?? estimateTokens(text));
 }

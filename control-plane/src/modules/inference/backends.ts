@@ -35,6 +35,9 @@ export interface StreamAnswer extends Served {
   done: Promise<{ backend: string }>;
 }
 
+/** Characters of a node's stream the control plane keeps for a slow caller before the agent is asked to wait. */
+const QUEUED_CHARS = 1024 * 1024;
+
 /** A node-side failure before any output (local server unreachable or 5xx) may be retried on another node. */
 const nodeFailed = (r: InferenceJobResult) => (r.status === 0 || r.status >= 500) && !r.final;
 /** What a node's job result says about the node: its local server unreachable or failing is a failure of the node. */
@@ -180,11 +183,23 @@ export class InferenceBackends {
 
   /** Dispatches a streamed job; resolves at its first output, or with its result when it ended without any. */
   private startNode(spec: JobSpec, m: ResolvedModel, exclude: string[]): Promise<{ frames: AsyncIterable<string>; done: Promise<{ backend: string }> } | { finished: { job: JobResult; r: InferenceJobResult } }> {
-    const q = new AsyncQueue<string>();
+    const q = new AsyncQueue<string>((s) => s.length);
     let first: () => void = () => undefined;
     const started = new Promise<'started'>((resolve) => (first = () => resolve('started')));
     const end = this.hub
-      .dispatch({ ...spec, onOutput: (out) => out.stream === 'data' && (q.push(out.data), first()) }, exclude)
+      .dispatch(
+        {
+          ...spec,
+          onOutput: (out) => {
+            if (out.stream !== 'data') return;
+            q.push(out.data);
+            first();
+            // A caller reading slower than the node writes: the agent waits (and stops reading its local server).
+            return q.below(QUEUED_CHARS) ?? undefined;
+          },
+        },
+        exclude,
+      )
       .then((job) => ({ job, r: InferenceJobResult.parse(job.result) }))
       .finally(() => q.close());
     const done = end.then(({ job, r }) => {
