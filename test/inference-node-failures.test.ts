@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
@@ -169,6 +169,27 @@ describe('answers a node cannot pass on whole', () => {
   }, 60_000);
 });
 
+/** A local server that streams `total` copies of `piece` as fast as its caller takes them (it honours backpressure). */
+const flood =
+  (piece: string, total: number, wrote: () => void = () => undefined): Handler =>
+  async (_q, _b, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (let i = 0; i < total && !res.destroyed; i++) {
+      if (!res.write(sse(chunk(piece)))) await new Promise((r) => res.once('drain', r).once('close', r));
+      wrote();
+    }
+    if (!res.destroyed) res.end(sse(chunk(null, 'stop')) + sse('[DONE]'));
+  };
+
+/** A streamed call whose caller reads the head, then nothing until it resumes `res`. */
+async function pausedStream(model: string): Promise<{ req: ClientRequest; res: IncomingMessage }> {
+  const req = httpRequest(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${oa.apiKey}`, 'content-type': 'application/json' } });
+  req.end(JSON.stringify({ model, messages: msgs, stream: true }));
+  const res = await new Promise<IncomingMessage>((r) => req.on('response', r));
+  res.pause();
+  return { req, res };
+}
+
 describe('a slow reader', () => {
   it.each([
     ['a provider', PROVIDED],
@@ -178,19 +199,8 @@ describe('a slow reader', () => {
     const piece = 'x'.repeat(100_000);
     const TOTAL = 400; // 40 MB of content
     let written = 0;
-    handler = async (_q, _b, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      for (let i = 0; i < TOTAL && !res.destroyed; i++) {
-        if (!res.write(sse(chunk(piece)))) await new Promise((r) => res.once('drain', r).once('close', r)); // a server that honours backpressure
-        written++;
-      }
-      if (!res.destroyed) res.end(sse(chunk(null, 'stop')) + sse('[DONE]'));
-    };
-    const { request } = await import('node:http');
-    const req = request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${oa.apiKey}`, 'content-type': 'application/json' } });
-    req.end(JSON.stringify({ model, messages: msgs, stream: true }));
-    const res = await new Promise<IncomingMessage>((r) => req.on('response', r));
-    res.pause(); // reads the head, then nothing
+    handler = flood(piece, TOTAL, () => written++);
+    const { req, res } = await pausedStream(model); // reads the head, then nothing
     // The upstream stops writing while the caller reads nothing (with no backpressure it writes all of it).
     await until('the upstream held back', async () => {
       const w = written;
@@ -201,6 +211,35 @@ describe('a slow reader', () => {
     req.destroy();
     await until('upstream request aborted', async () => seen[0]?.aborted, 5_000);
   }, 30_000);
+});
+
+describe('a caller that pauses reading longer than the time limit, then reads on', () => {
+  it.each([
+    ['a provider', PROVIDED],
+    ['a node', MODEL],
+  ])('gets the whole answer of %s, and the node no failure', async (_who, model) => {
+    seen.length = 0;
+    const piece = 'y'.repeat(100_000);
+    const TOTAL = 300; // 30 MB: more than the sockets on the way hold
+    handler = flood(piece, TOTAL);
+    const failed = async () => (await t.gw.database.db.selectFrom('nodes').select('failed').where('id', '=', agent.nodeId).executeTakeFirstOrThrow()).failed;
+    const failedBefore = await failed();
+    const { res } = await pausedStream(model);
+    await sleep(LIMIT_S * 1000 + 5_500); // past the limit, and past the control plane's backstop 5 s later: a caller busy for a while
+    let tail = '';
+    let n = 0;
+    res.setEncoding('utf8');
+    res.on('data', (d: string) => {
+      n += d.split('y').length - 1;
+      tail = (tail + d).slice(-4000);
+    });
+    res.resume();
+    await new Promise((r) => res.on('end', r));
+    expect(tail).not.toMatch(/"error"/);
+    expect(tail).toMatch(/"finish_reason":"stop"/);
+    expect(n).toBeGreaterThanOrEqual(TOTAL * piece.length); // every piece arrived
+    expect(await failed()).toBe(failedBefore);
+  }, 60_000);
 });
 
 describe('time limits on the node path', () => {

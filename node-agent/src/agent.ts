@@ -172,7 +172,10 @@ export class Agent {
     const timeout = setTimeout(() => ac.abort('timed out'), m.timeout_ms);
     // A stream's limit between two outputs (and until the first): restarted by each output.
     const idleMs = m.idle_timeout_ms;
-    let idle = idleMs ? setTimeout(() => ac.abort(IDLE), idleMs) : undefined;
+    // Time spent waiting for the control plane to take outputs (a slow caller) is not the job's: held, the
+    // limit starts over instead of ending the job.
+    let held = false;
+    let idle = idleMs ? setTimeout(() => (held ? idle?.refresh() : ac.abort(IDLE)), idleMs) : undefined;
     const started = performance.now();
     let seq = 0;
     // Outputs go out in order, as many per message as gathered while the one before was on its way: one
@@ -186,6 +189,8 @@ export class Agent {
       if (room.length === 0 || (pending.length > BATCH_OUTPUTS / 2 || pendingChars > BATCH_CHARS / 2)) return;
       const waiting = room;
       room = [];
+      held = false;
+      idle?.refresh();
       for (const r of waiting) r();
     };
     ac.signal.addEventListener('abort', () => {
@@ -219,7 +224,9 @@ export class Agent {
           pending.push({ job_id: m.job_id, seq: seq++, stream, data });
           pendingChars += data.length;
           if (!pumping) flushed = pump();
-          return full() ? new Promise<void>((r) => room.push(r)) : undefined;
+          if (!full() || ac.signal.aborted) return undefined;
+          held = true;
+          return new Promise<void>((r) => room.push(r));
         },
       });
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };

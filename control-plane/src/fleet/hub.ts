@@ -287,6 +287,7 @@ export class AgentHub {
         const idle = spec.idleTimeoutMs;
         p.idleTimer = setTimeout(() => {
           if (!this.jobs.has(jobId)) return;
+          if (p.held) return void p.idleTimer?.refresh(); // waiting for a slow caller, not for the node
           this.cancel(jobId, 'timed out');
           this.jobs.fail(p, 'timed_out', 'timed out', { outcome: 'failed', durationMs: performance.now() - p.sentAt }, new ServiceError('upstream_timeout', `Job had no output for ${idle} ms`, { job_id: jobId }));
         }, idle + 5_000);

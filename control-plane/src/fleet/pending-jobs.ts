@@ -15,6 +15,8 @@ export interface Pending {
   timer: NodeJS.Timeout;
   /** The backstop of the spec's idle limit, restarted by each output (an agent that does not enforce it, say). */
   idleTimer?: NodeJS.Timeout;
+  /** Outputs whose consumer holds the agent back (the backstop starts over while there are any). */
+  held?: number;
   /** The reconnect grace: the job is lost when it runs out. */
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
@@ -110,7 +112,13 @@ export class PendingJobs {
     p.gotOutput = true;
     p.idleTimer?.refresh();
     const wait = p.spec.onOutput?.(o);
-    return wait instanceof Promise ? wait : undefined;
+    if (!(wait instanceof Promise)) return undefined;
+    // Held back by its consumer (a slow caller): the idle backstop does not count that time.
+    p.held = (p.held ?? 0) + 1;
+    return wait.finally(() => {
+      p.held = (p.held ?? 1) - 1;
+      p.idleTimer?.refresh();
+    });
   }
 
   async finish(p: Pending, f: JobFinish): Promise<void> {

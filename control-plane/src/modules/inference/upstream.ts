@@ -311,7 +311,13 @@ export class ProviderClient {
       try {
         for await (const bytes of source) {
           arm();
-          for (const f of parser.push(decoder.decode(bytes, { stream: true }))) if (f.data) yield frameData(f);
+          for (const f of parser.push(decoder.decode(bytes, { stream: true }))) {
+            if (!f.data) continue;
+            // The time a slow caller takes to take a frame is not the upstream's: the limit waits meanwhile.
+            clearTimeout(timer);
+            yield frameData(f);
+            arm();
+          }
         }
         complete = true;
         for (const f of parser.end()) if (f.data) yield frameData(f);
