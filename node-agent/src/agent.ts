@@ -10,6 +10,7 @@ import type { JobHandler } from './jobs/types.ts';
 import { inferenceHandlers, inferenceOptionsFromEnv } from './inference/index.ts';
 import { sandboxOptionsFromEnv, startSandbox, type Sandbox, type SandboxOptions } from './sandbox/index.ts';
 import { ConnectionNumbers } from './connection-numbers.ts';
+import { JobOutputs } from './job-outputs.ts';
 
 export const AGENT_VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
@@ -23,18 +24,6 @@ const FINISH_ATTEMPTS = 5;
 const FINISH_RETRY_MS = 2000;
 /** An output the connection dropped under is sent again this many times in all. */
 const OUTPUT_ATTEMPTS = 3;
-/** The most outputs, and characters of output, one message carries (well within the channel's message limit). */
-const BATCH_OUTPUTS = 512;
-const BATCH_CHARS = 4 * 1024 * 1024;
-
-/** The oldest outputs waiting, as many as one message carries (at least one). */
-function takeBatch(pending: JobOutput[]): JobOutput[] {
-  let n = 0;
-  let chars = 0;
-  while (n < pending.length && n < BATCH_OUTPUTS && (n === 0 || chars + pending[n]!.data.length <= BATCH_CHARS)) chars += pending[n++]!.data.length;
-  return pending.splice(0, n);
-}
-
 /** The abort reason of a job that went too long without output. */
 const IDLE = 'no output';
 
@@ -170,48 +159,14 @@ export class Agent {
     const ac = new AbortController();
     this.running.set(m.job_id, ac);
     const timeout = setTimeout(() => ac.abort('timed out'), m.timeout_ms);
-    // A stream's limit between two outputs (and until the first): restarted by each output.
+    // A stream's limit between two outputs (and until the first): restarted by each output. Time spent waiting
+    // for the control plane to take outputs (a slow caller) is not the job's: held, the limit starts over.
     const idleMs = m.idle_timeout_ms;
-    // Time spent waiting for the control plane to take outputs (a slow caller) is not the job's: held, the
-    // limit starts over instead of ending the job.
-    let held = false;
-    let idle = idleMs ? setTimeout(() => (held ? idle?.refresh() : ac.abort(IDLE)), idleMs) : undefined;
+    let idle: NodeJS.Timeout | undefined;
+    const outputs = new JobOutputs(m.job_id, (batch) => this.deliverOutputs(ch, batch), () => idle?.refresh());
+    idle = idleMs ? setTimeout(() => (outputs.held ? idle?.refresh() : ac.abort(IDLE)), idleMs) : undefined;
+    ac.signal.addEventListener('abort', () => outputs.release()); // a cancelled job's handler stops waiting and sees the abort
     const started = performance.now();
-    let seq = 0;
-    // Outputs go out in order, as many per message as gathered while the one before was on its way: one
-    // message per output would carry one output per round trip to the control plane.
-    const pending: JobOutput[] = [];
-    let pendingChars = 0;
-    // Emitters waiting for the backlog to go down to half the batch limits (a handler that awaits emit's promise).
-    let room: Array<() => void> = [];
-    const full = () => pending.length >= BATCH_OUTPUTS || pendingChars >= BATCH_CHARS;
-    const roomMade = () => {
-      if (room.length === 0 || (pending.length > BATCH_OUTPUTS / 2 || pendingChars > BATCH_CHARS / 2)) return;
-      const waiting = room;
-      room = [];
-      held = false;
-      idle?.refresh();
-      for (const r of waiting) r();
-    };
-    ac.signal.addEventListener('abort', () => {
-      for (const r of room.splice(0)) r(); // a cancelled job's handler stops waiting and sees the abort
-    });
-    let pumping = false;
-    let undelivered = false;
-    let flushed: Promise<void> = Promise.resolve();
-    const pump = async () => {
-      pumping = true;
-      try {
-        while (pending.length > 0) {
-          const batch = takeBatch(pending);
-          for (const o of batch) pendingChars -= o.data.length;
-          if (!(await this.deliverOutputs(ch, batch))) undelivered = true;
-          roomMade();
-        }
-      } finally {
-        pumping = false; // in the same turn as the loop's last check: an output emitted after it starts a new pump
-      }
-    };
     let finish: JobFinish;
     try {
       const handler = this.handlers[m.kind];
@@ -220,13 +175,10 @@ export class Agent {
         jobId: m.job_id,
         signal: ac.signal,
         emit: (stream, data) => {
-          if (idle) idle.refresh();
-          pending.push({ job_id: m.job_id, seq: seq++, stream, data });
-          pendingChars += data.length;
-          if (!pumping) flushed = pump();
-          if (!full() || ac.signal.aborted) return undefined;
-          held = true;
-          return new Promise<void>((r) => room.push(r));
+          idle?.refresh();
+          const wait = outputs.emit(stream, data);
+          if (wait && ac.signal.aborted) outputs.release(); // an aborted job never waits
+          return wait;
         },
       });
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
@@ -239,12 +191,12 @@ export class Agent {
       clearTimeout(timeout);
       clearTimeout(idle);
       idle = undefined;
-      for (const r of room.splice(0)) r(); // nobody waits on a job that ended
+      outputs.release(); // nobody waits on a job that ended
     }
     try {
-      await flushed;
+      await outputs.sent();
       // Output the control plane never got leaves a hole in what the job produced: it did not succeed.
-      if (undelivered && finish.ok) finish = { job_id: m.job_id, ok: false, error: 'some of its output could not be delivered to the control plane', duration_ms: finish.duration_ms };
+      if (outputs.undelivered && finish.ok) finish = { job_id: m.job_id, ok: false, error: 'some of its output could not be delivered to the control plane', duration_ms: finish.duration_ms };
       await this.deliverFinish(ch, finish);
     } finally {
       this.running.delete(m.job_id);

@@ -282,17 +282,6 @@ export class AgentHub {
       timer.unref();
       const conn = holder ? undefined : this.conns.get(nodeId)!;
       const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection: conn?.connection ?? null };
-      // The agent enforces the idle limit too; this backstop covers an agent (or a relaying process) from before it.
-      if (spec.idleTimeoutMs) {
-        const idle = spec.idleTimeoutMs;
-        p.idleTimer = setTimeout(() => {
-          if (!this.jobs.has(jobId)) return;
-          if (p.held) return void p.idleTimer?.refresh(); // waiting for a slow caller, not for the node
-          this.cancel(jobId, 'timed out');
-          this.jobs.fail(p, 'timed_out', 'timed out', { outcome: 'failed', durationMs: performance.now() - p.sentAt }, new ServiceError('upstream_timeout', `Job had no output for ${idle} ms`, { job_id: jobId }));
-        }, idle + 5_000);
-        p.idleTimer.unref();
-      }
       this.jobs.add(p);
       if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs, ...idleLimit(spec) });
       else this.remote!.send(p);

@@ -13,7 +13,7 @@ export interface Pending {
   sentAt: number;
   gotOutput: boolean;
   timer: NodeJS.Timeout;
-  /** The backstop of the spec's idle limit, restarted by each output (an agent that does not enforce it, say). */
+  /** The backstop of the spec's idle limit (see add), restarted by each output. */
   idleTimer?: NodeJS.Timeout;
   /** Outputs whose consumer holds the agent back (the backstop starts over while there are any). */
   held?: number;
@@ -77,6 +77,17 @@ export class PendingJobs {
 
   add(p: Pending): void {
     this.jobs.set(p.jobId, p);
+    // The agent enforces a spec's idle limit; this backstop (5 s later, restarted by each output) covers an agent,
+    // or a relaying process, from before it. Time a slow consumer holds the agent back does not count.
+    const idle = p.spec.idleTimeoutMs;
+    if (!idle) return;
+    p.idleTimer = setTimeout(() => {
+      if (!this.jobs.has(p.jobId)) return;
+      if (p.held) return void p.idleTimer?.refresh();
+      this.d.cancel(p.jobId, 'timed out');
+      this.fail(p, 'timed_out', 'timed out', { outcome: 'failed', durationMs: performance.now() - p.sentAt }, new ServiceError('upstream_timeout', `Job had no output for ${idle} ms`, { job_id: p.jobId }));
+    }, idle + 5_000);
+    p.idleTimer.unref();
   }
 
   /** A copy: ending jobs while going through them is fine. */

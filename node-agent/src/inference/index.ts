@@ -79,13 +79,14 @@ async function proxy(opts: InferenceOptions, path: string, raw: unknown, ctx: Jo
     // The answer goes back in one channel message: one the channel cannot carry would close it (and every
     // other job on it) again and again; another node would answer as large, so it is not tried elsewhere.
     if (Buffer.byteLength(text) > MAX_ANSWER_BYTES) return done({ status: 502, final: true, error: `the answer (${Buffer.byteLength(text)} bytes) is larger than a node can send back (${MAX_ANSWER_BYTES} bytes); ask for less at once` });
-    let body: { usage?: TokenUsage; choices?: Array<{ message?: unknown }> };
+    let parsed: unknown = null;
     try {
-      body = JSON.parse(text) as typeof body;
+      parsed = JSON.parse(text);
     } catch {
-      body = null as unknown as typeof body;
+      /* not JSON: refused below */
     }
-    if (!body || typeof body !== 'object' || Array.isArray(body)) return done({ status: 502, error: 'the local inference server answered something other than a JSON object' });
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return done({ status: 502, error: 'the local inference server answered something other than a JSON object' });
+    const body = parsed as { usage?: TokenUsage; choices?: Array<{ message?: unknown }> };
     const out = body.usage?.completion_tokens ?? estimateTokens((body.choices ?? []).map((c) => deliveredText(c.message)).join(''));
     return done({ status: res.status, body, usage: body.usage ?? null }, out);
   }

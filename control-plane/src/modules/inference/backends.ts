@@ -5,7 +5,7 @@ import type { AgentHub, JobResult, JobSpec } from '../../fleet/hub.ts';
 import { AsyncQueue } from '../../fleet/queue.ts';
 import type { ResolvedModel } from './catalog.ts';
 import { withOutputLimit } from './output-limit.ts';
-import { errorAnswer, incompleteAnswer, upstreamHttpError, type ProviderClient } from './upstream.ts';
+import { answerError, upstreamHttpError, type ProviderClient } from './upstream.ts';
 
 export type Use = 'chat' | 'embeddings';
 const PATHS: Record<Use, string> = { chat: '/chat/completions', embeddings: '/embeddings' };
@@ -44,8 +44,8 @@ const nodeFailed = (r: InferenceJobResult) => (r.status === 0 || r.status >= 500
 const resultFailure = (result: unknown): string | null => {
   const r = InferenceJobResult.safeParse(result);
   if (!r.success) return 'the node answered an unreadable result';
-  if (r.data.final) return null; // the caller's ask (an answer too large to send back), not the node's fault
-  return r.data.status === 0 || r.data.status >= 500 ? `local inference server: ${r.data.status === 0 ? 'unreachable' : `HTTP ${r.data.status}`}` : null;
+  // A final failure is the caller's ask (an answer too large to send back), not the node's fault.
+  return nodeFailed(r.data) ? `local inference server: ${r.data.status === 0 ? 'unreachable' : `HTTP ${r.data.status}`}` : null;
 };
 
 /**
@@ -126,15 +126,15 @@ export class InferenceBackends {
           if (again) [job, r] = [again, InferenceJobResult.parse(again.result)];
         }
         if (r.status !== 200) throw nodeError(r, job.nodeId, m);
-        const failed = errorAnswer(r.body, `Node ${job.nodeId}`) ?? incompleteAnswer(use, r.body, `Node ${job.nodeId}`);
+        const failed = answerError(use, r.body, `Node ${job.nodeId}`);
         if (failed) throw hideLocalNames(failed, m);
         return { body: r.body as Record<string, unknown>, backend: `node:${job.nodeId}`, price: m.nodes!.price, node: true };
       },
       async () => {
         const p = m.provider!;
-        const sent = use === 'chat' && p.config.outputLimitField ? withOutputLimit(body, p.config.outputLimitField) : body;
+        const sent = use === 'chat' ? withOutputLimit(body, p.config.outputLimitField) : body;
         const answer = (await this.providers.json(p.config, PATHS[use], sent, o.signal)) as Record<string, unknown>;
-        const failed = errorAnswer(answer, `Provider ${p.config.name}`) ?? incompleteAnswer(use, answer, `Provider ${p.config.name}`);
+        const failed = answerError(use, answer, `Provider ${p.config.name}`);
         if (failed) throw failed;
         return { body: answer, backend: `provider:${p.config.name}`, price: p.price, node: false };
       },
@@ -174,7 +174,7 @@ export class InferenceBackends {
       },
       async () => {
         const p = m.provider!;
-        const frames = await this.providers.stream(p.config, PATHS.chat, p.config.outputLimitField ? withOutputLimit(body, p.config.outputLimitField) : body, o.signal);
+        const frames = await this.providers.stream(p.config, PATHS.chat, withOutputLimit(body, p.config.outputLimitField), o.signal);
         const backend = `provider:${p.config.name}`;
         return { frames, done: Promise.resolve({ backend }), backend, price: p.price, node: false };
       },

@@ -58,7 +58,7 @@ function errorStatus(err: unknown): number | null {
  * some OpenAI-compatible servers answer when a model is overloaded or fails. Mapped like its status; null
  * for a real answer.
  */
-export function errorAnswer(body: unknown, who: string): ServiceError | null {
+function errorAnswer(body: unknown, who: string): ServiceError | null {
   if (!body || typeof body !== 'object') return null;
   const b = body as { error?: unknown; choices?: unknown; data?: unknown };
   if (!b.error || Array.isArray(b.choices) || Array.isArray(b.data)) return null;
@@ -66,10 +66,12 @@ export function errorAnswer(body: unknown, who: string): ServiceError | null {
 }
 
 /**
- * A 200 answer without its results: a chat completion without `choices`, embeddings without `data`. Nothing
- * was delivered, so nothing is charged; null for a whole answer.
+ * What is wrong with a 200 answer, if anything: an error under it (`errorAnswer`), or no results (a chat
+ * completion without `choices`, embeddings without `data`). Nothing was delivered, so nothing is charged.
  */
-export function incompleteAnswer(use: 'chat' | 'embeddings', body: unknown, who: string): ServiceError | null {
+export function answerError(use: 'chat' | 'embeddings', body: unknown, who: string): ServiceError | null {
+  const failed = errorAnswer(body, who);
+  if (failed) return failed;
   const key = use === 'chat' ? 'choices' : 'data';
   if (body && typeof body === 'object' && Array.isArray((body as Record<string, unknown>)[key])) return null;
   return new ServiceError('upstream_error', `${who} answered without ${key}`);
