@@ -1,8 +1,14 @@
-import { createServer, request as httpRequest, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, muteAgent, until, type TestAgent } from './support/agent.ts';
+import { pausedPost } from './support/http.ts';
+import { storedReceipt } from './support/inference-env.ts';
+import { RECEIPT_HEADERS } from '@svc/shared';
+import { LATENCY_ALPHA } from '../control-plane/src/fleet/registry.ts';
+import { REFERENCE_RATE, SPEED_ALPHA } from '../control-plane/src/fleet/speed.ts';
+import { chatChunk, flood as floodOf, sse, startScriptedUpstream, type Handler, type ScriptedUpstream } from './support/scripted-upstream.ts';
 
 /**
  * How an inference node's failures reach the caller: a real svc-node agent whose local server is a
@@ -24,15 +30,10 @@ const msgs = [{ role: 'user' as const, content: 'Say hello' }];
 /** SVC_INFERENCE_TIMEOUT_SECONDS: until an answer, and between two chunks of a stream. */
 const LIMIT_S = 2;
 
-type Handler = (req: IncomingMessage, body: any, res: ServerResponse) => void | Promise<void>;
-let handler: Handler = (_q, _b, res) => void res.end('{}');
-const seen: Array<{ body: any; aborted: boolean }> = [];
-let local: Server;
-let localUrl: string;
+let up: ScriptedUpstream;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const chunk = (content: string | null, finish: string | null = null) => ({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: LOCAL, choices: [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }] });
-const sse = (o: unknown) => `data: ${typeof o === 'string' ? o : JSON.stringify(o)}\n\n`;
+const chunk = (content: string | null, finish: string | null = null) => chatChunk(LOCAL, content, finish);
 const json = (res: ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(typeof body === 'string' ? body : JSON.stringify(body));
@@ -56,38 +57,24 @@ async function startNode(models: string[], map: Record<string, string>, url: str
 }
 
 beforeAll(async () => {
-  local = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (d) => (raw += d));
-    req.on('end', () => {
-      const rec = { body: JSON.parse(raw || '{}'), aborted: false };
-      seen.push(rec);
-      res.on('close', () => {
-        if (!res.writableEnded) rec.aborted = true;
-      });
-      void handler(req, rec.body, res);
-    });
-  });
-  await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
-  localUrl = `http://127.0.0.1:${(local.address() as { port: number }).port}/v1`;
+  up = await startScriptedUpstream();
   const price = { input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 3_000_000 };
-  const providers = [{ name: 'direct', base_url: localUrl, models: [{ id: PROVIDED, ...price }] }];
+  const providers = [{ name: 'direct', base_url: up.url, models: [{ id: PROVIDED, ...price }] }];
   t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_INFERENCE_TIMEOUT_SECONDS: String(LIMIT_S), SVC_PROVIDERS: JSON.stringify(providers), SVC_NODE_MODEL_PRICES: JSON.stringify({ [MODEL]: price, [BROKEN]: price, [EMB]: { input_micro_usd_per_mtok: 1_000_000, embedding: true } }) } });
   owner = await t.signIn();
   await t.gw.services.metering.credit(owner.accountId, 100_000_000, 'grant', `test-${owner.accountId}`);
   oa = new OpenAI({ apiKey: (await owner.client.createKey()).key, baseURL: `${t.url}/v1`, maxRetries: 0 });
-  agent = await startNode([MODEL, EMB], { [MODEL]: LOCAL, [EMB]: 'nomic-embed' }, localUrl);
+  agent = await startNode([MODEL, EMB], { [MODEL]: LOCAL, [EMB]: 'nomic-embed' }, up.url);
 }, 60_000);
 afterAll(async () => {
   for (const a of agents) await a.kill();
   await t?.close();
-  local?.closeAllConnections();
-  await new Promise<void>((r) => local?.close(() => r()));
+  await up?.close();
 });
 
 describe("a node's errors reach the caller without the node's internals", () => {
   it('a local 400 naming the local model names the public id instead, streamed or not', async () => {
-    handler = (_q, _b, res) => json(res, 400, { error: { message: `registry.ollama.ai/library/${LOCAL} does not support tools`, type: 'api_error' } });
+    up.handler = (_q, _b, res) => json(res, 400, { error: { message: `registry.ollama.ai/library/${LOCAL} does not support tools`, type: 'api_error' } });
     for (const stream of [false, true]) {
       const e = await apiError(oa.chat.completions.create({ model: MODEL, messages: msgs, stream }));
       expect(e?.status).toBe(400);
@@ -97,7 +84,7 @@ describe("a node's errors reach the caller without the node's internals", () => 
   });
 
   it("an error chunk mid-stream is an error without the server's message (it names the local model and files)", async () => {
-    handler = (_q, _b, res) => {
+    up.handler = (_q, _b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(sse(chunk('Hello')));
       res.end(sse({ error: { message: `model ${LOCAL} crashed: CUDA out of memory at /srv/ollama/models/blobs/sha256-abc` } }));
@@ -110,18 +97,18 @@ describe("a node's errors reach the caller without the node's internals", () => 
 
   it('a 200 that is not JSON, or JSON without choices or data, is a 502 that charges nothing', async () => {
     const before = await balance();
-    handler = (_q, _b, res) => json(res, 200, `{"model":"${LOCAL}"x`);
+    up.handler = (_q, _b, res) => json(res, 200, `{"model":"${LOCAL}"x`);
     const notJson = await apiError(oa.chat.completions.create({ model: MODEL, messages: msgs }));
     expect(notJson?.status).toBe(502);
     expect(JSON.stringify(notJson?.error)).not.toMatch(/position|Unexpected|secret/);
-    handler = (_q, _b, res) => json(res, 200, 'null');
+    up.handler = (_q, _b, res) => json(res, 200, 'null');
     const nullAnswer = await apiError(oa.chat.completions.create({ model: MODEL, messages: msgs }));
     expect(nullAnswer?.status).toBe(502);
     expect(nullAnswer?.message).not.toMatch(/Cannot read|TypeError/);
-    handler = (_q, _b, res) => json(res, 200, { object: 'chat.completion', model: LOCAL });
+    up.handler = (_q, _b, res) => json(res, 200, { object: 'chat.completion', model: LOCAL });
     const noChoices = await apiError(oa.chat.completions.create({ model: MODEL, messages: msgs }));
     expect(noChoices).toMatchObject({ status: 502, message: expect.stringMatching(/answered without choices/) });
-    handler = (_q, _b, res) => json(res, 200, { object: 'list', model: 'nomic-embed', usage: { prompt_tokens: 2, total_tokens: 2 } });
+    up.handler = (_q, _b, res) => json(res, 200, { object: 'list', model: 'nomic-embed', usage: { prompt_tokens: 2, total_tokens: 2 } });
     expect(await apiError(oa.embeddings.create({ model: EMB, input: 'hi' }))).toMatchObject({ status: 502, message: expect.stringMatching(/answered without data/) });
     await t.gw.services.metering.settledAll();
     expect(await balance()).toBe(before);
@@ -145,7 +132,7 @@ describe("a node's errors reach the caller without the node's internals", () => 
 
 describe('answers a node cannot pass on whole', () => {
   it('a stream frame larger than the channel carries ends the stream in an error, never a completed stream with a hole', async () => {
-    handler = (_q, _b, res) => {
+    up.handler = (_q, _b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(sse(chunk('Hello ')) + sse(chunk('y'.repeat(1_100_000))) + sse(chunk('world')) + sse(chunk(null, 'stop')) + sse('[DONE]'));
     };
@@ -156,7 +143,7 @@ describe('answers a node cannot pass on whole', () => {
 
   it('a non-streamed answer larger than the channel carries is a 502 saying so, tried on no other node; the channel stays up', async () => {
     const vec = Array.from({ length: 4096 }, (_, i) => -0.012345678901234 + i * 1e-9);
-    handler = (_q, body, res) => json(res, 200, { object: 'list', data: Array.from({ length: 250 }, (_, index) => ({ object: 'embedding', index, embedding: vec })), model: body.model, usage: { prompt_tokens: 250, total_tokens: 250 } });
+    up.handler = (_q, body, res) => json(res, 200, { object: 'list', data: Array.from({ length: 250 }, (_, index) => ({ object: 'embedding', index, embedding: vec })), model: body.model, usage: { prompt_tokens: 250, total_tokens: 250 } });
     const jobs = async () => (await t.gw.database.db.selectFrom('jobs').select('id').where('node_id', '=', agent.nodeId).execute()).length;
     const failures = async () => (await t.gw.database.db.selectFrom('nodes').select('failed').where('id', '=', agent.nodeId).executeTakeFirstOrThrow()).failed;
     const [before, failedBefore] = [await jobs(), await failures()];
@@ -169,37 +156,21 @@ describe('answers a node cannot pass on whole', () => {
   }, 60_000);
 });
 
-/** A local server that streams `total` copies of `piece` as fast as its caller takes them (it honours backpressure). */
-const flood =
-  (piece: string, total: number, wrote: () => void = () => undefined): Handler =>
-  async (_q, _b, res) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    for (let i = 0; i < total && !res.destroyed; i++) {
-      if (!res.write(sse(chunk(piece)))) await new Promise((r) => res.once('drain', r).once('close', r));
-      wrote();
-    }
-    if (!res.destroyed) res.end(sse(chunk(null, 'stop')) + sse('[DONE]'));
-  };
+const flood = (piece: string, total: number, wrote?: () => void) => floodOf(LOCAL, piece, total, wrote);
 
 /** A streamed call whose caller reads the head, then nothing until it resumes `res`. */
-async function pausedStream(model: string): Promise<{ req: ClientRequest; res: IncomingMessage }> {
-  const req = httpRequest(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${oa.apiKey}`, 'content-type': 'application/json' } });
-  req.end(JSON.stringify({ model, messages: msgs, stream: true }));
-  const res = await new Promise<IncomingMessage>((r) => req.on('response', r));
-  res.pause();
-  return { req, res };
-}
+const pausedStream = (model: string) => pausedPost(`${t.url}/v1/chat/completions`, oa.apiKey!, { model, messages: msgs, stream: true });
 
 describe('a slow reader', () => {
   it.each([
     ['a provider', PROVIDED],
     ['a node (the agent stops reading its local server)', MODEL],
   ])('holds the stream of %s back instead of piling the answer up on the way', async (_who, model) => {
-    seen.length = 0;
+    up.seen.length = 0;
     const piece = 'x'.repeat(100_000);
     const TOTAL = 400; // 40 MB of content
     let written = 0;
-    handler = flood(piece, TOTAL, () => written++);
+    up.handler = flood(piece, TOTAL, () => written++);
     const { req, res } = await pausedStream(model); // reads the head, then nothing
     // The upstream stops writing while the caller reads nothing (with no backpressure it writes all of it).
     await until('the upstream held back', async () => {
@@ -209,7 +180,7 @@ describe('a slow reader', () => {
     }, 15_000);
     expect(written * piece.length).toBeLessThan(TOTAL * piece.length / 2);
     req.destroy();
-    await until('upstream request aborted', async () => seen[0]?.aborted, 5_000);
+    await until('upstream request aborted', async () => up.seen[0]?.aborted, 5_000);
   }, 30_000);
 });
 
@@ -217,15 +188,16 @@ describe('a caller that pauses reading longer than the time limit, then reads on
   it.each([
     ['a provider', PROVIDED],
     ['a node', MODEL],
-  ])('gets the whole answer of %s, and the node no failure', async (_who, model) => {
-    seen.length = 0;
+  ])('gets the whole answer of %s, and the node no failure nor lower figures', async (_who, model) => {
+    up.seen.length = 0;
     const piece = 'y'.repeat(100_000);
     const TOTAL = 300; // 30 MB: more than the sockets on the way hold
-    handler = flood(piece, TOTAL);
-    const failed = async () => (await t.gw.database.db.selectFrom('nodes').select('failed').where('id', '=', agent.nodeId).executeTakeFirstOrThrow()).failed;
-    const failedBefore = await failed();
+    up.handler = flood(piece, TOTAL);
+    const node = () => t.gw.database.db.selectFrom('nodes').select(['failed', 'succeeded', 'latency_ms', 'observed_speed']).where('id', '=', agent.nodeId).executeTakeFirstOrThrow();
+    const before = await node();
     const { res } = await pausedStream(model);
-    await sleep(LIMIT_S * 1000 + 5_500); // past the limit, and past the control plane's backstop 5 s later: a caller busy for a while
+    const PAUSE_MS = LIMIT_S * 1000 + 5_500; // past the limit, and past the control plane's backstop 5 s later: a caller busy for a while
+    await sleep(PAUSE_MS);
     let tail = '';
     let n = 0;
     res.setEncoding('utf8');
@@ -238,13 +210,23 @@ describe('a caller that pauses reading longer than the time limit, then reads on
     expect(tail).not.toMatch(/"error"/);
     expect(tail).toMatch(/"finish_reason":"stop"/);
     expect(n).toBeGreaterThanOrEqual(TOTAL * piece.length); // every piece arrived
-    expect(await failed()).toBe(failedBefore);
+    if (model !== MODEL) return;
+    const after = (await until('the job recorded', async () => ((await node()).succeeded > before.succeeded ? node() : null)))!;
+    expect(after.failed).toBe(before.failed);
+    // The caller's pause is not the node's time: neither its latency sample (the job's round trip) nor the
+    // duration behind its speed sample (work units over the agent's duration_ms) holds it. Both moving
+    // averages are undone to find the job's own sample.
+    const sampleOf = (b: number | null, a: number | null, alpha: number) => (b === null ? a! : b + (a! - b) / alpha);
+    expect(sampleOf(before.latency_ms, after.latency_ms, LATENCY_ALPHA)).toBeLessThan(PAUSE_MS);
+    const r = await storedReceipt(t, String(res.headers[RECEIPT_HEADERS.id]));
+    const speed = sampleOf(before.observed_speed, after.observed_speed, SPEED_ALPHA);
+    expect((r.units.output_tokens / (speed * REFERENCE_RATE.inference!)) * 1000).toBeLessThan(PAUSE_MS);
   }, 60_000);
 });
 
 describe('time limits on the node path', () => {
   it("a stream's limit is between two chunks, not in all: a slow healthy stream completes; one that stalls fails after what it delivered", async () => {
-    handler = async (_q, _b, res) => {
+    up.handler = async (_q, _b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (const w of ['one ', 'two ', 'three ', 'four']) {
         res.write(sse(chunk(w)));
@@ -253,7 +235,7 @@ describe('time limits on the node path', () => {
       res.end(sse(chunk(null, 'stop')) + sse('[DONE]'));
     };
     expect(await drain(await oa.chat.completions.create({ model: MODEL, messages: msgs, stream: true }))).toEqual({ text: 'one two three four', err: null });
-    handler = async (_q, _b, res) => {
+    up.handler = async (_q, _b, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(sse(chunk('Hello')));
       await sleep(LIMIT_S * 1500);
@@ -280,8 +262,8 @@ describe('node failures', () => {
       res.end(sse('[DONE]'));
     };
     for (const stream of [true, false]) {
-      seen.length = 0;
-      handler = slow;
+      up.seen.length = 0;
+      up.handler = slow;
       const ac = new AbortController();
       if (stream) {
         const s = await oa.chat.completions.create({ model: MODEL, messages: msgs, stream: true }, { signal: ac.signal });
@@ -291,13 +273,13 @@ describe('node failures', () => {
         })().catch(() => undefined);
       } else {
         const p = oa.chat.completions.create({ model: MODEL, messages: msgs }, { signal: ac.signal }).catch(() => undefined);
-        await until('request at the local server', async () => seen.length > 0, 5000);
+        await until('request at the local server', async () => up.seen.length > 0, 5000);
         ac.abort();
         await p;
       }
-      await until('local request aborted', async () => seen[0]?.aborted, 5000);
+      await until('local request aborted', async () => up.seen[0]?.aborted, 5000);
       // The agent is still up and serving: the next call is answered.
-      handler = (_q, _b, res) => json(res, 200, { id: 'x', object: 'chat.completion', model: LOCAL, choices: [{ index: 0, message: { role: 'assistant', content: 'still here' }, finish_reason: 'stop' }] });
+      up.handler = (_q, _b, res) => json(res, 200, { id: 'x', object: 'chat.completion', model: LOCAL, choices: [{ index: 0, message: { role: 'assistant', content: 'still here' }, finish_reason: 'stop' }] });
       expect((await oa.chat.completions.create({ model: MODEL, messages: msgs })).choices[0]!.message.content).toBe('still here');
       expect(agent.output()).not.toMatch(/TypeError|reading 'slice'/);
     }

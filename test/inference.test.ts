@@ -47,7 +47,10 @@ describe('configuration', () => {
       providers: [{ name: 'a', baseUrl: 'http://x/v1', apiKey: 'k', models: [{ id: 'm', inputMicroUsdPerMtok: 1, outputMicroUsdPerMtok: 2, maxOutputTokens: null, embedding: false }] }],
       timeoutMs: 300_000,
       defaultMaxOutputTokens: 4096,
+      stallMs: 60_000,
     });
+    expect(loadConfig({ ...base, SVC_INFERENCE_STALL_SECONDS: '5' }).inference.stallMs).toBe(5000);
+    expect(() => loadConfig({ ...base, SVC_INFERENCE_STALL_SECONDS: '0' })).toThrow(/SVC_INFERENCE_STALL_SECONDS/);
   });
 });
 

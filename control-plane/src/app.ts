@@ -133,7 +133,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   notaryRoutes(app, d.notary, d.config.publicUrl);
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
-  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl }); // inference (issue 7)
+  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs }); // inference (issue 7)
   batchRoutes(app, d.batches); // files and batches
   mediaRoutes(app, d.media); // media (images, videos, assistant)
   moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });

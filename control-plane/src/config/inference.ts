@@ -44,6 +44,8 @@ export interface InferenceConfig {
   maxStreamMs: number;
   /** The output bound a hold assumes when neither the request nor the model gives one. */
   defaultMaxOutputTokens: number;
+  /** A streaming caller that takes nothing of what was written for this long is disconnected (nginx's send_timeout). */
+  stallMs: number;
 }
 
 const microPerMtok = z.number().int().min(0).max(1e12);
@@ -100,9 +102,10 @@ export const inferenceEnv = {
   SVC_INFERENCE_TIMEOUT_SECONDS: intWithDefault(300, 1, 3600),
   SVC_INFERENCE_MAX_STREAM_SECONDS: intWithDefault(3600, 1, 86_400),
   SVC_INFERENCE_DEFAULT_MAX_TOKENS: intWithDefault(4096, 1, 10_000_000),
+  SVC_INFERENCE_STALL_SECONDS: intWithDefault(60, 1, 3600),
 };
 
-export function inferenceConfig(e: { SVC_PROVIDERS: ProviderConfig[]; SVC_NODE_MODEL_PRICES: Record<string, ModelPrice>; SVC_INFERENCE_TIMEOUT_SECONDS: number; SVC_INFERENCE_MAX_STREAM_SECONDS: number; SVC_INFERENCE_DEFAULT_MAX_TOKENS: number }): InferenceConfig {
+export function inferenceConfig(e: { SVC_PROVIDERS: ProviderConfig[]; SVC_NODE_MODEL_PRICES: Record<string, ModelPrice>; SVC_INFERENCE_TIMEOUT_SECONDS: number; SVC_INFERENCE_MAX_STREAM_SECONDS: number; SVC_INFERENCE_DEFAULT_MAX_TOKENS: number; SVC_INFERENCE_STALL_SECONDS: number }): InferenceConfig {
   const timeoutMs = e.SVC_INFERENCE_TIMEOUT_SECONDS * 1000;
-  return { providers: e.SVC_PROVIDERS, nodeModelPrices: e.SVC_NODE_MODEL_PRICES, timeoutMs, maxStreamMs: Math.max(timeoutMs, e.SVC_INFERENCE_MAX_STREAM_SECONDS * 1000), defaultMaxOutputTokens: e.SVC_INFERENCE_DEFAULT_MAX_TOKENS };
+  return { providers: e.SVC_PROVIDERS, nodeModelPrices: e.SVC_NODE_MODEL_PRICES, timeoutMs, maxStreamMs: Math.max(timeoutMs, e.SVC_INFERENCE_MAX_STREAM_SECONDS * 1000), defaultMaxOutputTokens: e.SVC_INFERENCE_DEFAULT_MAX_TOKENS, stallMs: e.SVC_INFERENCE_STALL_SECONDS * 1000 };
 }

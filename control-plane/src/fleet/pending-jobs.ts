@@ -17,6 +17,9 @@ export interface Pending {
   idleTimer?: NodeJS.Timeout;
   /** Outputs whose consumer holds the agent back (the backstop starts over while there are any). */
   held?: number;
+  /** Since when outputs were held, while they are; and how long they were, in all, before (ms). */
+  heldSince?: number;
+  heldMs?: number;
   /** The reconnect grace: the job is lost when it runs out. */
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
@@ -124,17 +127,20 @@ export class PendingJobs {
     p.idleTimer?.refresh();
     const wait = p.spec.onOutput?.(o);
     if (!(wait instanceof Promise)) return undefined;
-    // Held back by its consumer (a slow caller): the idle backstop does not count that time.
+    // Held back by its consumer (a slow caller): neither the idle backstop nor the node's latency counts that time.
+    if (!p.held) p.heldSince = performance.now();
     p.held = (p.held ?? 0) + 1;
     return wait.finally(() => {
       p.held = (p.held ?? 1) - 1;
+      if (p.held === 0) p.heldMs = (p.heldMs ?? 0) + performance.now() - p.heldSince!;
       p.idleTimer?.refresh();
     });
   }
 
   async finish(p: Pending, f: JobFinish): Promise<void> {
     const nodeId = p.nodeId;
-    const latencyMs = performance.now() - p.sentAt;
+    const now = performance.now();
+    const latencyMs = Math.max(0, now - p.sentAt - (p.heldMs ?? 0) - (p.held ? now - p.heldSince! : 0));
     const failed = f.ok ? (p.spec.failedResult?.(f.result) ?? null) : null; // a result that reports a failure counts as one
     await this.end(f.job_id, f.ok && !failed ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', failed ?? f.error ?? null);
     await this.record(nodeId, p.spec, { outcome: f.ok && !failed ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });

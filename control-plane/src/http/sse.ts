@@ -4,10 +4,13 @@ import type { FastifyReply } from 'fastify';
 export class SseStream {
   private closed = false;
   private readonly keepAlive: NodeJS.Timeout;
+  private readonly stallMs: number | null;
   constructor(
     private readonly reply: FastifyReply,
-    keepAliveMs = 15_000,
+    opts: { keepAliveMs?: number; stallMs?: number } = {},
   ) {
+    const keepAliveMs = opts.keepAliveMs ?? 15_000;
+    this.stallMs = opts.stallMs ?? null;
     reply.hijack();
     reply.raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -42,12 +45,16 @@ export class SseStream {
   /**
    * Resolves once what was written went out to the caller's socket, or the caller left; null when nothing
    * waits. A producer that awaits it goes at the pace of a slow reader instead of filling memory for it.
+   * A caller that takes nothing for `stallMs` (one that vanished without closing, or stopped reading) is
+   * disconnected: it would otherwise hold the stream, and what feeds it, until its TCP connection died.
    */
   drained(): Promise<void> | null {
     const raw = this.reply.raw;
     if (this.closed || !raw.writableNeedDrain) return null;
     return new Promise((resolve) => {
+      const stall = this.stallMs === null ? undefined : setTimeout(() => raw.destroy(), this.stallMs);
       const done = () => {
+        clearTimeout(stall);
         raw.off('drain', done);
         raw.off('close', done);
         resolve();

@@ -35,7 +35,7 @@ async function anthropicErrors(_req: FastifyRequest, reply: FastifyReply, payloa
   return `{"type":"error",${payload.slice(1)}`;
 }
 
-export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceService; publicUrl: URL }): void {
+export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceService; publicUrl: URL; stallMs: number }): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['inference'];
   const svc = d.service;
@@ -54,7 +54,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
       const ctx = context(req, reply, 'chat.completions', '/v1/chat/completions', d.publicUrl);
       if (!req.body.stream) return sendJson(reply, await svc.chat(p, req.body, ctx));
       const wantUsage = req.body.stream_options?.include_usage === true;
-      const out = new LazySse(reply, ctx.signal);
+      const out = new LazySse(reply, ctx.signal, d.stallMs);
       const sink = new ChatCompletionSink(req, out, wantUsage);
       await runStream(reply, out, (e) => out.send({ error: errorPayload(req, e) }), () => svc.chatStream(p, req.body, ctx, sink, { forwardUsage: wantUsage }));
     },
@@ -82,7 +82,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
         const res = await svc.chat(p, chat, ctx);
         return sendJson(reply, { body: chatToMessage(res.body, req.body.model, req.id, req.body.stop_sequences), receipt: res.receipt });
       }
-      const out = new LazySse(reply, ctx.signal);
+      const out = new LazySse(reply, ctx.signal, d.stallMs);
       const sink = new MessagesSink(req, out, req.body.model, estimateChatInput(chat), req.body.stop_sequences);
       await runStream(reply, out, (e) => out.send({ type: 'error', error: errorPayload(req, e) }, 'error'), () => svc.chatStream(p, chat, ctx, sink, { forwardUsage: false }));
     },
@@ -99,7 +99,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
         const res = await svc.chat(p, chat, ctx);
         return sendJson(reply, { body: chatToResponse(req.body, res.body, req.body.model, req.id), receipt: res.receipt });
       }
-      const out = new LazySse(reply, ctx.signal);
+      const out = new LazySse(reply, ctx.signal, d.stallMs);
       const sink = new ResponsesSink(req, out, req.body, req.body.model);
       await runStream(reply, out, (e) => {
         const p2 = errorPayload(req, e);

@@ -36,6 +36,8 @@ export class LazySse {
   constructor(
     private readonly reply: FastifyReply,
     private readonly signal: CallerSignal,
+    /** See SseStream.drained. */
+    private readonly stallMs?: number,
   ) {}
 
   get opened(): boolean {
@@ -49,7 +51,7 @@ export class LazySse {
   open(): SseStream {
     if (!this.sse) {
       this.reply.raw.setHeader(RECEIPT_HEADERS.id, this.reply.request.id);
-      this.sse = new SseStream(this.reply);
+      this.sse = new SseStream(this.reply, this.stallMs === undefined ? {} : { stallMs: this.stallMs });
     }
     return this.sse;
   }
