@@ -139,7 +139,7 @@ export class JobClaims {
     // attaches (RelayedJobs.attached) or the agent says hello with it again.
     if (connection !== null && this.host.connection(nodeId) !== connection) this.relayed.away(jobId);
     for (const r of held) {
-      if (r.t === 'output') this.relayed.output(nodeId, r.o, connection);
+      if (r.t === 'output') void this.relayed.outputs(nodeId, [r.o], connection);
       else this.relayed.finish(nodeId, r.f, connection);
     }
   }

@@ -313,25 +313,38 @@ export class AgentHub {
   /** Messages of output agents sent on this process's channels (one carries one output or several, in order). */
   outputMessages = 0;
 
+  /** Writes this process made to the relay (one carries one message or several about a job). */
+  get relayWrites(): number {
+    return this.relay?.writes ?? 0;
+  }
+
   /**
    * One message of outputs from an agent on this process's channel. Resolves when the jobs' consumers can take
    * more (the message's answer waits for it, and the agent sends that job's next outputs after the answer).
    */
   async onOutputs(nodeId: string, outputs: JobOutput[], connection: number | null = null): Promise<void> {
     this.outputMessages++;
-    let wait: void | Promise<void> | undefined;
-    for (const o of outputs) wait = this.onOutput(nodeId, o, connection) ?? wait;
-    await wait;
+    const waits: Array<Promise<void>> = [];
+    for (const os of byJob(outputs)) {
+      const wait = this.onJobOutputs(nodeId, os, connection);
+      if (wait) waits.push(wait);
+    }
+    await Promise.all(waits);
   }
 
-  /** Output from an agent on this process's channel: for a job of this process, or relayed to its origin. */
-  onOutput(nodeId: string, o: JobOutput, connection: number | null = null): void | Promise<void> {
-    const p = this.jobs.get(o.job_id);
+  /** Outputs of one job from an agent on this process's channel: for a job of this process, or relayed to its origin (in one write). */
+  private onJobOutputs(nodeId: string, os: JobOutput[], connection: number | null): Promise<void> | undefined {
+    const p = this.jobs.get(os[0]!.job_id);
     if (p && p.nodeId === nodeId) {
       if (!older(p, connection)) this.onOwnChannel(p, connection);
-      return this.jobs.output(p, o);
+      let wait: void | Promise<void> | undefined;
+      for (const o of os) wait = this.jobs.output(p, o) ?? wait; // the last one waits for the consumer's room
+      return wait ?? undefined;
     }
-    if (!this.relayed?.output(nodeId, o, connection)) void this.claim(nodeId, o.job_id, { t: 'output', o }, connection);
+    const relayed = this.relayed?.outputs(nodeId, os, connection);
+    if (relayed) return relayed;
+    for (const o of os) void this.claim(nodeId, o.job_id, { t: 'output', o }, connection);
+    return undefined;
   }
 
   /** A finish from an agent on this process's channel (see onOutput). */
@@ -354,6 +367,7 @@ export class AgentHub {
   private onRelay(from: string, m: RelayMessage): void {
     if (m.t === 'job') return this.relayed!.take(from, m, this.jobs.has(m.job));
     if (m.t === 'cancel') return this.relayed!.cancel(from, m.job, m.reason);
+    if (m.t === 'hold' || m.t === 'go') return this.relayed!.flow(from, m.job, m.t === 'hold');
     this.remote!.onMessage(from, m);
   }
 
@@ -410,4 +424,15 @@ export class AgentHub {
     await this.channels?.idle();
     await this.relay?.close();
   }
+}
+
+/** Consecutive outputs of the same job, in order (an agent sends one job's outputs per message; this does not rely on it). */
+function byJob(outputs: JobOutput[]): JobOutput[][] {
+  const runs: JobOutput[][] = [];
+  for (const o of outputs) {
+    const last = runs.at(-1);
+    if (last && last[0]!.job_id === o.job_id) last.push(o);
+    else runs.push([o]);
+  }
+  return runs;
 }

@@ -17,6 +17,8 @@ export interface Pending {
   idleTimer?: NodeJS.Timeout;
   /** Outputs whose consumer holds the agent back (the backstop starts over while there are any). */
   held?: number;
+  /** Relayed outputs whose consumer holds the agent back, and the process told to `hold` them (RemoteJobs.holdBack). */
+  relayHeld?: { at: string; waiting: number };
   /** Since when outputs were held, while they are; and how long they were, in all, before (ms). */
   heldSince?: number;
   heldMs?: number;

@@ -11,6 +11,8 @@ import { KeyedSerial } from './serial.ts';
  * it says `dropped` (the origin waits the reconnect grace; `counts`: against the node if it runs out, not when
  * the holder was shutting down); wherever the agent comes back with the job, that process says `moved` and
  * relays it from then on; an agent back on the holder without the job, or not back within the grace, makes it `lost`.
+ * The origin says `hold` when the job's consumer (a slow caller) cannot take more output, and `go` when it can:
+ * meanwhile the holder keeps the agent's next outputs back (a process from before these ignores both).
  */
 export type RelayMessage =
   | { t: 'job'; job: string; node: string; kind: string; payload: unknown; timeout_ms: number; idle_timeout_ms?: number }
@@ -21,7 +23,9 @@ export type RelayMessage =
   | { t: 'finish'; job: string; f: JobFinish }
   | { t: 'dropped'; job: string; why: string; counts: boolean }
   | { t: 'moved'; job: string; connection?: number | null }
-  | { t: 'lost'; job: string; why: string };
+  | { t: 'lost'; job: string; why: string }
+  | { t: 'hold'; job: string }
+  | { t: 'go'; job: string };
 
 /** The inbox is also read this often without a NOTIFY (one missed while the LISTEN connection reconnected). */
 const POLL_MS = 3000;
@@ -70,8 +74,16 @@ export class FleetRelay {
 
   /** Sends `m` to process `to`, after the messages about the same job sent before it. */
   send(to: string, m: RelayMessage): Promise<void> {
-    return this.sending.run(m.job, () => this.insert(to, m));
+    return this.sending.run(m.job, () => this.insert(to, [m]));
   }
+
+  /** Sends messages about one job to `to` in one write, in order, after those about it sent before. */
+  sendAll(to: string, job: string, ms: RelayMessage[]): Promise<void> {
+    return this.sending.run(job, () => this.insert(to, ms));
+  }
+
+  /** Writes of messages this process made (each one statement, of one message or several). */
+  writes = 0;
 
   /** Which of these processes are connected to the database now. */
   alive(ids: readonly string[]): Promise<Set<string>> {
@@ -134,10 +146,16 @@ export class FleetRelay {
     this.onMessage = null;
   }
 
-  private async insert(to: string, m: RelayMessage): Promise<void> {
+  /** One statement: the messages as rows in order (ids ascending, which is the order they are read in) and one NOTIFY. */
+  private async insert(to: string, ms: RelayMessage[]): Promise<void> {
+    this.writes++;
+    const bodies = JSON.stringify(ms.map((m) => JSON.stringify(m)));
     await sql`
-      with m as (insert into fleet_messages(receiver, sender, body) values (${to}, ${this.self}, ${JSON.stringify(m)}) returning id)
-      select pg_notify(${FleetRelay.channel(to)}, '') from m`.execute(this.database.db);
+      with m as (
+        insert into fleet_messages(receiver, sender, body)
+        select ${to}, ${this.self}, b from json_array_elements_text(${bodies}::json) with ordinality as x(b, n) order by n
+        returning id)
+      select pg_notify(${FleetRelay.channel(to)}, '') from (select count(*) from m) c`.execute(this.database.db);
   }
 
   private async readInbox(): Promise<void> {

@@ -10,6 +10,8 @@ interface Relayed {
   connection: number | null;
   /** The channel dropped and the origin was told; forgotten after the grace unless the agent comes back here with it. */
   dropped?: NodeJS.Timeout;
+  /** The origin said `hold` (its consumer takes no more for now): the agent's next outputs wait for its `go`. */
+  held?: { until: Promise<void>; go: () => void };
 }
 
 /**
@@ -72,12 +74,29 @@ export class RelayedJobs {
     if (r && r.origin === from && !this.push(r.nodeId, { type: 'cancel', job_id: jobId, reason })) this.forget(jobId);
   }
 
-  /** Output from the agent: relayed when the job is one of these; false when it is not. */
-  output(nodeId: string, o: JobOutput, connection: number | null): boolean {
-    const r = this.back(nodeId, o.job_id, connection);
-    if (!r) return false;
-    this.tell(r.origin, { t: 'output', job: o.job_id, o });
-    return true;
+  /**
+   * Outputs of one job from the agent, relayed in one write when the job is one of these (null when it is not).
+   * The promise, which the answer to the agent waits for, resolves once they are written and the origin lets
+   * the job go on (it said `hold`, and not yet `go`): the agent sends no more meanwhile, so neither this
+   * process nor the origin queues a stream its caller is slow to read.
+   */
+  outputs(nodeId: string, os: JobOutput[], connection: number | null): Promise<void> | null {
+    const jobId = os[0]!.job_id;
+    const r = this.back(nodeId, jobId, connection);
+    if (!r) return null;
+    const written = this.relay.sendAll(r.origin, jobId, os.map((o) => ({ t: 'output', job: jobId, o }))).catch((e: unknown) => this.log().error({ err: e, job_id: jobId, to: r.origin }, 'could not send a relay message'));
+    return r.held ? Promise.all([written, r.held.until]).then(() => undefined) : written;
+  }
+
+  /** The origin's `hold` or `go` for a job relayed here. */
+  flow(from: string, jobId: string, hold: boolean): void {
+    const r = this.jobs.get(jobId);
+    if (!r || r.origin !== from) return;
+    if (!hold) return this.go(r);
+    if (r.held) return;
+    let go!: () => void;
+    const until = new Promise<void>((resolve) => (go = resolve));
+    r.held = { until, go };
   }
 
   /** The agent's finish: relayed, and the job forgotten here; false when it is not one of these. */
@@ -185,6 +204,12 @@ export class RelayedJobs {
   private forget(jobId: string): void {
     const r = this.jobs.get(jobId);
     if (r?.dropped) clearTimeout(r.dropped);
+    if (r) this.go(r); // nothing waits for a job no longer relayed here
     this.jobs.delete(jobId);
+  }
+
+  private go(r: Relayed): void {
+    r.held?.go();
+    r.held = undefined;
   }
 }

@@ -7,7 +7,7 @@ import { idleLimit } from './job-spec.ts';
 export const RELAY_ACK_MS = 5000;
 
 /** The messages a holder (or a process the agent passed) sends back to a job's origin. */
-type OriginMessage = Exclude<RelayMessage, { t: 'job' } | { t: 'cancel' }>;
+type OriginMessage = Exclude<RelayMessage, { t: 'job' } | { t: 'cancel' } | { t: 'hold' } | { t: 'go' }>;
 
 /**
  * The origin's side of the relay: this process's jobs on nodes whose channel another process holds (the
@@ -76,7 +76,7 @@ export class RemoteJobs {
       // The agent's reports, relayed by its holder, by a process it left (still in flight when it moved) or by
       // one it passed while that one looked the job up: the agent's all the same.
       if (fromHolder) this.jobs.endGrace(p); // the holder answers: it was not gone after all
-      if (m.t === 'output') this.jobs.output(p, m.o);
+      if (m.t === 'output') this.holdBack(p, from, this.jobs.output(p, m.o));
       else void this.jobs.finish(p, m.f).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not finish a relayed job'));
       return;
     }
@@ -89,6 +89,24 @@ export class RemoteJobs {
       if (m.connection != null && p.connection === null) p.connection = m.connection;
       this.jobs.endGrace(p);
     }
+  }
+
+  /**
+   * An output's consumer asked to wait (a slow caller): the process relaying the job (`from`) is told to `hold`
+   * the agent's next outputs until this says `go`, when no output of the job waits any more. The relay then
+   * carries at most about one message of the agent's outputs beyond what the consumer keeps.
+   */
+  private holdBack(p: Pending, from: string, wait: void | Promise<void>): void {
+    if (!(wait instanceof Promise)) return;
+    const held = (p.relayHeld ??= { at: from, waiting: 0 });
+    if (held.waiting++ === 0) {
+      held.at = from;
+      this.relay.send(from, { t: 'hold', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a hold'));
+    }
+    void wait.finally(() => {
+      if (--held.waiting > 0) return;
+      this.relay.send(held.at, { t: 'go', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a go'));
+    });
   }
 
   /** The holders this process's open jobs are relayed through. */
