@@ -29,20 +29,20 @@ interface Caller {
   c: SvcClient;
 }
 
+const env = () => ({
+  ...ENFORCED_BILLING,
+  SVC_MEDIA_TIMEOUT_SECONDS: '5',
+  SVC_VIDEO_TTL_SECONDS: String(TTL),
+  SVC_VIDEO_RENDER_TIMEOUT_SECONDS: String(RENDER_LIMIT),
+  SVC_HOLD_TTL_SECONDS: '60', // request holds expire quickly; a render's hold must outlive its time limit
+  SVC_VIDEO_PROVIDERS: JSON.stringify([
+    { name: 'vids', base_url: up.url, api_key: 'sk-video-upstream', models: [{ id: 'test-video', price_micro_usd_per_second: PRICE, max_seconds: 12, seconds: [4, 8, 12], resolutions: ['1280x720', '720x1280'] }] },
+  ]),
+});
+
 beforeAll(async () => {
   up = await startMediaUpstream();
-  t = await startTestGateway({
-    env: {
-      ...ENFORCED_BILLING,
-      SVC_MEDIA_TIMEOUT_SECONDS: '5',
-      SVC_VIDEO_TTL_SECONDS: String(TTL),
-      SVC_VIDEO_RENDER_TIMEOUT_SECONDS: String(RENDER_LIMIT),
-      SVC_HOLD_TTL_SECONDS: '60', // request holds expire quickly; a render's hold must outlive its time limit
-      SVC_VIDEO_PROVIDERS: JSON.stringify([
-        { name: 'vids', base_url: up.url, api_key: 'sk-video-upstream', models: [{ id: 'test-video', price_micro_usd_per_second: PRICE, max_seconds: 12, seconds: [4, 8, 12], resolutions: ['1280x720', '720x1280'] }] },
-      ]),
-    },
-  });
+  t = await startTestGateway({ env: env() });
   [a, b] = [await funded(1_000_000), await funded(1_000_000)];
 });
 afterAll(async () => {
@@ -352,5 +352,52 @@ describe('admission and access', () => {
     }
     expect((await job(b, first.id)).body.status).toBe('queued');
     expect((await call(b.c, 'GET', `/v1/videos/generations/${first.id}/content`)).body.error).toMatchObject({ type: 'conflict' });
+  });
+});
+
+describe('verifying a video too large for the verify body limit', () => {
+  // SVC_MEDIA_VERIFY_BODY_BYTES (64 MiB by default) is below the base64 of the largest video this gateway
+  // stores (SVC_MEDIA_MAX_ASSET_BYTES, 256 MiB): the same relation, scaled down to the test's 4 KiB video.
+  let small: TestGateway;
+  beforeAll(async () => {
+    small = await startTestGateway({ env: { ...env(), SVC_MEDIA_VERIFY_BODY_BYTES: '4096' } });
+  });
+  afterAll(async () => {
+    await small?.close();
+  });
+
+  it('a video this gateway produced is verified by its sha256; sending it whole is a 413 that says so', async () => {
+    const { key } = await fundedKey(small, 1_000_000);
+    const c = small.client.withCredential({ kind: 'key', token: key });
+    const r = await call(c, 'POST', '/v1/videos/generations', { model: 'test-video', prompt: 'a large video', seconds: 4 });
+    expect(r.status).toBe(202);
+    up.advance(up.lastVideo().id, { status: 'completed', progress: 100 });
+    expect(await small.gw.leader.runAllOnce()).toBe(true);
+    const done = (await call(c, 'GET', `/v1/videos/generations/${r.body.id}`)).body;
+    expect(done).toMatchObject({ status: 'succeeded', asset_available: true });
+    const file = Buffer.from(await (await c.raw('GET', `/v1/videos/generations/${r.body.id}/content`)).arrayBuffer());
+    expect(file.length).toBeGreaterThan(4096 * 0.75);
+    const beside = { manifest: done.manifest, signature: done.manifest_signature };
+
+    const whole = await call(c, 'POST', '/v1/videos/verify', { asset_b64: file.toString('base64'), ...beside });
+    expect(whole.status).toBe(413);
+    expect(whole.body.error).toMatchObject({ type: 'payload_too_large', message: expect.stringContaining('asset_sha256') });
+
+    const byHash = await call(c, 'POST', '/v1/videos/verify', { asset_sha256: sha256(file), ...beside });
+    expect(byHash.status).toBe(200);
+    expect(byHash.body).toMatchObject({ manifest_found: true, signature_valid: true, hash_matches: true, signer_is_gateway: true, asset_sha256: sha256(file), verified: true, reasons: [] });
+    const upper = await call(c, 'POST', '/v1/images/verify', { asset_sha256: sha256(file).toUpperCase(), ...beside });
+    expect(upper.body).toMatchObject({ hash_matches: true, verified: true });
+
+    file[100] = file[100]! ^ 0xff;
+    const changed = await call(c, 'POST', '/v1/videos/verify', { asset_sha256: sha256(file), ...beside });
+    expect(changed.body).toMatchObject({ signature_valid: true, hash_matches: false, verified: false });
+    for (const [body, param] of [
+      [{ asset_sha256: 'abc', ...beside }, 'asset_sha256'],
+      [{ asset_sha256: sha256(file), asset_b64: 'AAAA', ...beside }, 'asset_sha256'],
+    ] as const) {
+      const bad = await call(c, 'POST', '/v1/videos/verify', body);
+      expect({ status: bad.status, param: bad.body.error?.param }).toEqual({ status: 400, param });
+    }
   });
 });

@@ -51,6 +51,8 @@ declare module 'fastify' {
     rawBody?: boolean;
     /** How a raw body is documented in OpenAPI (the route parses it itself, so no validator sees this schema). */
     documentedBody?: { contentType: string; schema: Record<string, unknown> };
+    /** Appended to the 413 when the body exceeds the route's limit: what to send instead. */
+    tooLargeHint?: string;
   }
   interface FastifyRequest {
     principal: Principal;

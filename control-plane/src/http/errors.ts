@@ -77,8 +77,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return send(reply, new ServiceError('invalid_request', d.message, d.param ? { param: d.param } : {}));
     }
     switch (fe.code) {
-      case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return send(reply, new ServiceError('payload_too_large', `Request body exceeds the limit of ${req.routeOptions.bodyLimit ?? 'the route'} bytes`));
+      case 'FST_ERR_CTP_BODY_TOO_LARGE': {
+        const hint = req.routeOptions.config?.tooLargeHint;
+        return send(reply, new ServiceError('payload_too_large', `Request body exceeds the limit of ${req.routeOptions.bodyLimit ?? 'the route'} bytes${hint ? `; ${hint}` : ''}`));
+      }
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return send(reply, new ServiceError('unsupported_media_type', `Unsupported Content-Type: ${req.headers['content-type'] ?? '(none)'}`));
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':

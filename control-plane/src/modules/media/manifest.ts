@@ -70,6 +70,8 @@ export const embed = (png: Uint8Array, p: Provenance) => embedProvenance(png, ca
 
 export interface VerifyInput {
   asset?: Buffer | undefined;
+  /** Instead of the asset: its sha256 (hex), for an asset too large to send. */
+  assetSha256?: string | undefined;
   manifest?: unknown;
   signature?: string | undefined;
 }
@@ -157,9 +159,9 @@ export function verifyProvenance(input: VerifyInput, gatewaySigner: string): Ver
     }
   }
 
-  const digest = input.asset ? assetSha256(input.asset) : null;
+  const digest = input.asset ? assetSha256(input.asset) : (input.assetSha256?.toLowerCase() ?? null);
   const hashMatches = digest !== null && manifest !== null && typeof manifest.asset_sha256 === 'string' && manifest.asset_sha256.toLowerCase() === digest;
-  if (!input.asset) reasons.push('asset: none supplied, so the hash was not checked');
+  if (digest === null) reasons.push('asset: none supplied, so the hash was not checked');
   else if (manifest && !hashMatches) reasons.push('asset: its sha256 differs from the manifest asset_sha256');
 
   const signerIsGateway = signatureValid && recovered!.toLowerCase() === gatewaySigner.toLowerCase();

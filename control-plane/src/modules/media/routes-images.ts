@@ -70,7 +70,7 @@ export function imageRoutes(app: FastifyInstance, m: Media): void {
     r.post(
       path,
       {
-        config: { auth: 'public' },
+        config: { auth: 'public', tooLargeHint: 'send the asset\'s sha256 as asset_sha256 instead of asset_b64' },
         bodyLimit: m.config.verifyBodyBytes,
         schema: {
           tags,
@@ -81,11 +81,14 @@ export function imageRoutes(app: FastifyInstance, m: Media): void {
       },
       async (req) => {
         const b = req.body;
-        if (b.asset_b64 === undefined && b.manifest === undefined) {
-          throw new ServiceError('invalid_request', 'asset_b64: give the asset, a manifest, or both', { param: 'asset_b64' });
+        if (b.asset_b64 === undefined && b.asset_sha256 === undefined && b.manifest === undefined) {
+          throw new ServiceError('invalid_request', 'asset_b64: give the asset (or its asset_sha256), a manifest, or both', { param: 'asset_b64' });
+        }
+        if (b.asset_b64 !== undefined && b.asset_sha256 !== undefined) {
+          throw new ServiceError('invalid_request', 'asset_sha256: give the asset or its sha256, not both', { param: 'asset_sha256' });
         }
         const asset = b.asset_b64 === undefined ? undefined : decodeAsset(b.asset_b64);
-        return verifyProvenance({ asset, manifest: b.manifest, signature: b.signature }, m.signer.address);
+        return verifyProvenance({ asset, assetSha256: b.asset_sha256, manifest: b.manifest, signature: b.signature }, m.signer.address);
       },
     );
   }

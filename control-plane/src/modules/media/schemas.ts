@@ -59,6 +59,11 @@ export const ImagesResponse = z.object({
 
 export const VerifyBody = z.object({
   asset_b64: z.string().optional().describe('The asset, base64 (a data: URL is accepted)'),
+  asset_sha256: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be a sha256 in hex (64 digits)')
+    .optional()
+    .describe('Instead of asset_b64: the sha256 of the asset as its manifest covers it (a video: of the file as downloaded), for an asset too large to send'),
   manifest: z.union([Json, z.string()]).optional().describe('A manifest kept beside the asset (object or JSON text); default: the one embedded in a PNG'),
   signature: z.string().max(200).optional().describe('Signature of a supplied manifest'),
 });
