@@ -14,27 +14,25 @@ const WINDOW_S = 60;
 let up: TestUpstream;
 let t: TestGateway;
 let bare: TestGateway;
+/** Behind a reverse proxy on loopback (SVC_TRUSTED_PROXIES): the test plays the proxy and sends X-Forwarded-For. */
+let proxied: TestGateway;
 
 beforeAll(async () => {
   up = await startUpstream();
-  [t, bare] = await Promise.all([
-    startTestGateway({
-      env: {
-        ...ENFORCED_BILLING,
-        SVC_INFERENCE_TIMEOUT_SECONDS: '3',
-        SVC_PROVIDERS: JSON.stringify([{ name: 'local', base_url: up.url, api_key: 'sk-upstream-test', models: [{ id: 'test-chat', input_micro_usd_per_mtok: 2_000_000, output_micro_usd_per_mtok: 5_000_000 }] }]),
-        SVC_ASSISTANT_MODEL: 'test-chat',
-        SVC_ASSISTANT_MAX_TOKENS: '5',
-        SVC_ASSISTANT_SYSTEM_PROMPT: 'You are the svc gateway helper.',
-        SVC_ASSISTANT_RATE_LIMIT: String(LIMIT),
-        SVC_ASSISTANT_RATE_WINDOW_SECONDS: String(WINDOW_S),
-      },
-    }),
-    startTestGateway(),
-  ]);
+  const env = () => ({
+    ...ENFORCED_BILLING,
+    SVC_INFERENCE_TIMEOUT_SECONDS: '3',
+    SVC_PROVIDERS: JSON.stringify([{ name: 'local', base_url: up.url, api_key: 'sk-upstream-test', models: [{ id: 'test-chat', input_micro_usd_per_mtok: 2_000_000, output_micro_usd_per_mtok: 5_000_000 }] }]),
+    SVC_ASSISTANT_MODEL: 'test-chat',
+    SVC_ASSISTANT_MAX_TOKENS: '5',
+    SVC_ASSISTANT_SYSTEM_PROMPT: 'You are the svc gateway helper.',
+    SVC_ASSISTANT_RATE_LIMIT: String(LIMIT),
+    SVC_ASSISTANT_RATE_WINDOW_SECONDS: String(WINDOW_S),
+  });
+  [t, bare, proxied] = await Promise.all([startTestGateway({ env: env() }), startTestGateway(), startTestGateway({ env: { ...env(), SVC_TRUSTED_PROXIES: 'loopback' } })]);
 });
 afterAll(async () => {
-  await Promise.all([t?.close(), bare?.close()]);
+  await Promise.all([t?.close(), bare?.close(), proxied?.close()]);
   await up?.close();
 });
 beforeEach(() => {
@@ -42,8 +40,9 @@ beforeEach(() => {
   t.clock.advance(WINDOW_S * 1000); // a fresh rate-limit window per test
 });
 
-async function ask(body: unknown, base = t.url) {
-  const res = await fetch(`${base}/v1/assistant`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function ask(body: unknown, base = t.url, forwardedFor?: string) {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) };
+  const res = await fetch(`${base}/v1/assistant`, { method: 'POST', headers, body: JSON.stringify(body) });
   return { status: res.status, headers: res.headers, body: (await res.json()) as any };
 }
 const user = (content: string) => ({ messages: [{ role: 'user', content }] });
@@ -95,6 +94,26 @@ describe('POST /v1/assistant', () => {
     expect(up.requests.length - seen).toBe(LIMIT);
     t.clock.advance((WINDOW_S - 20) * 1000);
     expect((await ask(user('again'))).status).toBe(200);
+  });
+
+  it('behind a trusted reverse proxy each caller has a window of its own, an IPv6 host one per /64; X-Forwarded-For from anyone else is ignored', async () => {
+    const status = async (base: string, xff: string) => (await ask(user('hi'), base, xff)).status;
+    // Every request arrives from the proxy (loopback): without SVC_TRUSTED_PROXIES all callers would share its window.
+    for (let i = 0; i < LIMIT; i++) expect(await status(proxied.url, '203.0.113.7')).toBe(200);
+    expect(await status(proxied.url, '203.0.113.7')).toBe(429);
+    expect(await status(proxied.url, '203.0.113.8')).toBe(200);
+    // The proxy appends the address it saw: an entry the caller wrote before it changes nothing.
+    expect(await status(proxied.url, '198.51.100.1, 203.0.113.7')).toBe(429);
+    // An IPv6 host holds a /64: fresh addresses in it share one window.
+    for (let i = 1; i <= LIMIT; i++) expect(await status(proxied.url, `2001:db8:1:2::${i}`)).toBe(200);
+    expect(await status(proxied.url, '2001:db8:1:2:ffff:0:0:9')).toBe(429);
+    expect(await status(proxied.url, '2001:db8:1:3::1')).toBe(200);
+    // Without SVC_TRUSTED_PROXIES the header is no one's word: a forged one is no way around the limit.
+    for (let i = 0; i < LIMIT; i++) expect(await status(t.url, `192.0.2.${i}`)).toBe(200);
+    expect(await status(t.url, '192.0.2.250')).toBe(429);
+    expect(() => loadConfig({ SVC_DATA_DIR: '/tmp/x', SVC_TRUSTED_PROXIES: '10.0.0.0/33' })).toThrow(/SVC_TRUSTED_PROXIES/);
+    expect(loadConfig({ SVC_DATA_DIR: '/tmp/x', SVC_TRUSTED_PROXIES: ' loopback, 172.16.0.0/12 ,::1' }).trustedProxies).toEqual(['loopback', '172.16.0.0/12', '::1']);
+    expect(loadConfig({ SVC_DATA_DIR: '/tmp/x' }).trustedProxies).toEqual([]);
   });
 
   it('bad input is a 400 naming the field and does not use up the window', async () => {

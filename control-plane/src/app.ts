@@ -90,7 +90,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     logger: d.logger ?? { level: d.config.logLevel },
     bodyLimit: d.config.bodyLimitBytes,
     genReqId: () => PREFIX.request + randomId(20),
-    trustProxy: false,
+    trustProxy: d.config.trustedProxies.length ? d.config.trustedProxies : false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
   });
   const routeTable: RouteEntry[] = [];

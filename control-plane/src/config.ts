@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ConfigError, blankIsUnset, flag, hex32, intWithDefault, optionalSecret } from './config/parse.ts';
 import { billingChains, billingChainsEnv, type ChainConfig } from './config/chains.ts';
@@ -39,6 +40,14 @@ const EnvSchema = z.object({
   SVC_SESSION_TTL_SECONDS: intWithDefault(30 * 24 * 3600, 60),
   SVC_KEY_ROTATION_GRACE_SECONDS: intWithDefault(24 * 3600, 0),
   SVC_BODY_LIMIT_BYTES: intWithDefault(1024 * 1024, 1024),
+  SVC_TRUSTED_PROXIES: z
+    .string()
+    .optional()
+    .transform((s, ctx) => {
+      const list = (s ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+      for (const x of list) if (!trustedProxy(x)) ctx.addIssue({ code: 'custom', message: `${x}: not an IP address, a CIDR block, loopback, linklocal or uniquelocal` });
+      return list;
+    }),
   SVC_LEADER_RETRY_SECONDS: intWithDefault(5, 1),
   SVC_HEALTH_SAMPLE_SECONDS: intWithDefault(60, 1),
   SVC_BILLING_ENFORCED: flag(false),
@@ -74,6 +83,15 @@ const EnvSchema = z.object({
 
 export type Env = z.input<typeof EnvSchema>;
 
+/** One entry of SVC_TRUSTED_PROXIES: an address, a CIDR block, or a named range (proxy-addr's). */
+function trustedProxy(x: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(x)) return true;
+  const [ip, bits, more] = x.split('/');
+  const v = isIP(ip ?? '');
+  if (!v || more !== undefined) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (v === 4 ? 32 : 128));
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -90,6 +108,11 @@ export interface Config {
   sessionTtlSeconds: number;
   keyRotationGraceSeconds: number;
   bodyLimitBytes: number;
+  /**
+   * Reverse proxies whose X-Forwarded-For is believed (SVC_TRUSTED_PROXIES); empty: none, and the client
+   * address is the peer's. Behind a proxy without it every caller has the proxy's address.
+   */
+  trustedProxies: string[];
   leaderRetrySeconds: number;
   healthSampleSeconds: number;
   logLevel: string;
@@ -169,6 +192,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     sessionTtlSeconds: e.SVC_SESSION_TTL_SECONDS,
     keyRotationGraceSeconds: e.SVC_KEY_ROTATION_GRACE_SECONDS,
     bodyLimitBytes: e.SVC_BODY_LIMIT_BYTES,
+    trustedProxies: e.SVC_TRUSTED_PROXIES,
     leaderRetrySeconds: e.SVC_LEADER_RETRY_SECONDS,
     healthSampleSeconds: e.SVC_HEALTH_SAMPLE_SECONDS,
     logLevel: e.SVC_LOG_LEVEL,
