@@ -4,10 +4,6 @@ import OpenAI from 'openai';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, muteAgent, until, type TestAgent } from './support/agent.ts';
 import { pausedPost } from './support/http.ts';
-import { storedReceipt } from './support/inference-env.ts';
-import { RECEIPT_HEADERS } from '@svc/shared';
-import { LATENCY_ALPHA } from '../control-plane/src/fleet/registry.ts';
-import { REFERENCE_RATE, SPEED_ALPHA } from '../control-plane/src/fleet/speed.ts';
 import { chatChunk, flood as floodOf, sse, startScriptedUpstream, type Handler, type ScriptedUpstream } from './support/scripted-upstream.ts';
 
 /**
@@ -213,14 +209,9 @@ describe('a caller that pauses reading longer than the time limit, then reads on
     if (model !== MODEL) return;
     const after = (await until('the job recorded', async () => ((await node()).succeeded > before.succeeded ? node() : null)))!;
     expect(after.failed).toBe(before.failed);
-    // The caller's pause is not the node's time: neither its latency sample (the job's round trip) nor the
-    // duration behind its speed sample (work units over the agent's duration_ms) holds it. Both moving
-    // averages are undone to find the job's own sample.
-    const sampleOf = (b: number | null, a: number | null, alpha: number) => (b === null ? a! : b + (a! - b) / alpha);
-    expect(sampleOf(before.latency_ms, after.latency_ms, LATENCY_ALPHA)).toBeLessThan(PAUSE_MS);
-    const r = await storedReceipt(t, String(res.headers[RECEIPT_HEADERS.id]));
-    const speed = sampleOf(before.observed_speed, after.observed_speed, SPEED_ALPHA);
-    expect((r.units.output_tokens / (speed * REFERENCE_RATE.inference!)) * 1000).toBeLessThan(PAUSE_MS);
+    // The caller's pause is not the node's time: a job its caller held back gives neither a latency sample
+    // nor a speed sample (before, each took the whole pause, and the node's figures fell).
+    expect({ latency: after.latency_ms, speed: after.observed_speed }).toEqual({ latency: before.latency_ms, speed: before.observed_speed });
   }, 60_000);
 });
 

@@ -167,9 +167,6 @@ export class Agent {
     idle = idleMs ? setTimeout(() => (outputs.held ? idle?.refresh() : ac.abort(IDLE)), idleMs) : undefined;
     ac.signal.addEventListener('abort', () => outputs.release()); // a cancelled job's handler stops waiting and sees the abort
     const started = performance.now();
-    // The job's own time: what it spent waiting for the control plane to take its outputs (a slow caller) is not
-    // its work, and would lower the node's observed speed.
-    const worked = () => Math.max(0, performance.now() - started - outputs.heldMs);
     let finish: JobFinish;
     try {
       const handler = this.handlers[m.kind];
@@ -184,12 +181,12 @@ export class Agent {
           return wait;
         },
       });
-      finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: worked(), ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
+      finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
     } catch (e) {
       const timedOut = ac.signal.aborted && (ac.signal.reason === 'timed out' || ac.signal.reason === IDLE);
       // An aborted fetch rejects with the abort's reason, which is a string here: not every failure is an Error.
       const message = timedOut ? (ac.signal.reason === IDLE ? `no output for ${idleMs} ms` : 'timed out') : e instanceof Error ? e.message : String(e);
-      finish = { job_id: m.job_id, ok: false, error: message.slice(0, 2000), duration_ms: worked(), ...(timedOut ? { timed_out: true } : {}) };
+      finish = { job_id: m.job_id, ok: false, error: message.slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) };
     } finally {
       clearTimeout(timeout);
       clearTimeout(idle);

@@ -132,29 +132,4 @@ describe('JobOutputs', () => {
       [1, 'stderr', 'b'],
     ]);
   });
-
-  it("counts the time emitters waited, which is not the job's own", async () => {
-    const cp = slowControlPlane();
-    let now = 1000;
-    const q = new JobOutputs('job_1', cp.deliver, undefined, () => now);
-    q.emit('stdout', 'first');
-    for (let i = 0; i < 511; i++) q.emit('stdout', 'x');
-    expect(q.heldMs).toBe(0);
-    const w = q.emit('stdout', 'x'); // the 512th waiting: held from now
-    expect(w).toBeInstanceOf(Promise);
-    now += 700;
-    expect(q.heldMs).toBe(700); // while held
-    q.emit('stdout', 'y'); // a second waiter does not start the count again
-    now += 300;
-    await cp.answer(); // the backlog goes out: no longer held
-    await w;
-    expect(q.heldMs).toBe(1000);
-    now += 5000; // not held: does not count
-    expect(q.heldMs).toBe(1000);
-    for (let i = 0; i < 600; i++) q.emit('stdout', 'z'); // held again
-    now += 250;
-    q.release(); // the job ended
-    now += 100;
-    expect(q.heldMs).toBe(1250);
-  });
 });

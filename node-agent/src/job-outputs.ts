@@ -10,7 +10,7 @@ const BATCH_CHARS = 4 * 1024 * 1024;
  *
  * Backpressure: once a message's worth waits (the control plane is slow to take them, for a slow caller),
  * `emit` returns a promise, resolved when the backlog not yet sent is down to half of that, or on `release`.
- * At most one message is on its way and one message's worth waits.
+ * At most one message is on its way and one message's worth (plus one output) waits.
  */
 export class JobOutputs {
   private readonly pending: JobOutput[] = [];
@@ -21,9 +21,6 @@ export class JobOutputs {
   private flushed: Promise<void> = Promise.resolve();
   /** Some output could not be delivered (the job left a hole in what it produced). */
   undelivered = false;
-  /** Since when an emitter waits (null: none does), and how long emitters waited before that, in all. */
-  private heldSince: number | null = null;
-  private heldBefore = 0;
 
   constructor(
     private readonly jobId: string,
@@ -31,7 +28,6 @@ export class JobOutputs {
     private readonly deliver: (batch: JobOutput[]) => Promise<boolean>,
     /** The backlog went down and the emitters that waited carry on. */
     private readonly onRoom: () => void = () => undefined,
-    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Whether an emitter waits for the backlog to go down. */
@@ -39,20 +35,11 @@ export class JobOutputs {
     return this.room.length > 0;
   }
 
-  /**
-   * How long an emitter waited for the backlog to go down, in all (ms): time the job spent waiting for the
-   * control plane (for a slow caller), which is not the job's own work.
-   */
-  get heldMs(): number {
-    return this.heldBefore + (this.heldSince === null ? 0 : this.now() - this.heldSince);
-  }
-
   emit(stream: JobOutput['stream'], data: string): void | Promise<void> {
     this.pending.push({ job_id: this.jobId, seq: this.seq++, stream, data });
     this.chars += data.length;
     if (!this.pumping) this.flushed = this.pump();
     if (this.pending.length < BATCH_OUTPUTS && this.chars < BATCH_CHARS) return undefined;
-    this.heldSince ??= this.now();
     return new Promise<void>((r) => this.room.push(r));
   }
 
@@ -63,8 +50,6 @@ export class JobOutputs {
 
   /** Lets every waiting emitter go (the job was aborted or ended). */
   release(): void {
-    if (this.heldSince !== null) this.heldBefore += this.now() - this.heldSince;
-    this.heldSince = null;
     for (const r of this.room.splice(0)) r();
   }
 

@@ -61,8 +61,18 @@ export const flood =
   async (_q, _b, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     for (let i = 0; i < total && !res.destroyed; i++) {
-      if (!res.write(sse(chatChunk(model, piece)))) await new Promise((r) => res.once('drain', r).once('close', r));
+      if (!res.write(sse(chatChunk(model, piece)))) await drainOrClose(res);
       wrote();
     }
     if (!res.destroyed) res.end(sse(chatChunk(model, null, 'stop')) + sse('[DONE]'));
   };
+
+/** Resolves on the response's next drain or close, and leaves no listener behind. */
+const drainOrClose = (res: ServerResponse) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });

@@ -19,9 +19,8 @@ export interface Pending {
   held?: number;
   /** Relayed outputs whose consumer holds the agent back, and the process told to `hold` them (RemoteJobs.holdBack). */
   relayHeld?: { at: string; waiting: number };
-  /** Since when outputs were held, while they are; and how long they were, in all, before (ms). */
-  heldSince?: number;
-  heldMs?: number;
+  /** Some output of the job was held back by its consumer: its times say more about the caller than the node. */
+  heldBack?: boolean;
   /** The reconnect grace: the job is lost when it runs out. */
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
@@ -129,23 +128,24 @@ export class PendingJobs {
     p.idleTimer?.refresh();
     const wait = p.spec.onOutput?.(o);
     if (!(wait instanceof Promise)) return undefined;
-    // Held back by its consumer (a slow caller): neither the idle backstop nor the node's latency counts that time.
-    if (!p.held) p.heldSince = performance.now();
+    // Held back by its consumer (a slow caller): the idle backstop does not count that time.
     p.held = (p.held ?? 0) + 1;
+    p.heldBack = true;
     return wait.finally(() => {
       p.held = (p.held ?? 1) - 1;
-      if (p.held === 0) p.heldMs = (p.heldMs ?? 0) + performance.now() - p.heldSince!;
       p.idleTimer?.refresh();
     });
   }
 
   async finish(p: Pending, f: JobFinish): Promise<void> {
     const nodeId = p.nodeId;
-    const now = performance.now();
-    const latencyMs = Math.max(0, now - p.sentAt - (p.heldMs ?? 0) - (p.held ? now - p.heldSince! : 0));
+    // A job a slow caller held back gives no latency or speed sample: how long it took is partly the caller's
+    // time, and how much of it is cannot be told (the node may go on generating while it waits). Its outcome counts.
+    const sample = !p.heldBack;
+    const latencyMs = sample ? performance.now() - p.sentAt : undefined;
     const failed = f.ok ? (p.spec.failedResult?.(f.result) ?? null) : null; // a result that reports a failure counts as one
     await this.end(f.job_id, f.ok && !failed ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', failed ?? f.error ?? null);
-    await this.record(nodeId, p.spec, { outcome: f.ok && !failed ? 'succeeded' : 'failed', latencyMs, workUnits: f.work_units, durationMs: f.duration_ms });
+    await this.record(nodeId, p.spec, { outcome: f.ok && !failed ? 'succeeded' : 'failed', latencyMs, workUnits: sample ? f.work_units : undefined, durationMs: f.duration_ms });
     if (f.ok) p.resolve({ jobId: f.job_id, nodeId, result: f.result, durationMs: f.duration_ms, workUnits: f.work_units });
     else if (f.timed_out) p.reject(new ServiceError('upstream_timeout', f.error?.startsWith('no output') ? `Job had ${f.error}` : `Job timed out after ${p.spec.timeoutMs} ms`, { job_id: f.job_id }));
     else p.reject(new ServiceError('upstream_error', f.error ?? 'job failed on its node', { job_id: f.job_id }));

@@ -19,8 +19,8 @@ export const HOUSE_ACCOUNT = 'acct_house_ops';
  * `latency_ms` is an exponential moving average of the dispatch round trip (job sent -> the agent's finish
  * report), over the jobs the node reported finished: the first sample seeds it, then
  * latency = latency + LATENCY_ALPHA × (sample − latency). Lost, canceled and control-plane-timed-out jobs
- * give no sample (no round trip completed). Time a job's outputs waited for a slow consumer is not in the sample,
- * nor in the `duration_ms` the agent reports (so a slow caller lowers neither figure of the node).
+ * give no sample (no round trip completed), and neither does a job whose outputs a slow consumer held back
+ * (nor a speed sample: a slow caller would otherwise lower, or raise, the node's figures).
  */
 export const LATENCY_ALPHA = 0.2;
 

@@ -12,7 +12,7 @@ export const REFERENCE_RATE: Record<string, number> = {
 };
 export const TOLERANCE = 1.5;
 export const MIN_SAMPLES = 5;
-export const SPEED_ALPHA = 0.3;
+const ALPHA = 0.3;
 
 export function observeSpeed(
   row: { observed_speed: number | null; speed_factor: number; declared_speed_factor: number; succeeded: number },
@@ -21,7 +21,7 @@ export function observeSpeed(
   const ref = REFERENCE_RATE[o.kind];
   if (!ref || !o.workUnits || o.durationMs <= 0) return null;
   const sample = o.workUnits / (o.durationMs / 1000) / ref;
-  const observed = row.observed_speed === null ? sample : row.observed_speed + SPEED_ALPHA * (sample - row.observed_speed);
+  const observed = row.observed_speed === null ? sample : row.observed_speed + ALPHA * (sample - row.observed_speed);
   if (row.succeeded + 1 < MIN_SAMPLES) return { observed, speedFactor: row.speed_factor, clamped: false };
   if (observed * TOLERANCE < row.speed_factor) return { observed, speedFactor: Number(observed.toFixed(3)), clamped: true };
   if (observed > row.speed_factor && row.speed_factor < row.declared_speed_factor) {

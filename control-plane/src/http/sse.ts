@@ -1,5 +1,12 @@
 import type { FastifyReply } from 'fastify';
 
+/**
+ * The most a stream keeps for a caller that does not read it (bytes in Node's buffers): past it the caller is
+ * disconnected. A producer that awaits `drained()` never comes near it; one that does not (the usage feed)
+ * would otherwise pile its events up in memory for a subscriber that stopped reading.
+ */
+const MAX_BUFFERED = 16 * 1024 * 1024;
+
 /** A server-sent-events stream on a reply: `event`/`id`/`data` frames and keep-alive comments. */
 export class SseStream {
   private closed = false;
@@ -40,6 +47,7 @@ export class SseStream {
     if (opts.id !== undefined) frame += `id: ${opts.id}\n`;
     frame += `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
     this.reply.raw.write(frame);
+    if (this.reply.raw.writableLength > MAX_BUFFERED) this.reply.raw.destroy();
   }
 
   /**
@@ -47,12 +55,15 @@ export class SseStream {
    * waits. A producer that awaits it goes at the pace of a slow reader instead of filling memory for it.
    * A caller that takes nothing for `stallMs` (one that vanished without closing, or stopped reading) is
    * disconnected: it would otherwise hold the stream, and what feeds it, until its TCP connection died.
+   * "Takes nothing" is measured as Node can see it: what waits (the last frame and up to 16 KiB before it)
+   * did not all go out within `stallMs`. Node counts a write as waiting until the whole of it went out, so a
+   * caller reading slower than a frame per `stallMs` is cut too (a 1 MiB frame at under 17 KB/s, at 60 s).
    */
   drained(): Promise<void> | null {
     const raw = this.reply.raw;
     if (this.closed || !raw.writableNeedDrain) return null;
     return new Promise((resolve) => {
-      const stall = this.stallMs === null ? undefined : setTimeout(() => raw.destroy(), this.stallMs);
+      const stall = this.stallMs === null ? undefined : setTimeout(() => raw.destroy(), this.stallMs).unref();
       const done = () => {
         clearTimeout(stall);
         raw.off('drain', done);
