@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { enrollAgent, untilOnline, type TestAgent } from './support/agent.ts';
 import { renderPrompt, startLlamaServer, type LlamaServer } from './support/llama-server.ts';
 import { boundChatInput, estimateChatInput } from '../control-plane/src/modules/inference/tokens.ts';
 
@@ -40,7 +40,7 @@ beforeAll(async () => {
   oa = new OpenAI({ apiKey: (await owner.client.createKey()).key, baseURL: `${t.url}/v1`, maxRetries: 0 });
   agent = await enrollAgent(t, owner.client, { kinds: ['inference'], models: [MODEL], model_map: { [MODEL]: llm.modelName } } as Parameters<typeof enrollAgent>[2]);
   agent.start({ SVC_INFERENCE_URL: llm.url, SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
-  await until(`${agent.nodeId} online`, async () => t.gw.fleet.hub.isConnected(agent.nodeId) && (await t.gw.database.db.selectFrom('nodes').select('last_heartbeat_at').where('id', '=', agent.nodeId).executeTakeFirst())?.last_heartbeat_at);
+  await untilOnline(t, agent.nodeId);
 });
 afterAll(async () => {
   await agent?.kill();

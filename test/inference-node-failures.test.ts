@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, muteAgent, until, type TestAgent } from './support/agent.ts';
+import { enrollAgent, muteAgent, until, untilOnline, type TestAgent } from './support/agent.ts';
 import { pausedPost } from './support/http.ts';
 import { chatChunk, flood as floodOf, sse, startScriptedUpstream, type Handler, type ScriptedUpstream } from './support/scripted-upstream.ts';
 
@@ -48,7 +48,7 @@ async function startNode(models: string[], map: Record<string, string>, url: str
   const a = await enrollAgent(t, owner.client, { kinds: ['inference'], models, model_map: map });
   agents.push(a);
   a.start({ SVC_INFERENCE_URL: url, ...noDocker });
-  await until(`${a.nodeId} online`, async () => t.gw.fleet.hub.isConnected(a.nodeId) && (await t.gw.database.db.selectFrom('nodes').select('last_heartbeat_at').where('id', '=', a.nodeId).executeTakeFirst())?.last_heartbeat_at);
+  await untilOnline(t, a.nodeId);
   return a;
 }
 

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { enrollAgent, until, untilOnline, type TestAgent } from './support/agent.ts';
 import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
 
 /**
@@ -48,7 +48,7 @@ async function inferenceAgent(url: string, speed = 1): Promise<TestAgent> {
   const a = await enrollAgent(t, owner.client, body);
   agents.push(a);
   a.start({ SVC_INFERENCE_URL: url, ...noDocker });
-  await until(`${a.nodeId} online`, async () => t.gw.fleet.hub.isConnected(a.nodeId) && (await t.gw.database.db.selectFrom('nodes').select('last_heartbeat_at').where('id', '=', a.nodeId).executeTakeFirst())?.last_heartbeat_at);
+  await untilOnline(t, a.nodeId);
   return a;
 }
 const receipt = async (id: string) => JSON.parse((await t.gw.services.metering.settledAll(), await t.gw.database.db.selectFrom('receipts').select('payload').where('id', '=', id).executeTakeFirstOrThrow()).payload);

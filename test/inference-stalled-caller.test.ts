@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { enrollAgent, until, untilOnline, type TestAgent } from './support/agent.ts';
 import { pausedPost } from './support/http.ts';
 import { storedReceipt } from './support/inference-env.ts';
 import { flood, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.ts';
@@ -32,7 +32,7 @@ beforeAll(async () => {
   key = (await owner.client.createKey()).key;
   agent = await enrollAgent(t, owner.client, { kinds: ['inference'], models: [MODEL], model_map: { [MODEL]: LOCAL } });
   agent.start({ SVC_INFERENCE_URL: up.url, SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
-  await until('node online', async () => t.gw.fleet.hub.isConnected(agent.nodeId) && (await t.gw.database.db.selectFrom('nodes').select('last_heartbeat_at').where('id', '=', agent.nodeId).executeTakeFirst())?.last_heartbeat_at);
+  await untilOnline(t, agent.nodeId);
 }, 60_000);
 
 afterAll(async () => {

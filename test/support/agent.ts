@@ -167,6 +167,11 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
   }
 }
 
+/** Waits until node `nodeId`'s agent is connected to `t` and has heartbeated (it takes jobs from then on). */
+export async function untilOnline(t: TestGateway, nodeId: string): Promise<void> {
+  await until(`${nodeId} online`, async () => t.gw.fleet.hub.isConnected(nodeId) && (await t.gw.database.db.selectFrom('nodes').select('last_heartbeat_at').where('id', '=', nodeId).executeTakeFirst())?.last_heartbeat_at);
+}
+
 /**
  * An agent that only listens: enrolled (with `enroll`'s body), approved, one heartbeat, connected to the
  * channel; it records the messages the control plane sends and never answers a job. `close` disconnects

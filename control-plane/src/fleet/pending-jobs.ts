@@ -17,8 +17,8 @@ export interface Pending {
   idleTimer?: NodeJS.Timeout;
   /** Outputs whose consumer holds the agent back (the backstop starts over while there are any). */
   held?: number;
-  /** Relayed outputs whose consumer holds the agent back, and the process told to `hold` them (RemoteJobs.holdBack). */
-  relayHeld?: { at: string; waiting: number };
+  /** The process last told to `hold` the job's relayed outputs (RemoteJobs.holdBack). */
+  heldAt?: string;
   /** Some output of the job was held back by its consumer: its times say more about the caller than the node. */
   heldBack?: boolean;
   /** The reconnect grace: the job is lost when it runs out. */

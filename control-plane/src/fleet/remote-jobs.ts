@@ -98,14 +98,15 @@ export class RemoteJobs {
    */
   private holdBack(p: Pending, from: string, wait: void | Promise<void>): void {
     if (!(wait instanceof Promise)) return;
-    const held = (p.relayHeld ??= { at: from, waiting: 0 });
-    if (held.waiting++ === 0) {
-      held.at = from;
+    // p.held counts the outputs that wait (PendingJobs.output): this one is counted, and by the time `wait`
+    // settles, uncounted.
+    if (p.held === 1) {
+      p.heldAt = from;
       this.relay.send(from, { t: 'hold', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a hold'));
     }
     void wait.finally(() => {
-      if (--held.waiting > 0) return;
-      this.relay.send(held.at, { t: 'go', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a go'));
+      if (p.held || !p.heldAt) return;
+      this.relay.send(p.heldAt, { t: 'go', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a go'));
     });
   }
 

@@ -51,7 +51,7 @@ export class LazySse {
   open(): SseStream {
     if (!this.sse) {
       this.reply.raw.setHeader(RECEIPT_HEADERS.id, this.reply.request.id);
-      this.sse = new SseStream(this.reply, this.stallMs === undefined ? {} : { stallMs: this.stallMs });
+      this.sse = new SseStream(this.reply, { stallMs: this.stallMs });
     }
     return this.sse;
   }
