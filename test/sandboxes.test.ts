@@ -84,6 +84,8 @@ describe.skipIf(!enabled)('one-shot runs', () => {
   it('is idempotent with Idempotency-Key: same body replays without running or billing; another body is refused', async () => {
     const body = { code: 'echo once' };
     const first = await run(body, { 'idempotency-key': 'idem-1' });
+    // Recorded before the answer left: a caller retrying the moment it got the answer finds it done, not running.
+    expect((await t.gw.database.db.selectFrom('idempotency_keys').select('state').where('key', '=', 'idem-1').executeTakeFirstOrThrow()).state).toBe('done');
     const again = await run(body, { 'idempotency-key': 'idem-1' });
     expect(again.id).toBe(first.id);
     expect(again.replayed).toBe(true);

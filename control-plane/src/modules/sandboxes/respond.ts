@@ -9,15 +9,20 @@ import type { RunResult } from './schemas.ts';
 
 type Exec = (ctx: Pick<ExecContext, 'onOutput' | 'signal'>) => Promise<{ result: RunResult; receipt: SignedReceipt }>;
 
+/** Keeps what is answered for an Idempotency-Key replay: awaited before the answer's end leaves (see withIdempotency). */
+export type RecordAnswer<T> = (sent: T) => Promise<void>;
+
 /**
  * Answers a metered sandbox execution: JSON with receipt headers, or SSE ending in the receipt event.
- * Returns what was answered (for an Idempotency-Key record); null when a stream ended in an error.
+ * Returns what was answered (`record`ed first); null when a stream ended in an error.
  */
-export async function respondExec(req: FastifyRequest, reply: FastifyReply, stream: boolean, exec: Exec): Promise<RunResult | null> {
+export async function respondExec(req: FastifyRequest, reply: FastifyReply, stream: boolean, exec: Exec, record: RecordAnswer<RunResult> = async () => undefined): Promise<RunResult | null> {
   if (!stream) {
     const { result, receipt } = await exec({});
     setReceiptHeaders(reply, receipt);
-    await reply.code(200).send(result);
+    reply.code(200);
+    await record(result);
+    await reply.send(result);
     return result;
   }
   const sse = new SseStream(reply);
@@ -29,6 +34,7 @@ export async function respondExec(req: FastifyRequest, reply: FastifyReply, stre
     sse.send(meta, { event: 'result' });
     sse.send(receiptEvent(receipt), { event: 'receipt' });
     setReceiptHeaders(reply, receipt); // not sent (the stream began), but kept for an Idempotency-Key replay
+    await record(result); // before the stream ends: a caller that saw its end and retried finds the record done
     return result;
   } catch (e) {
     const err = e instanceof ServiceError ? { type: e.type, message: e.message, ...e.extra } : { type: 'internal_error', message: 'Internal error' };
@@ -41,20 +47,22 @@ export async function respondExec(req: FastifyRequest, reply: FastifyReply, stre
 }
 
 /**
- * Wraps a handler in Idempotency-Key semantics when the header is present. `run` answers the request and
- * returns the body it answered with (null if it failed); `store` shapes what is kept for a replay.
+ * Wraps a handler in Idempotency-Key semantics when the header is present. `run` answers the request, calling
+ * `record` with the body (its status code and receipt headers set on the reply) before the answer's end
+ * leaves: a caller that got the answer and sends the key again must find it done, not still running. It
+ * returns the body (null if it failed). `store` shapes what is kept for a replay.
  */
 export async function withIdempotency<T>(
   idem: Idempotency,
   req: FastifyRequest,
   reply: FastifyReply,
   route: string,
-  run: () => Promise<T | null>,
+  run: (record: RecordAnswer<T>) => Promise<T | null>,
   store: (sent: T) => unknown = (sent) => sent,
 ): Promise<void> {
   const key = req.headers['idempotency-key'];
   if (key === undefined) {
-    await run();
+    await run(async () => undefined);
     return;
   }
   if (typeof key !== 'string') throw new ServiceError('invalid_request', 'Idempotency-Key: give one value', { param: 'Idempotency-Key' });
@@ -66,18 +74,16 @@ export async function withIdempotency<T>(
     await reply.code(outcome.statusCode).send(outcome.body);
     return;
   }
-  try {
-    const sent = await run();
-    if (sent === null) {
-      await idem.abandon(accountId, route, key);
-      return;
-    }
+  const record = async (sent: T) => {
     const headers: Record<string, string> = {};
     for (const h of Object.values(RECEIPT_HEADERS)) {
       const v = reply.getHeader(h);
       if (typeof v === 'string') headers[h] = v;
     }
     await idem.complete(accountId, route, key, reply.statusCode, store(sent), headers);
+  };
+  try {
+    if ((await run(record)) === null) await idem.abandon(accountId, route, key);
   } catch (e) {
     await idem.abandon(accountId, route, key);
     throw e;

@@ -53,14 +53,19 @@ export function sandboxRunRoutes(app: FastifyInstance, d: SandboxDeps): void {
         req,
         reply,
         'POST /v1/sandboxes',
-        () =>
-          respondExec(req, reply, b.stream ?? false, (ctx) =>
-            d.executor.execute(
-              p,
-              b,
-              { kind: 'run', jobKind: SANDBOX_JOBS.run, payload: { ...d.executor.programPayload(b, timeoutS), files, network: b.network ?? false, limits: d.config.limits }, sessionId: null, network: b.network ?? false },
-              { requestId: req.id, runId, resource: new URL('/v1/sandboxes', d.publicUrl).toString(), route: 'POST /v1/sandboxes', ...ctx },
-            ),
+        (record) =>
+          respondExec(
+            req,
+            reply,
+            b.stream ?? false,
+            (ctx) =>
+              d.executor.execute(
+                p,
+                b,
+                { kind: 'run', jobKind: SANDBOX_JOBS.run, payload: { ...d.executor.programPayload(b, timeoutS), files, network: b.network ?? false, limits: d.config.limits }, sessionId: null, network: b.network ?? false },
+                { requestId: req.id, runId, resource: new URL('/v1/sandboxes', d.publicUrl).toString(), route: 'POST /v1/sandboxes', ...ctx },
+              ),
+            record,
           ),
         withoutOutput,
       );

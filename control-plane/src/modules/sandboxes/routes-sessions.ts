@@ -24,9 +24,11 @@ export function sandboxSessionRoutes(app: FastifyInstance, d: SandboxDeps): void
       schema: { tags, summary: 'Open a persistent session (one container on one node); accepts Idempotency-Key', headers: z.object({ 'idempotency-key': z.string().max(255).optional() }), body: SessionBody.default({}), response: { 201: SessionView } },
     },
     async (req, reply) =>
-      withIdempotency(d.idempotency, req, reply, 'POST /v1/sandboxes/sessions', async () => {
+      withIdempotency(d.idempotency, req, reply, 'POST /v1/sandboxes/sessions', async (record) => {
         const view = await s.create(requireKey(req), req.body);
-        await reply.code(201).send(view);
+        reply.code(201);
+        await record(view);
+        await reply.send(view);
         return view;
       }),
   );
