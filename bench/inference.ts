@@ -13,7 +13,7 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none]
  * `--floor` adds a row: the gateway process's own services (key auth, body digest, validation, model
  * resolution, hold, upstream call, settle with its signed receipt and journal) called from a bare node:http
  * handler instead of the HTTP framework, to see what the framework and its per-route stages cost.
@@ -22,7 +22,8 @@
  * apart are not comparable; the per-round ratio of the gateway's added p50 to the proxy's is printed too.
  * The load comes from wrk (apt-get install wrk) when it is installed, else from Node's http client
  * (`--requests` per row).
- * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools).
+ * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools),
+ * sampled every `--profile-interval` µs (V8's default 1000).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -298,7 +299,7 @@ async function main() {
     children.push(proxy.child);
     const profile = arg('profile', '');
     // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it.
-    const gatewayNode = ['--max-semi-space-size=64', ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])];
+    const gatewayNode = ['--max-semi-space-size=64', ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
     const reference = GATEWAY_ONLY ? null : await startReference(upstreamUrl);
     if (reference) children.push(reference.child);
     const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : [])], gatewayNode);

@@ -78,7 +78,7 @@ describe('a batch end to end (openai SDK)', () => {
 
     // The input's content is gone with the batch; the outputs are files of their own.
     await expect(a.oa.files.content(input.id)).rejects.toMatchObject({ status: 410, type: 'gone', error: expect.objectContaining({ reason: 'batch_ended' }) });
-    expect(await fileRow(input.id)).toMatchObject({ content: null, content_destroyed_reason: 'batch_ended' });
+    expect(await fileRow(input.id)).toMatchObject({ content: null, content_chunks: null, content_destroyed_reason: 'batch_ended' });
     expect(await t.gw.database.db.selectFrom('batch_lines').select('line').where('batch_id', '=', done.id).execute()).toEqual([]); // answers now only in the files
     const outputs = (await a.oa.files.list({ purpose: 'batch_output' })).data;
     expect(outputs.map((f) => f.id).sort()).toEqual([done.output_file_id, done.error_file_id].sort());
@@ -182,7 +182,7 @@ describe('ending early', () => {
     expect(unrun.map((l) => [l.custom_id, l.error!.code, l.response, l.receipt])).toEqual(['kc', 'kd', 'ke'].map((c) => [c, 'batch_cancelled', null, null]));
     expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND - 2 * discounted(lineList(), PCT), held_micro_usd: 0 });
     expect(['a', 'b', 'c', 'd', 'e'].map((c) => asked(`question k${c}`))).toEqual([1, 1, 0, 0, 0]);
-    expect(await fileRow(input.id)).toMatchObject({ content: null, content_destroyed_reason: 'batch_ended' });
+    expect(await fileRow(input.id)).toMatchObject({ content: null, content_chunks: null, content_destroyed_reason: 'batch_ended' });
     expect((await a.oa.batches.cancel(b.id)).status).toBe('cancelled');
     const other = await uploadLines(a.oa, [chatLine('q')]);
     const completed = await drain(t, a.oa, (await a.oa.batches.create({ input_file_id: other.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
@@ -228,7 +228,7 @@ describe('ending early', () => {
     expect(done.expired_at).toEqual(expect.any(Number));
     expect((await readLines(a.oa, done.output_file_id)).map((l) => l.custom_id)).toEqual(['x1', 'x2']);
     expect((await readLines(a.oa, done.error_file_id)).map((l) => [l.custom_id, l.error!.code])).toEqual([['x3', 'batch_expired']]);
-    expect(await fileRow(input.id)).toMatchObject({ content: null, content_destroyed_reason: 'batch_ended' });
+    expect(await fileRow(input.id)).toMatchObject({ content: null, content_chunks: null, content_destroyed_reason: 'batch_ended' });
     // A batch whose input's hard TTL (7 days) ends inside its window expires with the input.
     const late = await uploadLines(a.oa, [chatLine('late1'), chatLine('late2'), chatLine('late3')]);
     t.clock.advance((7 * 24 - 12) * 3600 * 1000);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import { Sealer } from '@svc/shared';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { storedChunks } from './support/chunks.ts';
 import { loadConfig } from '../control-plane/src/config.ts';
 
 /**
@@ -28,6 +29,7 @@ const chat = (id: string, content = 'hello') => ({ custom_id: id, method: 'POST'
 const jsonl = (lines: unknown[]) => lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 const upload = async (text: string | Buffer, c = oa, name = 'in.jsonl') => c.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'batch' });
 const row = (id: string) => t.gw.database.db.selectFrom('files').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const chunks = (id: string) => storedChunks(t.gw.database.db, 'file_chunks', id);
 
 /** A raw multipart request, for what the SDK would never send. */
 async function rawUpload(parts: Array<{ name: string; value: string; filename?: string }>, apiKey = key) {
@@ -61,11 +63,14 @@ describe('upload and read back (openai SDK)', () => {
     expect(await (await oa.files.content(f.id)).text()).toBe(text);
 
     const r = await row(f.id);
-    const sealed = Buffer.from(r.content!);
+    const [chunk, ...more] = await chunks(f.id);
+    expect(more).toEqual([]);
+    const sealed = Buffer.from(chunk!.content);
     expect(sealed.includes(Buffer.from('marmalade'))).toBe(false);
-    expect(new Sealer(t.gw.sealKey).open(sealed, f.id).toString('utf8')).toBe(text);
-    expect(() => new Sealer(t.gw.sealKey).open(sealed, 'file-other')).toThrow(); // bound to its row
-    expect(r).toMatchObject({ lines: 2, endpoints: ['/v1/chat/completions'], key_id: expect.stringMatching(/^key_/) });
+    expect(new Sealer(t.gw.sealKey).open(sealed, `${f.id}:0:last`).toString('utf8')).toBe(text);
+    expect(() => new Sealer(t.gw.sealKey).open(sealed, `file-other:0:last`)).toThrow(); // bound to its file
+    expect(() => new Sealer(t.gw.sealKey).open(sealed, `${f.id}:0:more`)).toThrow(); // and to its place
+    expect(r).toMatchObject({ lines: 2, endpoints: ['/v1/chat/completions'], key_id: expect.stringMatching(/^key_/), content: null, content_chunks: 1 });
   });
 
   it('lists newest first, filters by purpose, and caps at 200', async () => {
@@ -149,7 +154,8 @@ describe('delete, TTL and isolation', () => {
   it('delete destroys the ciphertext in the same statement; the file is then gone', async () => {
     const f = await upload(jsonl([chat('a')]));
     expect(await oa.files.delete(f.id)).toEqual({ id: f.id, object: 'file', deleted: true });
-    expect(await row(f.id)).toMatchObject({ content: null, content_destroyed_reason: 'deleted', deleted_at: expect.any(Date) });
+    expect(await row(f.id)).toMatchObject({ content: null, content_chunks: null, content_destroyed_reason: 'deleted', deleted_at: expect.any(Date) });
+    expect(await chunks(f.id)).toEqual([]);
     await expect(oa.files.retrieve(f.id)).rejects.toMatchObject({ status: 404, type: 'not_found' });
     await expect(oa.files.content(f.id)).rejects.toMatchObject({ status: 404 });
     await expect(oa.files.delete(f.id)).rejects.toMatchObject({ status: 404 });
@@ -167,9 +173,10 @@ describe('delete, TTL and isolation', () => {
     const gone = (await c.files.content(f.id).catch((x: unknown) => x)) as InstanceType<typeof OpenAI.APIError>;
     expect(gone.status).toBe(410);
     expect(gone.message).toMatch(/hard TTL passed/);
-    expect((await row(f.id)).content).not.toBeNull();
+    expect((await row(f.id)).content_chunks).toBe(1);
     await t.gw.leader.runAllOnce();
-    expect(await row(f.id)).toMatchObject({ content: null, content_destroyed_reason: 'expired' });
+    expect(await row(f.id)).toMatchObject({ content: null, content_chunks: null, content_destroyed_reason: 'expired' });
+    expect(await chunks(f.id)).toEqual([]);
     expect(await c.files.retrieve(f.id)).toMatchObject({ id: f.id, status_details: expect.stringMatching(/hard TTL passed/) });
     await expect(c.files.content(f.id)).rejects.toMatchObject({ status: 410, type: 'gone' });
   });
@@ -182,7 +189,8 @@ describe('delete, TTL and isolation', () => {
     await expect(other.files.content(f.id)).rejects.toMatchObject({ status: 404 });
     await expect(other.files.delete(f.id)).rejects.toMatchObject({ status: 404 });
     expect((await other.files.list()).data).toEqual([]);
-    expect((await row(f.id)).content).not.toBeNull(); // the foreign delete destroyed nothing
+    expect((await row(f.id)).content_chunks).toBe(1); // the foreign delete destroyed nothing
+    expect(await chunks(f.id)).toHaveLength(1);
 
     const narrow = client((await s.client.createKey({ scopes: ['inference'] })).key);
     await expect(narrow.files.list()).rejects.toMatchObject({ status: 403, type: 'insufficient_scope' });

@@ -6,6 +6,7 @@ import canonicalizeJson from 'canonicalize';
 import { Sealer } from '@svc/shared';
 import type { SvcClient } from '@svc/shared/client';
 import { call } from './support/call.ts';
+import { storedChunks } from './support/chunks.ts';
 import { ENFORCED_BILLING, fundedKey, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { makePng, startMediaUpstream, type MediaUpstream } from './support/media-upstream.ts';
 
@@ -108,10 +109,12 @@ describe('a render from creation to download', () => {
     expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${id}.mp4"`);
     const got = Buffer.from(await res.arrayBuffer());
     expect(got.equals(bytes)).toBe(true);
-    const stored = Buffer.from((await row(id)).content_sealed!);
+    const [chunk, ...more] = await storedChunks(t.gw.database.db, 'video_chunks', id);
+    expect(more).toEqual([]);
+    const stored = Buffer.from(chunk!.content);
     expect(stored.includes(bytes.subarray(0, 64))).toBe(false);
-    expect(new Sealer(t.gw.sealKey).open(stored, id).equals(bytes)).toBe(true);
-    expect(() => new Sealer(t.gw.sealKey).open(stored, 'vid_other')).toThrow();
+    expect(new Sealer(t.gw.sealKey).open(stored, `${id}:0:last`).equals(bytes)).toBe(true);
+    expect(() => new Sealer(t.gw.sealKey).open(stored, 'vid_other:0:last')).toThrow();
     expect(up.requests.some((r) => r.method === 'DELETE' && r.path === `/v1/videos/${upstream.id}`)).toBe(true);
 
     // verify: the asset with the manifest kept beside it; a changed byte breaks only the hash.
@@ -175,7 +178,8 @@ describe('failure, cancel, delete, expiry', () => {
     const d = await call(a.c, 'DELETE', `/v1/videos/generations/${id}`);
     expect(d.status).toBe(200);
     expect(d.body).toMatchObject({ status: 'succeeded', asset_available: false, content_destroyed_at: expect.any(String), billed: true, receipt: { id: expect.any(String) }, manifest: { job_id: id } });
-    expect((await row(id)).content_sealed).toBeNull();
+    expect(await row(id)).toMatchObject({ content_sealed: null, content_chunks: null });
+    expect(await storedChunks(t.gw.database.db, 'video_chunks', id)).toEqual([]);
     const receipt = await t.gw.database.db.selectFrom('receipts').select('id').where('id', '=', d.body.receipt.id).executeTakeFirst();
     expect(receipt).toBeDefined();
     expect((await call(a.c, 'GET', `/v1/videos/generations/${id}/content`)).body.error).toMatchObject({ type: 'not_found' });
@@ -191,7 +195,8 @@ describe('failure, cancel, delete, expiry', () => {
     expect((await job(a, id)).body).toMatchObject({ status: 'expired', asset_available: false });
     await loops();
     const r = await row(id);
-    expect(r).toMatchObject({ status: 'expired', content_sealed: null });
+    expect(r).toMatchObject({ status: 'expired', content_sealed: null, content_chunks: null });
+    expect(await storedChunks(t.gw.database.db, 'video_chunks', id)).toEqual([]);
     expect(r.content_destroyed_at).not.toBeNull();
     expect((await call(a.c, 'GET', `/v1/videos/generations/${id}/content`)).body.error).toMatchObject({ type: 'not_found' });
     expect((await job(a, id)).body).toMatchObject({ status: 'expired', billed: true, receipt: { id: expect.any(String) } });

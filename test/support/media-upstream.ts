@@ -38,6 +38,8 @@ export interface MediaSwitches {
   jpeg: boolean;
   /** GET .../content answers this status. */
   contentFailWith: number | null;
+  /** Bytes of filler in each video file (default 4096). */
+  videoBytes: number | null;
 }
 
 export interface MediaUpstream {
@@ -56,7 +58,7 @@ export interface MediaUpstream {
   close(): Promise<void>;
 }
 
-const DEFAULTS: MediaSwitches = { failWith: null, imageCount: null, jpeg: false, contentFailWith: null };
+const DEFAULTS: MediaSwitches = { failWith: null, imageCount: null, jpeg: false, contentFailWith: null, videoBytes: null };
 
 function chunk(type: string, data: Buffer): Buffer {
   const len = Buffer.alloc(4);
@@ -143,7 +145,7 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
     if (job && req.method === 'GET' && m![2]) {
       if (switches.contentFailWith !== null) return fail(switches.contentFailWith, 'content unavailable');
       if (job.status !== 'completed') return fail(400, 'video is not ready');
-      const bytes = mp4(job.id);
+      const bytes = mp4(job.id, switches.videoBytes ?? undefined);
       res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(bytes.length) });
       return res.end(bytes);
     }
@@ -169,7 +171,7 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
       if (!job) throw new Error(`no upstream video ${id}`);
       Object.assign(job, to);
     },
-    content: (id) => mp4(id),
+    content: (id) => mp4(id, switches.videoBytes ?? undefined),
     reset() {
       requests.length = 0;
       images.length = 0;

@@ -44,6 +44,20 @@ const parseBigint = (v: string) => {
 
 pg.types.setTypeParser(20, parseBigint);
 
+/**
+ * bytea in and out of PGlite as hex text, converted natively. PGlite's own converters go byte by byte
+ * through JavaScript arrays (`Array.from(bytes).map(...)` one way, `parseInt` per byte pair the other):
+ * a 100 MiB file upload, the default limit, ran the process out of its 4 GB heap, and reading one back
+ * took seconds. node-postgres sends bytea parameters in binary and parses results with Buffer already.
+ */
+export const pgliteBytea = {
+  serialize: (v: unknown): string => {
+    if (!(v instanceof Uint8Array)) throw new Error('Invalid input for bytea type');
+    return `\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`;
+  },
+  parse: (v: string): Buffer => Buffer.from(v.slice(2), 'hex'),
+};
+
 export async function openDatabase(opts: { databaseUrl?: string | undefined; dataDir?: string; memory?: boolean }): Promise<Database> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl);
   return openPglite(opts.memory ? undefined : opts.dataDir);
@@ -163,8 +177,11 @@ async function openPostgres(url: string): Promise<Database> {
 
 async function openPglite(dataDir: string | undefined): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pglite = new PGlite(dataDir ? `${dataDir}/pg` : undefined, {
-    parsers: { [pgliteTypes.INT8]: parseBigint },
+  // One options object: PGlite(dataDir, options) ignores its options when dataDir is undefined (in memory).
+  const pglite = new PGlite({
+    ...(dataDir ? { dataDir: `${dataDir}/pg` } : {}),
+    parsers: { [pgliteTypes.INT8]: parseBigint, [pgliteTypes.BYTEA]: pgliteBytea.parse },
+    serializers: { [pgliteTypes.BYTEA]: pgliteBytea.serialize },
   });
   await pglite.waitReady;
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });

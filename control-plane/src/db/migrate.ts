@@ -23,6 +23,7 @@ import * as creditLeases from './migrations/20261122_0700_credit_leases.ts';
 import * as fleetRelay from './migrations/20261124_0800_fleet_relay.ts';
 import * as jobOrigin from './migrations/20261124_0900_job_origin.ts';
 import * as channelEpoch from './migrations/20261124_1000_channel_epoch.ts';
+import * as contentChunks from './migrations/20261125_1100_content_chunks.ts';
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -50,6 +51,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261124_0800_fleet_relay': fleetRelay,
   '20261124_0900_job_origin': jobOrigin,
   '20261124_1000_channel_epoch': channelEpoch,
+  '20261125_1100_content_chunks': contentChunks,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,7 +1,10 @@
 import type { Generated } from 'kysely';
 import type { Json } from './schema.ts';
 
-/** Uploaded and batch-written files (files module); `content` is sealed (aad = id), null once destroyed. */
+/**
+ * Uploaded and batch-written files (files module). The content is in `file_chunks` (`content_chunks` of them,
+ * db/sealed-chunks.ts), or for files written before chunks in `content` (sealed, aad = id); both null once destroyed.
+ */
 export interface FilesTable {
   n: Generated<number>;
   id: string;
@@ -14,6 +17,7 @@ export interface FilesTable {
   lines: number | null;
   endpoints: Json<string[]> | null;
   content: Uint8Array | null;
+  content_chunks: number | null;
   /** The batch this input feeds (one batch per file), or the batch that wrote this output. */
   batch_id: string | null;
   created_at: Date;
@@ -21,6 +25,14 @@ export interface FilesTable {
   content_destroyed_at: Date | null;
   content_destroyed_reason: 'deleted' | 'expired' | 'batch_ended' | null;
   deleted_at: Date | null;
+}
+
+/** `file_chunks` and `video_chunks` (db/sealed-chunks.ts): sealed content, one row per chunk of at most 4 MiB. */
+export interface ChunksTable {
+  owner_id: string;
+  seq: number;
+  last: boolean;
+  content: Uint8Array;
 }
 
 export type BatchStatus = 'validating' | 'in_progress' | 'finalizing' | 'completed' | 'failed' | 'expired' | 'cancelling' | 'cancelled';

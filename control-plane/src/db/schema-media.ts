@@ -1,7 +1,10 @@
 import type { Generated } from 'kysely';
 import type { Json } from './schema.ts';
 
-/** Video jobs (media module); no prompt is stored. `content_sealed` is the sealed file (aad = job id) until destroyed. */
+/**
+ * Video jobs (media module); no prompt is stored. The file is in `video_chunks` (`content_chunks` of them,
+ * db/sealed-chunks.ts), or for jobs finished before chunks in `content_sealed` (aad = job id), until destroyed.
+ */
 export interface VideoJobsTable {
   id: string;
   account_id: string;
@@ -30,6 +33,7 @@ export interface VideoJobsTable {
   asset_sha256: string | null;
   content_bytes: number | null;
   content_sealed: Uint8Array | null;
+  content_chunks: number | null;
   error: Json<{ type: string; message: string }> | null;
   lock_token: string | null;
   locked_until: Date | null;

@@ -1,7 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEventsTable, WebhooksTable } from './schema-notifications.ts';
 import type { VideoJobsTable } from './schema-media.ts';
-import type { BatchLinesTable, BatchesTable, FilesTable } from './schema-batches.ts';
+import type { BatchLinesTable, BatchesTable, ChunksTable, FilesTable } from './schema-batches.ts';
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
@@ -299,6 +299,8 @@ export interface DB {
   subscriptions: SubscriptionsTable;
   video_jobs: VideoJobsTable;
   files: FilesTable;
+  file_chunks: ChunksTable;
+  video_chunks: ChunksTable;
   batches: BatchesTable;
   batch_lines: BatchLinesTable;
 }

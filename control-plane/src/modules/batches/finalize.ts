@@ -13,6 +13,9 @@ export interface BatchFailure {
   message: string;
 }
 
+/** batch_lines rows read at a time while the output files are written. */
+const FINALIZE_PAGE = 500;
+
 const AT = { completed: 'completed_at', failed: 'failed_at', expired: 'expired_at', cancelled: 'cancelled_at' } as const;
 
 /**
@@ -34,49 +37,63 @@ export async function finalizeBatch(
     if (!cur || !ACTIVE.includes(cur.status)) return;
     const final: BatchEnd = cur.status === 'cancelling' ? 'cancelled' : end;
     const now = d.clock.now();
-    const rows = await trx
-      .selectFrom('batch_lines as l')
-      .leftJoin('receipts as r', 'r.id', 'l.request_id')
-      .select(['l.line', 'l.custom_id', 'l.request_id', 'l.status', 'l.status_code', 'l.output', 'r.id as receipt_id', 'r.payload', 'r.hash', 'r.signature'])
-      .where('l.batch_id', '=', b.id)
-      .execute();
     const unrun = UNRUN[final === 'completed' ? 'failed' : final];
-    const ok: Array<[number, OutputLine]> = [];
-    const bad: Array<[number, OutputLine]> = [];
-    let failed = 0;
-    const seen = new Set<number>();
-    for (const r of rows) {
-      seen.add(r.line);
-      const receipt = r.receipt_id ? lineReceipt({ id: r.receipt_id, payload: r.payload!, hash: r.hash!, signature: r.signature! }) : null;
-      const body = r.output ? d.lines.open(r.request_id, r.output) : null;
-      if (r.status === 'running' && !receipt) {
-        bad.push([r.line, notAnswered(r.custom_id, null, unrun.code, unrun.message)]); // never charged: counts as not run
-        continue;
+    const meta = { accountId: cur.account_id, keyId: cur.key_id, batchId: cur.id };
+    const output = d.files.outputFile(trx, { ...meta, filename: `${cur.id}_output.jsonl` });
+    const errorFile = d.files.outputFile(trx, { ...meta, filename: `${cur.id}_error.jsonl` });
+    const line = (f: typeof output, o: OutputLine) => f.write(`${JSON.stringify(o)}\n`);
+    // Input lines that never ran (no row) go into the error file in line order, between the rows around them.
+    let next = 0;
+    const unrunBefore = async (lineNo: number) => {
+      for (; input && next < input.length && input[next]!.line <= lineNo; next++) {
+        const l = input[next]!;
+        if (l.line < lineNo) await line(errorFile, notAnswered(l.custom_id, null, unrun.code, unrun.message));
       }
-      if ((r.status === 'succeeded' || r.status === 'running') && body !== null) {
-        ok.push([r.line, answered(r.custom_id, r.request_id, r.status_code ?? 200, body, receipt)]);
-        continue;
-      }
-      failed++;
-      if (r.status_code === null || body === null) bad.push([r.line, notAnswered(r.custom_id, r.request_id, RESPONSE_LOST.code, RESPONSE_LOST.message, receipt)]);
-      else bad.push([r.line, answered(r.custom_id, r.request_id, r.status_code, body, receipt)]);
-    }
-    for (const l of input ?? []) if (!seen.has(l.line)) bad.push([l.line, notAnswered(l.custom_id, null, unrun.code, unrun.message)]);
-    const errors: BatchFailure[] = failure ? [failure] : [];
-    const unlisted = input ? 0 : cur.total - seen.size;
-    if (unlisted > 0) errors.push({ code: 'lines_unlisted', message: `${unlisted} line(s) never ran and cannot be listed by custom_id: the input file's content is gone` });
-    const file = async (entries: Array<[number, OutputLine]>, kind: 'output' | 'error') => {
-      if (!entries.length) return null;
-      const text = entries.sort((x, y) => x[0] - y[0]).map(([, o]) => JSON.stringify(o)).join('\n') + '\n';
-      return d.files.writeOutput(trx, { accountId: cur.account_id, keyId: cur.key_id, batchId: cur.id, filename: `${cur.id}_${kind}.jsonl`, content: Buffer.from(text) });
     };
+    let completed = 0;
+    let failed = 0;
+    let listed = 0;
+    // A page of rows at a time, in line order: neither the rows nor the files are ever whole in memory.
+    for (let after = -1; ; ) {
+      const rows = await trx
+        .selectFrom('batch_lines as l')
+        .leftJoin('receipts as r', 'r.id', 'l.request_id')
+        .select(['l.line', 'l.custom_id', 'l.request_id', 'l.status', 'l.status_code', 'l.output', 'r.id as receipt_id', 'r.payload', 'r.hash', 'r.signature'])
+        .where('l.batch_id', '=', b.id)
+        .where('l.line', '>', after)
+        .orderBy('l.line')
+        .limit(FINALIZE_PAGE)
+        .execute();
+      for (const r of rows) {
+        listed++;
+        await unrunBefore(r.line);
+        const receipt = r.receipt_id ? lineReceipt({ id: r.receipt_id, payload: r.payload!, hash: r.hash!, signature: r.signature! }) : null;
+        const body = r.output ? d.lines.open(r.request_id, r.output) : null;
+        if (r.status === 'running' && !receipt) {
+          await line(errorFile, notAnswered(r.custom_id, null, unrun.code, unrun.message)); // never charged: counts as not run
+        } else if ((r.status === 'succeeded' || r.status === 'running') && body !== null) {
+          completed++;
+          await line(output, answered(r.custom_id, r.request_id, r.status_code ?? 200, body, receipt));
+        } else {
+          failed++;
+          if (r.status_code === null || body === null) await line(errorFile, notAnswered(r.custom_id, r.request_id, RESPONSE_LOST.code, RESPONSE_LOST.message, receipt));
+          else await line(errorFile, answered(r.custom_id, r.request_id, r.status_code, body, receipt));
+        }
+      }
+      if (rows.length < FINALIZE_PAGE) break;
+      after = rows.at(-1)!.line;
+    }
+    await unrunBefore(Number.MAX_SAFE_INTEGER);
+    const errors: BatchFailure[] = failure ? [failure] : [];
+    const unlisted = input ? 0 : cur.total - listed;
+    if (unlisted > 0) errors.push({ code: 'lines_unlisted', message: `${unlisted} line(s) never ran and cannot be listed by custom_id: the input file's content is gone` });
     const set: Updateable<BatchesTable> = {
       status: final,
       [AT[final]]: now,
       ...(final === 'completed' ? { finalizing_at: now } : {}),
-      output_file_id: await file(ok, 'output'),
-      error_file_id: await file(bad, 'error'),
-      completed: ok.length,
+      output_file_id: await output.close(),
+      error_file_id: await errorFile.close(),
+      completed,
       failed,
       ...(errors.length ? { errors: JSON.stringify(errors.map((e) => ({ code: e.code, message: e.message, param: null, line: null }))) } : {}),
     };

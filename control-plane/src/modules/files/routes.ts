@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -109,7 +110,7 @@ export function fileRoutes(app: FastifyInstance, files: FilesService): void {
     async (req, reply) => {
       const f = await files.content(requireKey(req).accountId, req.params.id);
       const name = f.filename.replace(/[^\w.\-]/g, '_');
-      return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${name}"`).header('content-length', f.data.length).send(f.data);
+      return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${name}"`).header('content-length', f.bytes).send(Readable.from(f.body));
     },
   );
 

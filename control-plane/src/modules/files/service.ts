@@ -1,7 +1,8 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
 import { PREFIX, Sealer, ServiceError, conflict, invalid, newId, notFound, type Clock } from '@svc/shared';
 import type { BatchesConfig } from '../../config/batches.ts';
 import type { DB, FilesTable } from '../../db/schema.ts';
+import { ChunkMissing, SealedChunks, firstRead } from '../../db/sealed-chunks.ts';
 import { parseBatchInput, type BatchLine } from './jsonl.ts';
 
 export const FILES_LIST_CAP = 200;
@@ -11,7 +12,11 @@ type Row = Omit<Selectable<FilesTable>, 'content'>;
 type ContentState = 'available' | 'expired' | 'batch_ended' | 'deleted';
 
 /** Every column but the ciphertext, which only content reads and the batch runner open. */
-const META = ['id', 'n', 'account_id', 'key_id', 'purpose', 'filename', 'bytes', 'lines', 'endpoints', 'batch_id', 'created_at', 'expires_at', 'content_destroyed_at', 'content_destroyed_reason', 'deleted_at'] as const;
+const META = ['id', 'n', 'account_id', 'key_id', 'purpose', 'filename', 'bytes', 'lines', 'endpoints', 'batch_id', 'created_at', 'expires_at', 'content_destroyed_at', 'content_destroyed_reason', 'deleted_at', 'content_chunks'] as const;
+/** Rows whose content is still stored (in chunks, or in the column of files written before chunks). */
+const stored = (eb: ExpressionBuilder<DB, 'files'>) => eb.or([eb('content_chunks', 'is not', null), eb('content', 'is not', null)]);
+/** What destroying content sets (with when and why). */
+const DESTROYED = { content: null, content_chunks: null } as const;
 
 export interface FileView {
   id: string;
@@ -30,12 +35,14 @@ const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
 /**
  * Files (`/v1/files`): batch input uploads and batch output files. Content is sealed at rest (AES-256-GCM
- * under the seal key, bound to the file id) and has a hard TTL from creation; destroying it (delete, TTL,
- * or the end of the batch it feeds) nulls the ciphertext in the same statement that records why. Metadata
- * stays listed until the file is deleted. Owns the `files` table.
+ * under the seal key) in chunks of at most 4 MiB (`file_chunks`, db/sealed-chunks.ts), and has a hard TTL
+ * from creation; destroying it (delete, TTL, or the end of the batch it feeds) deletes the chunks in the
+ * transaction that records why. Metadata stays listed until the file is deleted. Owns the `files` and
+ * `file_chunks` tables.
  */
 export class FilesService {
   private readonly sealer: Sealer;
+  private readonly chunks: SealedChunks;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -44,6 +51,7 @@ export class FilesService {
     readonly cfg: BatchesConfig,
   ) {
     this.sealer = new Sealer(sealKey);
+    this.chunks = new SealedChunks(this.sealer, 'file_chunks');
   }
 
   private state(r: Pick<Row, 'content_destroyed_reason' | 'expires_at'>, now: Date): ContentState {
@@ -67,28 +75,38 @@ export class FilesService {
     const filename = (input.filename ?? 'upload.jsonl').replace(/[\r\n\u0000]/g, '').slice(0, 255) || 'upload.jsonl';
     const now = this.clock.now();
     const id = newId(PREFIX.file, 24);
-    const row = await this.db
-      .insertInto('files')
-      .values({
-        id,
-        account_id: owner.accountId,
-        key_id: owner.keyId,
-        purpose: 'batch',
-        filename,
-        bytes: input.data.length,
-        lines: lines.length,
-        endpoints: JSON.stringify([...new Set(lines.map((l) => l.url))]),
-        content: this.sealer.seal(input.data, id),
-        batch_id: null,
-        created_at: now,
-        expires_at: new Date(now.getTime() + this.cfg.fileTtlSeconds * 1000),
-        content_destroyed_at: null,
-        content_destroyed_reason: null,
-        deleted_at: null,
-      })
-      .returning(META)
-      .executeTakeFirstOrThrow();
+    const endpoints = JSON.stringify([...new Set(lines.map((l) => l.url))]);
+    const row = await this.db.transaction().execute(async (trx) => {
+      const chunks = await this.chunks.write(trx, id, input.data);
+      return trx
+        .insertInto('files')
+        .values({ ...this.fileRow(id, owner, 'batch', filename, input.data.length, chunks, now), lines: lines.length, endpoints })
+        .returning(META)
+        .executeTakeFirstOrThrow();
+    });
     return this.view(row, now);
+  }
+
+  /** A new file's row; its content is in `chunks` chunk rows. */
+  private fileRow(id: string, owner: { accountId: string; keyId: string | null }, purpose: FilesTable['purpose'], filename: string, bytes: number, chunks: number, now: Date) {
+    return {
+      id,
+      account_id: owner.accountId,
+      key_id: owner.keyId,
+      purpose,
+      filename,
+      bytes,
+      lines: null,
+      endpoints: null,
+      content: null,
+      content_chunks: chunks,
+      batch_id: null,
+      created_at: now,
+      expires_at: new Date(now.getTime() + this.cfg.fileTtlSeconds * 1000),
+      content_destroyed_at: null,
+      content_destroyed_reason: null,
+      deleted_at: null,
+    };
   }
 
   /** The account's files, newest first, metadata only (at most 200). */
@@ -112,16 +130,21 @@ export class FilesService {
     return this.view(await this.owned(this.db, accountId, id));
   }
 
-  /** The raw bytes; 410 once the TTL passed (even before the purge loop ran) or the batch it fed ended. */
-  async content(accountId: string, id: string): Promise<{ filename: string; data: Buffer }> {
+  /**
+   * The raw bytes, a chunk at a time (the first one is read here, so a file destroyed meanwhile is a 410 like
+   * any other); 410 once the TTL passed (even before the purge loop ran) or the batch it fed ended.
+   */
+  async content(accountId: string, id: string): Promise<{ filename: string; bytes: number; body: Iterable<Buffer> | AsyncIterable<Buffer> }> {
     const row = await this.db.selectFrom('files').select([...META, 'content']).where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null).executeTakeFirst();
     if (!row) throw notFound('File');
     const st = this.state(row, this.clock.now());
-    if (st !== 'available' || !row.content) {
+    const gone = () => {
       const why = st === 'batch_ended' ? 'the batch it fed ended' : `its hard TTL passed at ${row.expires_at.toISOString()}`;
-      throw new ServiceError('gone', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' });
-    }
-    return { filename: row.filename, data: this.sealer.open(row.content, id) };
+      return new ServiceError('gone', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' });
+    };
+    if (st !== 'available' || (!row.content && row.content_chunks === null)) throw gone();
+    if (row.content) return { filename: row.filename, bytes: row.bytes, body: [this.sealer.open(row.content, id)] };
+    return { filename: row.filename, bytes: row.bytes, body: await firstRead(this.chunks.read(this.db, id), gone) };
   }
 
   /** Deletes a file: the ciphertext is nulled in the same statement. The input of a batch that has not ended is refused. */
@@ -134,9 +157,10 @@ export class FilesService {
       }
       await trx
         .updateTable('files')
-        .set({ content: null, deleted_at: now, content_destroyed_at: row.content_destroyed_at ?? now, content_destroyed_reason: row.content_destroyed_reason ?? 'deleted' })
+        .set({ ...DESTROYED, deleted_at: now, content_destroyed_at: row.content_destroyed_at ?? now, content_destroyed_reason: row.content_destroyed_reason ?? 'deleted' })
         .where('id', '=', id)
         .execute();
+      await this.chunks.destroy(trx, [id]);
       return { id, object: 'file' as const, deleted: true as const };
     });
   }
@@ -162,43 +186,42 @@ export class FilesService {
 
   /** The parsed lines of a batch input file and when its content expires, or null once its content is gone. */
   async openBatchInput(fileId: string): Promise<{ lines: BatchLine[]; expiresAt: Date; bytes: number } | null> {
-    const row = await this.db.selectFrom('files').select(['content', 'expires_at', 'content_destroyed_reason']).where('id', '=', fileId).executeTakeFirst();
-    if (!row?.content || this.state(row, this.clock.now()) !== 'available') return null;
-    const content = this.sealer.open(row.content, fileId);
+    const row = await this.db.selectFrom('files').select(['content', 'content_chunks', 'expires_at', 'content_destroyed_reason']).where('id', '=', fileId).executeTakeFirst();
+    if (!row || (!row.content && row.content_chunks === null) || this.state(row, this.clock.now()) !== 'available') return null;
+    const content = row.content
+      ? this.sealer.open(row.content, fileId)
+      : await this.chunks.readAll(this.db, fileId).catch((e: unknown) => {
+          if (e instanceof ChunkMissing) return null; // destroyed since the row was read
+          throw e;
+        });
+    if (!content) return null;
     return { lines: parseBatchInput(content, Number.MAX_SAFE_INTEGER), expiresAt: row.expires_at, bytes: content.length };
   }
 
-  /** Writes a batch output or error file inside the caller's transaction; it gets the same hard TTL from now. */
-  async writeOutput(trx: Kysely<DB>, f: { accountId: string; keyId: string; batchId: string; filename: string; content: Buffer }): Promise<string> {
-    const now = this.clock.now();
+  /**
+   * A batch output or error file written piece by piece inside the caller's transaction (each 4 MiB is stored
+   * as it fills, so no output is ever whole in memory); `close` stores its row with the same hard TTL from
+   * now and resolves with its id, or with null when nothing was written (no file).
+   */
+  outputFile(trx: Kysely<DB>, f: { accountId: string; keyId: string | null; batchId: string; filename: string }): { write(text: string): Promise<void>; close(): Promise<string | null> } {
     const id = newId(PREFIX.file, 24);
-    await trx
-      .insertInto('files')
-      .values({
-        id,
-        account_id: f.accountId,
-        key_id: f.keyId,
-        purpose: 'batch_output',
-        filename: f.filename,
-        bytes: f.content.length,
-        lines: null,
-        endpoints: null,
-        content: this.sealer.seal(f.content, id),
-        batch_id: f.batchId,
-        created_at: now,
-        expires_at: new Date(now.getTime() + this.cfg.fileTtlSeconds * 1000),
-        content_destroyed_at: null,
-        content_destroyed_reason: null,
-        deleted_at: null,
-      })
-      .execute();
-    return id;
+    const w = this.chunks.writer(trx, id);
+    return {
+      write: (text) => w.write(text),
+      close: async () => {
+        if (w.bytes === 0) return null;
+        const { bytes, chunks } = await w.end();
+        await trx.insertInto('files').values({ ...this.fileRow(id, { accountId: f.accountId, keyId: f.keyId }, 'batch_output', f.filename, bytes, chunks, this.clock.now()), batch_id: f.batchId }).execute();
+        return id;
+      },
+    };
   }
 
   /** Destroys a batch input's content when its batch ends (inside the batch's final transaction). */
   async destroyForBatch(trx: Kysely<DB>, fileId: string): Promise<void> {
     const now = this.clock.now();
-    await trx.updateTable('files').set({ content: null, content_destroyed_at: now, content_destroyed_reason: 'batch_ended' }).where('id', '=', fileId).where('content', 'is not', null).execute();
+    await trx.updateTable('files').set({ ...DESTROYED, content_destroyed_at: now, content_destroyed_reason: 'batch_ended' }).where('id', '=', fileId).where(stored).execute();
+    await this.chunks.destroy(trx, [fileId]);
   }
 
   /** Destroys the content of every file past its hard TTL (leader loop). */
@@ -206,11 +229,16 @@ export class FilesService {
     const now = this.clock.now();
     let total = 0;
     for (;;) {
-      const due = this.db.selectFrom('files').select('id').where('content', 'is not', null).where('expires_at', '<=', now).limit(PURGE_CHUNK);
-      const r = await this.db.updateTable('files').set({ content: null, content_destroyed_at: now, content_destroyed_reason: 'expired' }).where('id', 'in', due).executeTakeFirst();
-      const n = Number(r.numUpdatedRows);
+      const n = await this.db.transaction().execute(async (trx) => {
+        const due = (await trx.selectFrom('files').select('id').where(stored).where('expires_at', '<=', now).limit(PURGE_CHUNK).execute()).map((r) => r.id);
+        if (due.length === 0) return 0;
+        await trx.updateTable('files').set({ ...DESTROYED, content_destroyed_at: now, content_destroyed_reason: 'expired' }).where('id', 'in', due).execute();
+        await this.chunks.destroy(trx, due);
+        return due.length;
+      });
       total += n;
       if (n < PURGE_CHUNK) return total;
     }
   }
 }
+

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -57,12 +58,12 @@ export function videoRoutes(app: FastifyInstance, m: Media): void {
     '/v1/videos/generations/:id/content',
     { config: cfg, schema: { tags, summary: 'The video file (video/mp4) as an attachment; owner only, while asset_available', params: JobId, response: { 200: z.any().describe('video/mp4') } } },
     async (req, reply) => {
-      const bytes = await v.content(requireKey(req).accountId, req.params.id);
+      const file = await v.content(requireKey(req).accountId, req.params.id);
       return reply
         .type('video/mp4')
         .header('content-disposition', `attachment; filename="${req.params.id}.mp4"`)
-        .header('content-length', bytes.length)
-        .send(bytes);
+        .header('content-length', file.bytes)
+        .send(Readable.from(file.body));
     },
   );
 

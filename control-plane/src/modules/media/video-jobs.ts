@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { ServiceError, Sealer, randomId, sha256Hex, type Clock, type Hex, type SignedReceipt } from '@svc/shared';
 import type { MediaConfig, MediaProvider, VideoModel } from '../../config/media.ts';
 import type { DB, VideoJobsTable } from '../../db/schema.ts';
+import { CHUNK_BYTES, SealedChunks } from '../../db/sealed-chunks.ts';
 import type { Hold, Metering } from '../money/metering.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import type { MediaCatalog } from './catalog.ts';
@@ -28,7 +29,7 @@ export interface VideoDeps {
 export const META_COLUMNS = [
   'id', 'account_id', 'key_id', 'request_id', 'model', 'provider', 'seconds', 'max_seconds', 'price_micro_usd_per_second', 'size', 'image_input', 'upstream_id',
   'status', 'progress', 'hold', 'hold_micro_usd', 'cost_micro_usd', 'billed', 'duration_seconds', 'receipt', 'manifest', 'manifest_signature', 'asset_sha256',
-  'content_bytes', 'error', 'lock_token', 'locked_until', 'deadline_at', 'created_at', 'updated_at', 'completed_at', 'expires_at', 'content_destroyed_at',
+  'content_bytes', 'content_chunks', 'error', 'lock_token', 'locked_until', 'deadline_at', 'created_at', 'updated_at', 'completed_at', 'expires_at', 'content_destroyed_at',
 ] as const;
 export type MetaRow = Omit<JobRow, 'content_sealed'>;
 
@@ -61,7 +62,11 @@ const clampProgress = (v: unknown, fallback: number) => (typeof v === 'number' &
  * release the hold (failed); cancel releases it (canceled). Succeeded jobs past expires_at become expired.
  */
 export class VideoJobs {
-  constructor(readonly d: VideoDeps) {}
+  /** The stored files (`video_chunks`, owner = job id). */
+  readonly chunks: SealedChunks;
+  constructor(readonly d: VideoDeps) {
+    this.chunks = new SealedChunks(d.sealer, 'video_chunks');
+  }
 
   private get leaseMs() {
     return 2 * this.d.cfg.timeoutMs + 60_000;
@@ -87,8 +92,8 @@ export class VideoJobs {
     return row ? { row: row as MetaRow, token } : null;
   }
 
-  private async update(id: string, token: string, set: Partial<Record<keyof JobRow, unknown>>): Promise<MetaRow | undefined> {
-    const row = await this.d.db
+  private async update(id: string, token: string, set: Partial<Record<keyof JobRow, unknown>>, db: Kysely<DB> = this.d.db): Promise<MetaRow | undefined> {
+    const row = await db
       .updateTable('video_jobs')
       .set({ ...set, updated_at: this.d.clock.now(), lock_token: null, locked_until: null } as never)
       .where('id', '=', id)
@@ -171,7 +176,7 @@ export class VideoJobs {
     }
     const now = this.d.clock.now();
     const prov = signManifest(this.d.signer, { mediaType: 'video/mp4', assetSha256: digest, model: row.model, createdAt: now, receipt, jobId: row.id });
-    const done = await this.update(row.id, token, {
+    const succeeded = {
       status: 'succeeded',
       progress: 100,
       hold: null,
@@ -183,9 +188,16 @@ export class VideoJobs {
       manifest_signature: prov.signature,
       asset_sha256: digest,
       content_bytes: bytes.length,
-      content_sealed: this.d.sealer.seal(bytes, row.id),
+      content_chunks: Math.ceil(bytes.length / CHUNK_BYTES), // what SealedChunks.write stores (bytes is not empty)
       completed_at: now,
       expires_at: new Date(now.getTime() + this.d.cfg.video.ttlSeconds * 1000),
+    };
+    // The file goes in with the row's change, in one transaction: the conditional update takes the row, so only
+    // the lease holder writes chunks, and a process that dies leaves none behind.
+    const done = await this.d.db.transaction().execute(async (trx) => {
+      const updated = await this.update(row.id, token, succeeded, trx);
+      if (updated) await this.chunks.write(trx, row.id, bytes);
+      return updated;
     });
     // The file is ours now; the upstream copy goes (best-effort).
     await this.d.client.json(provider, 'DELETE', `/videos/${encodeURIComponent(row.upstream_id!)}`).catch(() => undefined);
@@ -257,13 +269,16 @@ export class VideoJobs {
   /** Succeeded jobs past expires_at: expired, content destroyed. */
   async expireDue(id?: string): Promise<number> {
     const now = this.d.clock.now();
-    let q = this.d.db
-      .updateTable('video_jobs')
-      .set((eb) => ({ status: 'expired' as const, content_sealed: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
-      .where('status', '=', 'succeeded')
-      .where('expires_at', '<=', now);
-    if (id) q = q.where('id', '=', id);
-    const r = await q.executeTakeFirst();
-    return Number(r.numUpdatedRows ?? 0);
+    return this.d.db.transaction().execute(async (trx) => {
+      let q = trx
+        .updateTable('video_jobs')
+        .set((eb) => ({ status: 'expired' as const, content_sealed: null, content_chunks: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
+        .where('status', '=', 'succeeded')
+        .where('expires_at', '<=', now);
+      if (id) q = q.where('id', '=', id);
+      const expired = await q.returning('id').execute();
+      await this.chunks.destroy(trx, expired.map((r) => r.id));
+      return expired.length;
+    });
   }
 }

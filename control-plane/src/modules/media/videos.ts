@@ -3,6 +3,7 @@ import type { VideoModel } from '../../config/media.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { aspectRatio } from './catalog.ts';
 import type { CallContext } from './images.ts';
+import { firstRead } from '../../db/sealed-chunks.ts';
 import { META_COLUMNS, OPEN, VideoJobs, type MetaRow, type UpstreamVideo, type VideoDeps } from './video-jobs.ts';
 import { mapped } from './upstream.ts';
 
@@ -147,15 +148,20 @@ export class VideoService {
   }
 
   /** The file, while asset_available; a job past expires_at is expired (and its file destroyed) on the spot. */
-  async content(accountId: string, id: string): Promise<Buffer> {
+  async content(accountId: string, id: string): Promise<{ bytes: number; body: Iterable<Buffer> | AsyncIterable<Buffer> }> {
     const row = await this.owned(accountId, id);
     const v = this.view(row);
     if (OPEN.includes(row.status)) throw new ServiceError('conflict', `Video job ${id} is still ${row.status}; its file is available once it succeeded`);
     if (v.status === 'expired' && row.status === 'succeeded') await this.jobs.expireDue(id);
     if (!v.asset_available) throw new ServiceError('not_found', `Video job ${id} has no file (status ${v.status}${v.content_destroyed_at ? ', content destroyed' : ''})`);
-    const sealed = await this.d.db.selectFrom('video_jobs').select('content_sealed').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
-    if (!sealed?.content_sealed) throw new ServiceError('not_found', `Video job ${id} has no file (content destroyed)`);
-    return this.d.sealer.open(sealed.content_sealed, id);
+    const stored = await this.d.db.selectFrom('video_jobs').select(['content_sealed', 'content_chunks', 'content_bytes']).where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const destroyed = () => new ServiceError('not_found', `Video job ${id} has no file (content destroyed)`);
+    if (stored?.content_sealed) {
+      const bytes = this.d.sealer.open(stored.content_sealed, id); // stored before files were chunked
+      return { bytes: bytes.length, body: [bytes] };
+    }
+    if (!stored || stored.content_chunks === null || stored.content_bytes === null) throw destroyed();
+    return { bytes: Number(stored.content_bytes), body: await firstRead(this.jobs.chunks.read(this.d.db, id), destroyed) };
   }
 
   /**
@@ -191,13 +197,17 @@ export class VideoService {
     const row = await this.owned(accountId, id);
     if (OPEN.includes(row.status)) throw new ServiceError('conflict', `Video job ${id} is still ${row.status}; cancel it first (POST /v1/videos/generations/${id}/cancel)`);
     const now = this.d.clock.now();
-    const done = await this.d.db
-      .updateTable('video_jobs')
-      .set((eb) => ({ content_sealed: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .returning(META_COLUMNS)
-      .executeTakeFirstOrThrow();
+    const done = await this.d.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('video_jobs')
+        .set((eb) => ({ content_sealed: null, content_chunks: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
+        .where('id', '=', id)
+        .where('account_id', '=', accountId)
+        .returning(META_COLUMNS)
+        .executeTakeFirstOrThrow();
+      await this.jobs.chunks.destroy(trx, [id]);
+      return row;
+    });
     return this.view(done as MetaRow);
   }
 }
