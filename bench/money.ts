@@ -13,11 +13,8 @@ import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
 import { Metering } from '../control-plane/src/modules/money/metering.ts';
 import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
 import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
+import { arg } from './args.ts';
 
-const arg = (name: string, def: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1]! : def;
-};
 const TOTAL = Number(arg('requests', '4000'));
 const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
 

@@ -11,11 +11,8 @@ import { SvcClient } from '@svc/shared/client';
 import { startTestGateway } from '../test/support/gateway.ts';
 import { enrollAgent, until } from '../test/support/agent.ts';
 import { percentile } from './load.ts';
+import { arg } from './args.ts';
 
-const arg = (n: string, d: string) => {
-  const i = process.argv.indexOf(`--${n}`);
-  return i > 0 ? process.argv[i + 1]! : d;
-};
 const RUNS = Number(arg('runs', '40'));
 const IMAGE = arg('image', 'svc-sandbox:small');
 const MAX_SESSIONS = Number(arg('max-sessions', '40'));

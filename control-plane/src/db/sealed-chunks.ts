@@ -87,7 +87,8 @@ export async function firstRead(chunks: AsyncGenerator<Buffer>, gone: () => Erro
 
 /**
  * Cuts what is written into CHUNK_BYTES pieces and stores each as it fills. A piece is stored once more
- * bytes follow it (so it is known not to be the last); `end` stores the rest as the last chunk.
+ * bytes follow it (so it is known not to be the last); `end` stores the rest as the last chunk. Bytes are
+ * kept by reference until stored: a caller must not change a buffer it has written.
  */
 export class ChunkWriter {
   private parts: Buffer[] = [];

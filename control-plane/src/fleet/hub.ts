@@ -7,7 +7,8 @@ import type { FleetRelay, RelayMessage } from './relay.ts';
 import { RelayedJobs } from './relayed-jobs.ts';
 import { RemoteJobs, moveTo } from './remote-jobs.ts';
 import { ChannelRecord } from './channel-record.ts';
-import { JobClaims, type AgentReport, type Origin } from './claims.ts';
+import { JobClaims } from './claims.ts';
+import { AgentReports } from './agent-reports.ts';
 import type { NodeRegistry } from './registry.ts';
 import { NodeLost, PendingJobs, later, older, type Pending } from './pending-jobs.ts';
 import { pickNode } from './scheduler.ts';
@@ -28,7 +29,8 @@ const RELAY_WATCH_MS = 5000;
 /**
  * The agent hub: live channels of the agents connected to this process, and the dispatch primitive.
  * dispatch() picks a node (scheduler), records the job, pushes it over the channel, streams output back
- * and resolves on finish; it cancels on timeout or when the caller aborts.
+ * and resolves on finish; it cancels on timeout or when the caller aborts. What the agents report on the
+ * channels (outputs, finishes) is routed to its job by AgentReports.
  *
  * Node-drop rule: if a node's channel drops, its jobs wait `reconnectGraceMs` (30 s) for the agent to come
  * back and report them in `hello(running_jobs)`; those carry on. A job not reported (or not back in time)
@@ -62,6 +64,8 @@ export class AgentHub {
   private readonly channels: ChannelRecord | null;
   /** Jobs of other processes whose agent reconnected here mid-job (with a relay). */
   private readonly claims: JobClaims | null;
+  /** Outputs and finishes from the agents on this process's channels. */
+  private readonly reports: AgentReports;
   private watchTimer: NodeJS.Timeout | null = null;
   private watching: Promise<void> | null = null;
   /** Each node's latest numbered connection whose hello said which jobs the agent runs. */
@@ -97,6 +101,7 @@ export class AgentHub {
         known: (jobId) => this.jobs.has(jobId) || this.relayed!.has(jobId),
         cancel: (nodeId, jobId) => this.cancelOrphan(nodeId, jobId),
       });
+    this.reports = new AgentReports({ jobs: this.jobs, relayed: this.relayed, claims: this.claims, log: () => this.log, ownChannel: (p, c) => this.onOwnChannel(p, c) });
   }
 
   /** Starts taking relay messages from other processes. */
@@ -219,11 +224,6 @@ export class AgentHub {
     this.conns.get(nodeId)?.queue.push({ type: 'cancel', job_id: jobId, reason: 'the control plane no longer tracks this job' });
   }
 
-  /** A job of another process run by an agent on this process's channel: relayed to its origin from here on (see JobClaims). */
-  private claim(nodeId: string, jobId: string, report: AgentReport, connection: number | null): Promise<Origin> {
-    return this.claims?.claim(nodeId, jobId, report, connection) ?? Promise.resolve(null);
-  }
-
   /** The process to relay through for this node: its channel's holder, when that is another process. */
   private holderOf(n: { id: string; channel: string | null; channelEpoch: number | null }): string | undefined {
     if (this.local(n) || !this.relay || !n.channel || n.channel === this.relay.self) return undefined;
@@ -311,56 +311,23 @@ export class AgentHub {
   }
 
   /** Messages of output agents sent on this process's channels (one carries one output or several, in order). */
-  outputMessages = 0;
+  get outputMessages(): number {
+    return this.reports.outputMessages;
+  }
 
   /** Writes this process made to the relay (one carries one message or several about a job). */
   get relayWrites(): number {
     return this.relay?.writes ?? 0;
   }
 
-  /**
-   * One message of outputs from an agent on this process's channel. Resolves when the jobs' consumers can take
-   * more (the message's answer waits for it, and the agent sends that job's next outputs after the answer).
-   */
-  async onOutputs(nodeId: string, outputs: JobOutput[], connection: number | null = null): Promise<void> {
-    this.outputMessages++;
-    const waits: Array<Promise<void>> = [];
-    for (const os of byJob(outputs)) {
-      const wait = this.onJobOutputs(nodeId, os, connection);
-      if (wait) waits.push(wait);
-    }
-    await Promise.all(waits);
+  /** One message of outputs from an agent on this process's channel (see AgentReports.outputs). */
+  onOutputs(nodeId: string, outputs: JobOutput[], connection: number | null = null): Promise<void> {
+    return this.reports.outputs(nodeId, outputs, connection);
   }
 
-  /** Outputs of one job from an agent on this process's channel: for a job of this process, or relayed to its origin (in one write). */
-  private onJobOutputs(nodeId: string, os: JobOutput[], connection: number | null): Promise<void> | undefined {
-    const p = this.jobs.get(os[0]!.job_id);
-    if (p && p.nodeId === nodeId) {
-      if (!older(p, connection)) this.onOwnChannel(p, connection);
-      let wait: void | Promise<void> | undefined;
-      for (const o of os) wait = this.jobs.output(p, o) ?? wait; // the last one waits for the consumer's room
-      return wait ?? undefined;
-    }
-    const relayed = this.relayed?.outputs(nodeId, os, connection);
-    if (relayed) return relayed;
-    for (const o of os) void this.claim(nodeId, o.job_id, { t: 'output', o }, connection);
-    return undefined;
-  }
-
-  /** A finish from an agent on this process's channel (see onOutput). */
-  async onFinish(nodeId: string, f: JobFinish, connection: number | null = null): Promise<void> {
-    const p = this.jobs.get(f.job_id);
-    if (p && p.nodeId === nodeId) {
-      if (!older(p, connection)) this.onOwnChannel(p, connection);
-      return this.jobs.finish(p, f);
-    }
-    if (this.relayed?.finish(nodeId, f, connection)) return;
-    const origin = await this.claim(nodeId, f.job_id, { t: 'finish', f }, connection);
-    if (typeof origin === 'string') return; // relayed to its origin
-    // Not known whose it is (the lookup failed): the agent delivers the finish again.
-    if (origin === undefined) throw new ServiceError('unavailable', `could not look up job ${f.job_id}; send its finish again`);
-    // A job already ended (canceled, timed out): the node confirms it stopped; its outcome is recorded.
-    this.log.info({ job_id: f.job_id, node_id: nodeId, ok: f.ok, error: f.error }, 'finish for a job no longer open');
+  /** A finish from an agent on this process's channel (see AgentReports.finish). */
+  onFinish(nodeId: string, f: JobFinish, connection: number | null = null): Promise<void> {
+    return this.reports.finish(nodeId, f, connection);
   }
 
   /** A message from another process (see FleetRelay): a job for this process's agents, or about one of its own. */
@@ -426,13 +393,3 @@ export class AgentHub {
   }
 }
 
-/** Consecutive outputs of the same job, in order (an agent sends one job's outputs per message; this does not rely on it). */
-function byJob(outputs: JobOutput[]): JobOutput[][] {
-  const runs: JobOutput[][] = [];
-  for (const o of outputs) {
-    const last = runs.at(-1);
-    if (last && last[0]!.job_id === o.job_id) last.push(o);
-    else runs.push([o]);
-  }
-  return runs;
-}
