@@ -355,7 +355,8 @@ describe('many batches', () => {
       for (let i = 0; i < 6; i++) ids.push((await a.oa.batches.create({ input_file_id: (await uploadLines(a.oa, [`r${i}a`, `r${i}b`].map((c) => chatLine(c)))).id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
       await t3.gw.leader.runAllOnce();
       // The stored inputs are emptied: only what the runner kept can run the second lines.
-      await t3.gw.database.db.updateTable('files').set({ content: null }).where('batch_id', 'in', ids).execute();
+      const inputs = await t3.gw.database.db.updateTable('files').set({ content: null, content_chunks: null }).where('batch_id', 'in', ids).returning('id').execute();
+      await t3.gw.database.db.deleteFrom('file_chunks').where('owner_id', 'in', inputs.map((f) => f.id)).execute();
       await t3.gw.leader.runAllOnce();
       expect(Array.from({ length: 6 }, (_, i) => asked(`question r${i}b`))).toEqual([1, 1, 1, 1, 1, 1]);
     } finally {

@@ -68,13 +68,13 @@ describe('SealedChunks', () => {
     await expect(readBack('file-cut')).rejects.toThrow(); // claims to be the end, sealed as not
   });
 
-  it('destroy deletes the chunks; firstRead turns a missing first chunk into the caller’s error', async () => {
+  it('destroy deletes the chunks; firstRead fails at once on a missing first chunk', async () => {
     await chunks.write(database.db, 'file-gone', Buffer.from('x'));
     await chunks.destroy(database.db, ['file-gone', 'file-unknown']);
     expect(await rows('file-gone')).toEqual([]);
-    await expect(firstRead(chunks.read(database.db, 'file-gone'), () => new Error('gone'))).rejects.toThrow('gone');
+    await expect(firstRead(chunks.read(database.db, 'file-gone'))).rejects.toBeInstanceOf(ChunkMissing);
     await chunks.write(database.db, 'file-here', Buffer.from('here'));
-    const body = await firstRead(chunks.read(database.db, 'file-here'), () => new Error('gone'));
+    const body = await firstRead(chunks.read(database.db, 'file-here'));
     expect((await all(body)).toString()).toBe('here');
   });
 });

@@ -71,13 +71,11 @@ export class SealedChunks {
 }
 
 /**
- * Reads the first chunk now, so that content destroyed since its row was read fails before an answer starts
- * (`gone` makes the error; other errors pass), and gives back the whole content as one iterable.
+ * Reads the first chunk now, so that content destroyed since its row was read fails (ChunkMissing) before an
+ * answer starts, and gives back the whole content as one iterable.
  */
-export async function firstRead(chunks: AsyncGenerator<Buffer>, gone: () => Error): Promise<AsyncIterable<Buffer>> {
-  const first = await chunks.next().catch((e: unknown) => {
-    throw e instanceof ChunkMissing ? gone() : e;
-  });
+export async function firstRead(chunks: AsyncGenerator<Buffer>): Promise<AsyncIterable<Buffer>> {
+  const first = await chunks.next();
   return (async function* () {
     if (first.done) return;
     yield first.value;

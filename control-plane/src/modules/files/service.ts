@@ -134,7 +134,7 @@ export class FilesService {
    * The raw bytes, a chunk at a time (the first one is read here, so a file destroyed meanwhile is a 410 like
    * any other); 410 once the TTL passed (even before the purge loop ran) or the batch it fed ended.
    */
-  async content(accountId: string, id: string): Promise<{ filename: string; bytes: number; body: Iterable<Buffer> | AsyncIterable<Buffer> }> {
+  async content(accountId: string, id: string, again = true): Promise<{ filename: string; bytes: number; body: Iterable<Buffer> | AsyncIterable<Buffer> }> {
     const row = await this.db.selectFrom('files').select([...META, 'content']).where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null).executeTakeFirst();
     if (!row) throw notFound('File');
     const st = this.state(row, this.clock.now());
@@ -144,10 +144,16 @@ export class FilesService {
     };
     if (st !== 'available' || (!row.content && row.content_chunks === null)) throw gone();
     if (row.content) return { filename: row.filename, bytes: row.bytes, body: [this.sealer.open(row.content, id)] };
-    return { filename: row.filename, bytes: row.bytes, body: await firstRead(this.chunks.read(this.db, id), gone) };
+    try {
+      return { filename: row.filename, bytes: row.bytes, body: await firstRead(this.chunks.read(this.db, id)) };
+    } catch (e) {
+      // Destroyed since the row was read (deleted, its batch ended, purged): answered as the row now says.
+      if (e instanceof ChunkMissing && again) return this.content(accountId, id, false);
+      throw e;
+    }
   }
 
-  /** Deletes a file: the ciphertext is nulled in the same statement. The input of a batch that has not ended is refused. */
+  /** Deletes a file: its ciphertext is deleted in the same transaction. The input of a batch that has not ended is refused. */
   async delete(accountId: string, id: string): Promise<{ id: string; object: 'file'; deleted: true }> {
     const now = this.clock.now();
     return this.db.transaction().execute(async (trx) => {
@@ -232,8 +238,9 @@ export class FilesService {
       const n = await this.db.transaction().execute(async (trx) => {
         const due = (await trx.selectFrom('files').select('id').where(stored).where('expires_at', '<=', now).limit(PURGE_CHUNK).execute()).map((r) => r.id);
         if (due.length === 0) return 0;
-        await trx.updateTable('files').set({ ...DESTROYED, content_destroyed_at: now, content_destroyed_reason: 'expired' }).where('id', 'in', due).execute();
-        await this.chunks.destroy(trx, due);
+        // Still stored: a delete or a batch's end that committed since keeps its own reason.
+        const purged = await trx.updateTable('files').set({ ...DESTROYED, content_destroyed_at: now, content_destroyed_reason: 'expired' }).where('id', 'in', due).where(stored).returning('id').execute();
+        await this.chunks.destroy(trx, purged.map((r) => r.id));
         return due.length;
       });
       total += n;

@@ -48,6 +48,8 @@ export interface UpstreamVideo {
  */
 /** How long past its render time limit an open job is still polled (see refresh). */
 const GIVE_UP_AFTER_DEADLINE_MS = 300_000;
+/** Video jobs expired per transaction. */
+const EXPIRE_CHUNK = 500;
 
 export const costOf = (seconds: number, perSecond: number): number => Math.ceil(Math.round(seconds * perSecond * 1e6) / 1e6);
 
@@ -266,19 +268,29 @@ export class VideoJobs {
     return n;
   }
 
-  /** Succeeded jobs past expires_at: expired, content destroyed. */
+  /** Succeeded jobs past expires_at: expired, content destroyed (EXPIRE_CHUNK jobs per transaction). */
   async expireDue(id?: string): Promise<number> {
     const now = this.d.clock.now();
-    return this.d.db.transaction().execute(async (trx) => {
-      let q = trx
-        .updateTable('video_jobs')
-        .set((eb) => ({ status: 'expired' as const, content_sealed: null, content_chunks: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
-        .where('status', '=', 'succeeded')
-        .where('expires_at', '<=', now);
-      if (id) q = q.where('id', '=', id);
-      const expired = await q.returning('id').execute();
-      await this.chunks.destroy(trx, expired.map((r) => r.id));
-      return expired.length;
-    });
+    let total = 0;
+    for (;;) {
+      const n = await this.d.db.transaction().execute(async (trx) => {
+        let due = trx.selectFrom('video_jobs').select('id').where('status', '=', 'succeeded').where('expires_at', '<=', now);
+        if (id) due = due.where('id', '=', id);
+        const ids = (await due.limit(EXPIRE_CHUNK).execute()).map((r) => r.id);
+        if (ids.length === 0) return 0;
+        const expired = await trx
+          .updateTable('video_jobs')
+          .set((eb) => ({ status: 'expired' as const, content_sealed: null, content_chunks: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
+          .where('id', 'in', ids)
+          .where('status', '=', 'succeeded')
+          .returning('id')
+          .execute();
+        await this.chunks.destroy(trx, expired.map((r) => r.id));
+        return ids.length;
+      });
+      total += n;
+      if (n < EXPIRE_CHUNK) return total;
+    }
   }
+
 }

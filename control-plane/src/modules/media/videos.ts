@@ -3,7 +3,7 @@ import type { VideoModel } from '../../config/media.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { aspectRatio } from './catalog.ts';
 import type { CallContext } from './images.ts';
-import { firstRead } from '../../db/sealed-chunks.ts';
+import { ChunkMissing, firstRead } from '../../db/sealed-chunks.ts';
 import { META_COLUMNS, OPEN, VideoJobs, type MetaRow, type UpstreamVideo, type VideoDeps } from './video-jobs.ts';
 import { mapped } from './upstream.ts';
 
@@ -161,7 +161,10 @@ export class VideoService {
       return { bytes: bytes.length, body: [bytes] };
     }
     if (!stored || stored.content_chunks === null || stored.content_bytes === null) throw destroyed();
-    return { bytes: Number(stored.content_bytes), body: await firstRead(this.jobs.chunks.read(this.d.db, id), destroyed) };
+    const body = await firstRead(this.jobs.chunks.read(this.d.db, id)).catch((e: unknown) => {
+      throw e instanceof ChunkMissing ? destroyed() : e; // deleted or expired since the row was read
+    });
+    return { bytes: Number(stored.content_bytes), body };
   }
 
   /**
