@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toFile } from 'openai';
+import { Sealer } from '@svc/shared';
 import { CHUNK_BYTES } from '../control-plane/src/db/sealed-chunks.ts';
 import { call } from './support/call.ts';
 import { storedChunks } from './support/chunks.ts';
@@ -109,5 +110,37 @@ describe('content larger than a chunk', () => {
     } finally {
       media.reset();
     }
+  });
+
+  it('content stored before chunks (one sealed column) still reads, feeds a batch, and is destroyed', async () => {
+    // Rows written before chunks existed: the same content, sealed whole under aad = id, no chunk rows.
+    const db = t.gw.database.db;
+    const sealer = new Sealer(t.gw.sealKey);
+    const toLegacy = async (table: 'files' | 'video_jobs', id: string, plain: Buffer) => {
+      const column = table === 'files' ? 'content' : 'content_sealed';
+      await db.updateTable(table).set({ [column]: sealer.seal(plain, id), content_chunks: null } as never).where('id', '=', id).execute();
+      await db.deleteFrom(table === 'files' ? 'file_chunks' : 'video_chunks').where('owner_id', '=', id).execute();
+    };
+
+    const a = await account(t, 100_000_000);
+    const text = Buffer.from(['a', 'b'].map((id) => JSON.stringify(chatLine(id))).join('\n') + '\n');
+    const f = await a.oa.files.create({ file: await toFile(text, 'old.jsonl'), purpose: 'batch' });
+    await toLegacy('files', f.id, text);
+    expect(Buffer.from(await (await a.oa.files.content(f.id)).arrayBuffer()).equals(text)).toBe(true);
+    const done = await drain(t, a.oa, (await a.oa.batches.create({ input_file_id: f.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(done).toMatchObject({ status: 'completed', request_counts: { total: 2, completed: 2, failed: 0 } });
+    expect(await db.selectFrom('files').select(['content', 'content_chunks', 'content_destroyed_reason']).where('id', '=', f.id).executeTakeFirstOrThrow()).toEqual({ content: null, content_chunks: null, content_destroyed_reason: 'batch_ended' });
+
+    const c = t.client.withCredential({ kind: 'key', token: a.key });
+    const r = await call(c, 'POST', '/v1/videos/generations', { model: 'test-video', prompt: 'an old take', seconds: 4 });
+    media.advance(media.lastVideo().id, { status: 'completed', progress: 100 });
+    expect(await t.gw.leader.runAllOnce()).toBe(true);
+    const bytes = media.content(media.lastVideo().id);
+    await toLegacy('video_jobs', r.body.id, bytes);
+    const res = await c.raw('GET', `/v1/videos/generations/${r.body.id}/content`);
+    expect(res.headers.get('content-length')).toBe(String(bytes.length));
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+    expect((await call(c, 'DELETE', `/v1/videos/generations/${r.body.id}`)).body).toMatchObject({ asset_available: false });
+    expect(await db.selectFrom('video_jobs').select(['content_sealed', 'content_chunks']).where('id', '=', r.body.id).executeTakeFirstOrThrow()).toEqual({ content_sealed: null, content_chunks: null });
   });
 });
