@@ -130,25 +130,28 @@ export class FilesService {
     return this.view(await this.owned(this.db, accountId, id));
   }
 
+  /** The raw bytes, a chunk at a time; 410 once the TTL passed (even before the purge loop ran) or the batch it fed ended. */
+  content(accountId: string, id: string): Promise<{ filename: string; bytes: number; body: Iterable<Buffer> | AsyncIterable<Buffer> }> {
+    return this.readContent(accountId, id, true);
+  }
+
   /**
-   * The raw bytes, a chunk at a time (the first one is read here, so a file destroyed meanwhile is a 410 like
-   * any other); 410 once the TTL passed (even before the purge loop ran) or the batch it fed ended.
+   * The first chunk is read here, before an answer starts. Content destroyed after its row was read (deleted,
+   * its batch ended, purged) is answered as the row then says: the row is read `again` once.
    */
-  async content(accountId: string, id: string, again = true): Promise<{ filename: string; bytes: number; body: Iterable<Buffer> | AsyncIterable<Buffer> }> {
+  private async readContent(accountId: string, id: string, again: boolean): Promise<{ filename: string; bytes: number; body: Iterable<Buffer> | AsyncIterable<Buffer> }> {
     const row = await this.db.selectFrom('files').select([...META, 'content']).where('id', '=', id).where('account_id', '=', accountId).where('deleted_at', 'is', null).executeTakeFirst();
     if (!row) throw notFound('File');
     const st = this.state(row, this.clock.now());
-    const gone = () => {
+    if (st !== 'available' || (!row.content && row.content_chunks === null)) {
       const why = st === 'batch_ended' ? 'the batch it fed ended' : `its hard TTL passed at ${row.expires_at.toISOString()}`;
-      return new ServiceError('gone', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' });
-    };
-    if (st !== 'available' || (!row.content && row.content_chunks === null)) throw gone();
+      throw new ServiceError('gone', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' });
+    }
     if (row.content) return { filename: row.filename, bytes: row.bytes, body: [this.sealer.open(row.content, id)] };
     try {
       return { filename: row.filename, bytes: row.bytes, body: await firstRead(this.chunks.read(this.db, id)) };
     } catch (e) {
-      // Destroyed since the row was read (deleted, its batch ended, purged): answered as the row now says.
-      if (e instanceof ChunkMissing && again) return this.content(accountId, id, false);
+      if (e instanceof ChunkMissing && again) return this.readContent(accountId, id, false);
       throw e;
     }
   }
