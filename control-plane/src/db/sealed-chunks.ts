@@ -56,10 +56,19 @@ export class SealedChunks {
     }
   }
 
-  /** The plaintext whole (for content bounded by a small limit). */
-  async readAll(db: Kysely<any>, owner: string): Promise<Buffer> {
+  /**
+   * The owner's content for an answer: from `legacy`, the whole content sealed in one value (aad = owner) as
+   * rows written before chunks hold it, else from its chunks, the first one read now (content destroyed since
+   * its row was read fails with ChunkMissing before an answer starts).
+   */
+  async open(db: Kysely<any>, owner: string, legacy: Uint8Array | null): Promise<Iterable<Buffer> | AsyncIterable<Buffer>> {
+    return legacy ? [this.sealer.open(legacy, owner)] : firstRead(this.read(db, owner));
+  }
+
+  /** The plaintext whole (for content bounded by a small limit), from `legacy` or the chunks as `open`. */
+  async readAll(db: Kysely<any>, owner: string, legacy: Uint8Array | null = null): Promise<Buffer> {
     const parts: Buffer[] = [];
-    for await (const p of this.read(db, owner)) parts.push(p);
+    for await (const p of await this.open(db, owner, legacy)) parts.push(p);
     return Buffer.concat(parts);
   }
 

@@ -2,7 +2,7 @@ import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
 import { PREFIX, Sealer, ServiceError, conflict, invalid, newId, notFound, type Clock } from '@svc/shared';
 import type { BatchesConfig } from '../../config/batches.ts';
 import type { DB, FilesTable } from '../../db/schema.ts';
-import { ChunkMissing, SealedChunks, firstRead } from '../../db/sealed-chunks.ts';
+import { ChunkMissing, SealedChunks } from '../../db/sealed-chunks.ts';
 import { parseBatchInput, type BatchLine } from './jsonl.ts';
 
 export const FILES_LIST_CAP = 200;
@@ -41,7 +41,6 @@ const unix = (d: Date) => Math.floor(d.getTime() / 1000);
  * `file_chunks` tables.
  */
 export class FilesService {
-  private readonly sealer: Sealer;
   private readonly chunks: SealedChunks;
 
   constructor(
@@ -50,8 +49,7 @@ export class FilesService {
     sealKey: Uint8Array,
     readonly cfg: BatchesConfig,
   ) {
-    this.sealer = new Sealer(sealKey);
-    this.chunks = new SealedChunks(this.sealer, 'file_chunks');
+    this.chunks = new SealedChunks(new Sealer(sealKey), 'file_chunks');
   }
 
   private state(r: Pick<Row, 'content_destroyed_reason' | 'expires_at'>, now: Date): ContentState {
@@ -147,9 +145,8 @@ export class FilesService {
       const why = st === 'batch_ended' ? 'the batch it fed ended' : `its hard TTL passed at ${row.expires_at.toISOString()}`;
       throw new ServiceError('gone', `The content of ${id} is gone: ${why}. Its metadata remains at GET /v1/files/${id}`, { reason: st === 'batch_ended' ? 'batch_ended' : 'expired' });
     }
-    if (row.content) return { filename: row.filename, bytes: row.bytes, body: [this.sealer.open(row.content, id)] };
     try {
-      return { filename: row.filename, bytes: row.bytes, body: await firstRead(this.chunks.read(this.db, id)) };
+      return { filename: row.filename, bytes: row.bytes, body: await this.chunks.open(this.db, id, row.content) };
     } catch (e) {
       if (e instanceof ChunkMissing && again) return this.readContent(accountId, id, false);
       throw e;
@@ -197,12 +194,10 @@ export class FilesService {
   async openBatchInput(fileId: string): Promise<{ lines: BatchLine[]; expiresAt: Date; bytes: number } | null> {
     const row = await this.db.selectFrom('files').select(['content', 'content_chunks', 'expires_at', 'content_destroyed_reason']).where('id', '=', fileId).executeTakeFirst();
     if (!row || (!row.content && row.content_chunks === null) || this.state(row, this.clock.now()) !== 'available') return null;
-    const content = row.content
-      ? this.sealer.open(row.content, fileId)
-      : await this.chunks.readAll(this.db, fileId).catch((e: unknown) => {
-          if (e instanceof ChunkMissing) return null; // destroyed since the row was read
-          throw e;
-        });
+    const content = await this.chunks.readAll(this.db, fileId, row.content).catch((e: unknown) => {
+      if (e instanceof ChunkMissing) return null; // destroyed since the row was read
+      throw e;
+    });
     if (!content) return null;
     return { lines: parseBatchInput(content, Number.MAX_SAFE_INTEGER), expiresAt: row.expires_at, bytes: content.length };
   }

@@ -3,7 +3,7 @@ import type { VideoModel } from '../../config/media.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { aspectRatio } from './catalog.ts';
 import type { CallContext } from './images.ts';
-import { ChunkMissing, firstRead } from '../../db/sealed-chunks.ts';
+import { ChunkMissing } from '../../db/sealed-chunks.ts';
 import { META_COLUMNS, OPEN, VideoJobs, type MetaRow, type UpstreamVideo, type VideoDeps } from './video-jobs.ts';
 import { mapped } from './upstream.ts';
 
@@ -156,12 +156,8 @@ export class VideoService {
     if (!v.asset_available) throw new ServiceError('not_found', `Video job ${id} has no file (status ${v.status}${v.content_destroyed_at ? ', content destroyed' : ''})`);
     const stored = await this.d.db.selectFrom('video_jobs').select(['content_sealed', 'content_chunks', 'content_bytes']).where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
     const destroyed = () => new ServiceError('not_found', `Video job ${id} has no file (content destroyed)`);
-    if (stored?.content_sealed) {
-      const bytes = this.d.sealer.open(stored.content_sealed, id); // stored before files were chunked
-      return { bytes: bytes.length, body: [bytes] };
-    }
-    if (!stored || stored.content_chunks === null || stored.content_bytes === null) throw destroyed();
-    const body = await firstRead(this.jobs.chunks.read(this.d.db, id)).catch((e: unknown) => {
+    if (!stored || (!stored.content_sealed && stored.content_chunks === null) || stored.content_bytes === null) throw destroyed();
+    const body = await this.jobs.chunks.open(this.d.db, id, stored.content_sealed).catch((e: unknown) => {
       throw e instanceof ChunkMissing ? destroyed() : e; // deleted or expired since the row was read
     });
     return { bytes: Number(stored.content_bytes), body };
