@@ -233,16 +233,16 @@ export class FilesService {
     const now = this.clock.now();
     let total = 0;
     for (;;) {
-      const n = await this.db.transaction().execute(async (trx) => {
-        const due = (await trx.selectFrom('files').select('id').where(stored).where('expires_at', '<=', now).limit(PURGE_CHUNK).execute()).map((r) => r.id);
-        if (due.length === 0) return 0;
+      const { due, done } = await this.db.transaction().execute(async (trx) => {
+        const ids = (await trx.selectFrom('files').select('id').where(stored).where('expires_at', '<=', now).limit(PURGE_CHUNK).execute()).map((r) => r.id);
+        if (ids.length === 0) return { due: 0, done: 0 };
         // Still stored: a delete or a batch's end that committed since keeps its own reason.
-        const purged = await trx.updateTable('files').set({ ...DESTROYED, content_destroyed_at: now, content_destroyed_reason: 'expired' }).where('id', 'in', due).where(stored).returning('id').execute();
+        const purged = await trx.updateTable('files').set({ ...DESTROYED, content_destroyed_at: now, content_destroyed_reason: 'expired' }).where('id', 'in', ids).where(stored).returning('id').execute();
         await this.chunks.destroy(trx, purged.map((r) => r.id));
-        return due.length;
+        return { due: ids.length, done: purged.length };
       });
-      total += n;
-      if (n < PURGE_CHUNK) return total;
+      total += done;
+      if (due < PURGE_CHUNK) return total;
     }
   }
 }

@@ -273,11 +273,11 @@ export class VideoJobs {
     const now = this.d.clock.now();
     let total = 0;
     for (;;) {
-      const n = await this.d.db.transaction().execute(async (trx) => {
+      const { due, done } = await this.d.db.transaction().execute(async (trx) => {
         let due = trx.selectFrom('video_jobs').select('id').where('status', '=', 'succeeded').where('expires_at', '<=', now);
         if (id) due = due.where('id', '=', id);
         const ids = (await due.limit(EXPIRE_CHUNK).execute()).map((r) => r.id);
-        if (ids.length === 0) return 0;
+        if (ids.length === 0) return { due: 0, done: 0 };
         const expired = await trx
           .updateTable('video_jobs')
           .set((eb) => ({ status: 'expired' as const, content_sealed: null, content_chunks: null, content_destroyed_at: eb.fn.coalesce('content_destroyed_at', eb.val(now)), updated_at: now }))
@@ -286,11 +286,10 @@ export class VideoJobs {
           .returning('id')
           .execute();
         await this.chunks.destroy(trx, expired.map((r) => r.id));
-        return ids.length;
+        return { due: ids.length, done: expired.length };
       });
-      total += n;
-      if (n < EXPIRE_CHUNK) return total;
+      total += done;
+      if (due < EXPIRE_CHUNK) return total;
     }
   }
-
 }
