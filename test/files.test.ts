@@ -104,7 +104,7 @@ describe('checks at upload', () => {
     ['an unknown field', JSON.stringify({ ...chat('a'), extra: 1 }), /^file: line 1: unknown field "extra"/],
     ['a blank line inside', `${JSON.stringify(chat('a'))}\n\n${JSON.stringify(chat('b'))}\n`, /^file: line 2: empty line/],
     ['an empty file', '', /^file: empty/],
-    ['more lines than allowed', jsonl(Array.from({ length: 51 }, (_, i) => chat(`l${i}`))), /^file: 51 lines; a batch input file holds at most 50/],
+    ['more lines than allowed', jsonl(Array.from({ length: 51 }, (_, i) => chat(`l${i}`))), /^file: more than 50 lines; a batch input file holds at most 50/],
   ];
   it.each(cases)('refuses %s with a 400 that names the file and the line', async (_name, text, message) => {
     const e = (await upload(text).catch((x: unknown) => x)) as InstanceType<typeof OpenAI.APIError>;

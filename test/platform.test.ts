@@ -129,6 +129,9 @@ describe('denylist on raw bodies', () => {
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe('payload_denied');
     expect(await files()).toBe(0);
+    // Its content was stored as it arrived, before the whole body's digest was known: gone with the refusal.
+    expect(await t.gw.database.db.selectFrom('file_chunks').select('owner_id').execute()).toEqual([]);
+    expect(await t.gw.database.db.selectFrom('file_uploads').select('file_id').execute()).toEqual([]);
     // The same file in other framing is other bytes: it is stored.
     const other = await upload('other0boundary').send();
     expect(other.status).toBe(200);

@@ -143,7 +143,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
-  const batches = createBatches(config.batches, { db, clock, sealKey: seal, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
+  const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes: { processId: database.processId, alive: (ids) => database.processesAlive(ids) }, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
   const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
 
@@ -195,7 +195,14 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'subscription_renewals', everyMs: 60_000, run: async () => void (await subscriptions.renewDue()) });
   leader.add({ name: 'webhook_deliveries', everyMs: 2_000, run: async () => void (await webhookSender.deliverDue()) });
   leader.add({ name: 'batches', everyMs: 1_000, run: () => batches.runner.tick() }); // files and batches
-  leader.add({ name: 'purge_expired_files', everyMs: 60_000, run: async () => void (await batches.files.purgeExpired()) }); // files and batches
+  leader.add({
+    name: 'purge_expired_files',
+    everyMs: 60_000,
+    run: async () => {
+      await batches.files.purgeExpired();
+      await batches.files.sweepUploads();
+    },
+  }); // files and batches
   leader.add({ name: 'video_jobs', everyMs: config.media.video.pollSeconds * 1000, run: () => media.loop((err, id) => app.log.warn({ err, job: id }, 'video job poll failed')) }); // media
   leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
   await leader.start();

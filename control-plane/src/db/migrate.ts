@@ -24,6 +24,7 @@ import * as fleetRelay from './migrations/20261124_0800_fleet_relay.ts';
 import * as jobOrigin from './migrations/20261124_0900_job_origin.ts';
 import * as channelEpoch from './migrations/20261124_1000_channel_epoch.ts';
 import * as contentChunks from './migrations/20261125_1100_content_chunks.ts';
+import * as fileUploads from './migrations/20261125_1200_file_uploads.ts';
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -52,6 +53,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261124_0900_job_origin': jobOrigin,
   '20261124_1000_channel_epoch': channelEpoch,
   '20261125_1100_content_chunks': contentChunks,
+  '20261125_1200_file_uploads': fileUploads,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

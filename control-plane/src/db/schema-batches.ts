@@ -27,6 +27,14 @@ export interface FilesTable {
   deleted_at: Date | null;
 }
 
+/** Uploads in progress (files module): their chunks are in `file_chunks` before their `files` row exists. */
+export interface FileUploadsTable {
+  file_id: string;
+  /** The process receiving it (Database.processId): when it is gone, so is the upload. */
+  process_id: string;
+  started_at: Date;
+}
+
 /** `file_chunks` and `video_chunks` (db/sealed-chunks.ts): sealed content, one row per chunk of at most 4 MiB. */
 export interface ChunksTable {
   owner_id: string;

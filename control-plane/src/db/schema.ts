@@ -1,7 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEventsTable, WebhooksTable } from './schema-notifications.ts';
 import type { VideoJobsTable } from './schema-media.ts';
-import type { BatchLinesTable, BatchesTable, ChunksTable, FilesTable } from './schema-batches.ts';
+import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
@@ -300,6 +300,7 @@ export interface DB {
   video_jobs: VideoJobsTable;
   files: FilesTable;
   file_chunks: ChunksTable;
+  file_uploads: FileUploadsTable;
   video_chunks: ChunksTable;
   batches: BatchesTable;
   batch_lines: BatchLinesTable;

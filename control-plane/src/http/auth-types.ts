@@ -49,6 +49,11 @@ declare module 'fastify' {
     billable?: boolean;
     /** The route takes a raw (non-JSON) body as a Buffer. */
     rawBody?: boolean;
+    /**
+     * The route reads a multipart/form-data body itself as it arrives (`request.body` is an AsyncIterable of
+     * Buffers, screened like any body: hashed, denylist checked at its end, the route's bodyLimit enforced).
+     */
+    streamBody?: boolean;
     /** How a raw body is documented in OpenAPI (the route parses it itself, so no validator sees this schema). */
     documentedBody?: { contentType: string; schema: Record<string, unknown> };
     /** Appended to the 413 when the body exceeds the route's limit: what to send instead. */

@@ -1,26 +1,47 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { ServiceError, sha256Hex } from '@svc/shared';
+import { bodyTooLarge } from './errors.ts';
 
 /** Anything that can say whether a payload digest is on the admin denylist (kept in memory, refreshed on NOTIFY). */
 export interface DenylistCheck {
   has(sha256: string): boolean;
 }
 
-function screen(req: FastifyRequest, raw: Buffer, deny: DenylistCheck): void {
-  const digest = sha256Hex(raw);
+function screen(req: FastifyRequest, digest: string, deny: DenylistCheck): void {
   req.bodySha256 = digest;
   if (deny.has(digest)) throw new ServiceError('payload_denied', 'This payload has been refused by the operator');
 }
 
 /**
+ * A body read by its route as it arrives (config.streamBody): screened as `screen` does once its last byte
+ * is hashed, and cut off at the route's bodyLimit. The route sees a refusal as an error from the iterable.
+ */
+async function* screened(req: FastifyRequest, payload: Readable, deny: DenylistCheck, limit: number): AsyncGenerator<Buffer> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  // A route that stops reading (a bad line) leaves the request as it is: destroying it would take the socket,
+  // and the route's 400 with it (node discards the rest of the body once the answer is sent).
+  for await (const piece of payload.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    bytes += piece.length;
+    if (bytes > limit) throw bodyTooLarge(req);
+    hash.update(piece);
+    yield piece;
+  }
+  screen(req, hash.digest('hex'), deny);
+}
+
+/**
  * Body parsing: every body is hashed as received and refused when its sha256 is denylisted, whatever
- * the route. JSON is parsed here with a clear 400; other types arrive as raw Buffers for the routes that take them.
+ * the route. JSON is parsed here with a clear 400; other types arrive as raw Buffers for the routes that take them,
+ * and multipart/form-data as it arrives for the routes that read it so (config.streamBody).
  */
 export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(/^application\/([\w.+-]+\+)?json(\s*;.*)?$/i, { parseAs: 'buffer' }, (req, raw: Buffer, done) => {
     try {
-      screen(req, raw, deny);
+      screen(req, sha256Hex(raw), deny);
       if (req.routeOptions.config?.rawBody) return done(null, raw); // a raw-bytes route keeps JSON files as bytes
       if (raw.length === 0) return done(null, undefined);
       done(null, JSON.parse(raw.toString('utf8')));
@@ -29,9 +50,18 @@ export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): 
       done(new ServiceError('invalid_json', `Body is not valid JSON: ${(e as Error).message}`));
     }
   });
+  app.addContentTypeParser(/^multipart\/form-data(\s*;.*)?$/i, (req, payload, done) => {
+    const config = req.routeOptions.config;
+    if (!config?.streamBody) {
+      return done(new ServiceError('unsupported_media_type', config?.rawBody ? 'This route takes the bytes as the body, not multipart/form-data' : 'This route takes application/json, not multipart/form-data'));
+    }
+    const limit = req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? Infinity;
+    if (Number(req.headers['content-length']) > limit) return done(bodyTooLarge(req));
+    done(null, screened(req, payload, deny, limit));
+  });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, raw: Buffer, done) => {
     try {
-      screen(req, raw, deny);
+      screen(req, sha256Hex(raw), deny);
       if (!req.routeOptions.config?.rawBody) {
         throw new ServiceError('unsupported_media_type', `This route takes application/json, not ${req.headers['content-type']}`);
       }

@@ -60,6 +60,12 @@ function nulPath(req: FastifyRequest): { context: string; param: string } | null
 }
 
 /** Maps every error to the envelope. 5xx never leaks internals: the message is generic, the log has the cause. */
+/** The 413 of a body past its route's limit (with the route's hint of what to send instead). */
+export function bodyTooLarge(req: FastifyRequest): ServiceError {
+  const hint = req.routeOptions.config?.tooLargeHint;
+  return new ServiceError('payload_too_large', `Request body exceeds the limit of ${req.routeOptions.bodyLimit ?? 'the route'} bytes${hint ? `; ${hint}` : ''}`);
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((req, reply) => send(reply, routeNotFound(req)));
 
@@ -77,10 +83,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return send(reply, new ServiceError('invalid_request', d.message, d.param ? { param: d.param } : {}));
     }
     switch (fe.code) {
-      case 'FST_ERR_CTP_BODY_TOO_LARGE': {
-        const hint = req.routeOptions.config?.tooLargeHint;
-        return send(reply, new ServiceError('payload_too_large', `Request body exceeds the limit of ${req.routeOptions.bodyLimit ?? 'the route'} bytes${hint ? `; ${hint}` : ''}`));
-      }
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return send(reply, bodyTooLarge(req));
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return send(reply, new ServiceError('unsupported_media_type', `Unsupported Content-Type: ${req.headers['content-type'] ?? '(none)'}`));
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -18,9 +18,9 @@ export interface BatchDeps {
 /** Wires files and batches: the services behind the routes and the runner the leader's loop drives. */
 export function createBatches(
   cfg: BatchesConfig,
-  d: { db: Kysely<DB>; clock: Clock; sealKey: Uint8Array; keys: KeysService; inference: InferenceService; publicUrl: URL; holdTtlSeconds: number; log: { error(obj: object, msg: string): void } },
+  d: { db: Kysely<DB>; clock: Clock; sealKey: Uint8Array; processes: { processId: string; alive: (ids: readonly string[]) => Promise<Set<string>> }; keys: KeysService; inference: InferenceService; publicUrl: URL; holdTtlSeconds: number; log: { error(obj: object, msg: string): void } },
 ): BatchDeps {
-  const files = new FilesService(d.db, d.clock, d.sealKey, cfg);
+  const files = new FilesService(d.db, d.clock, d.sealKey, cfg, d.processes);
   const batches = new BatchesService(d.db, d.clock, files);
   const runner = new BatchRunner({
     db: d.db,

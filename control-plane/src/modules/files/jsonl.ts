@@ -60,30 +60,86 @@ function checkLine(raw: string, line: number): BatchLine {
   return { line, custom_id: o.custom_id, url, body };
 }
 
+const fileError = (why: string) => new ServiceError('invalid_request', `file: ${why}`, { param: 'file' });
+const NEWLINE = 0x0a;
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
 /**
- * Parses and checks a batch input file: UTF-8 JSONL, one request per line, custom_id unique, at most
- * `maxLines` lines. A problem is a 400 naming the file and the line. A trailing newline is allowed.
+ * Checks a batch input file as its bytes arrive: UTF-8 JSONL, one request per line, custom_id unique, at most
+ * `maxLines` lines, a trailing newline allowed, a leading byte order mark skipped. Each line is decoded and
+ * checked on its own once its newline (or the end) is seen, so neither the file as text nor its parsed
+ * lines are ever whole in memory unless the caller keeps them (`onLine`). A problem is a 400 naming the file
+ * and the line. A line holds no 0x0A byte inside a UTF-8 sequence, so cutting at newlines cuts no character.
  */
-export function parseBatchInput(content: Uint8Array, maxLines: number): BatchLine[] {
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(content);
-  } catch {
-    throw new ServiceError('invalid_request', 'file: not UTF-8 text (a batch input file is JSONL)', { param: 'file' });
+export class BatchInputCheck {
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+  private readonly seen = new Map<string, number>();
+  private readonly urls = new Set<BatchUrl>();
+  /** Bytes of the line not yet ended, kept by reference. */
+  private partial: Buffer[] = [];
+  private started = false;
+  /** Lines checked so far. */
+  lines = 0;
+
+  constructor(
+    private readonly maxLines: number,
+    private readonly onLine?: (l: BatchLine) => void,
+  ) {}
+
+  push(bytes: Uint8Array): void {
+    let buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (!this.started) {
+      // The byte order mark may come split over the first pushes: wait for three bytes (or the end).
+      const head = Buffer.concat([...this.partial, buf]);
+      if (head.length < BOM.length && BOM.subarray(0, head.length).equals(head)) return void (this.partial = [head]);
+      this.started = true;
+      this.partial = [];
+      buf = head.subarray(0, BOM.length).equals(BOM) ? head.subarray(BOM.length) : head;
+    }
+    let from = 0;
+    for (let nl = buf.indexOf(NEWLINE); nl >= 0; nl = buf.indexOf(NEWLINE, from)) {
+      const row = this.partial.length ? Buffer.concat([...this.partial, buf.subarray(from, nl)]) : buf.subarray(from, nl);
+      this.partial = [];
+      this.line(row);
+      from = nl + 1;
+    }
+    if (from < buf.length) this.partial.push(buf.subarray(from));
   }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  const rows = text.split('\n');
-  if (rows.at(-1) === '') rows.pop();
-  if (rows.length === 0) throw new ServiceError('invalid_request', 'file: empty; a batch input file holds one JSON request per line', { param: 'file' });
-  if (rows.length > maxLines) throw new ServiceError('invalid_request', `file: ${rows.length} lines; a batch input file holds at most ${maxLines}`, { param: 'file' });
-  const seen = new Map<string, number>();
-  return rows.map((row, i) => {
-    const raw = row.endsWith('\r') ? row.slice(0, -1) : row;
-    if (raw.trim() === '') throw lineError(i + 1, 'empty line');
-    const l = checkLine(raw, i + 1);
-    const first = seen.get(l.custom_id);
-    if (first !== undefined) throw lineError(l.line, `custom_id "${l.custom_id}" repeats line ${first}; each custom_id must be unique`);
-    seen.set(l.custom_id, l.line);
-    return l;
-  });
+
+  /** The end of the file: checks its last line (one without a newline) and returns what the file holds. */
+  end(): { lines: number; endpoints: BatchUrl[] } {
+    const rest = Buffer.concat(this.partial);
+    this.partial = [];
+    if (rest.length > 0) this.line(rest);
+    if (this.lines === 0) throw fileError('empty; a batch input file holds one JSON request per line');
+    return { lines: this.lines, endpoints: [...this.urls] };
+  }
+
+  private line(row: Buffer): void {
+    const n = ++this.lines;
+    if (n > this.maxLines) throw fileError(`more than ${this.maxLines} lines; a batch input file holds at most ${this.maxLines}`);
+    let raw: string;
+    try {
+      raw = this.decoder.decode(row);
+    } catch {
+      throw lineError(n, 'not UTF-8 text (a batch input file is JSONL)');
+    }
+    if (raw.endsWith('\r')) raw = raw.slice(0, -1);
+    if (raw.trim() === '') throw lineError(n, 'empty line');
+    const l = checkLine(raw, n);
+    const first = this.seen.get(l.custom_id);
+    if (first !== undefined) throw lineError(n, `custom_id "${l.custom_id}" repeats line ${first}; each custom_id must be unique`);
+    this.seen.set(l.custom_id, n);
+    this.urls.add(l.url);
+    this.onLine?.(l);
+  }
+}
+
+/** Parses and checks a whole batch input file (see BatchInputCheck), keeping its lines. */
+export function parseBatchInput(content: Uint8Array, maxLines: number): BatchLine[] {
+  const lines: BatchLine[] = [];
+  const check = new BatchInputCheck(maxLines, (l) => lines.push(l));
+  check.push(content);
+  check.end();
+  return lines;
 }

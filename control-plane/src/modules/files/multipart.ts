@@ -1,12 +1,5 @@
 import { ServiceError, invalid } from '@svc/shared';
 
-/** One part of a multipart/form-data body. */
-export interface Part {
-  name: string;
-  filename: string | null;
-  data: Buffer;
-}
-
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
@@ -38,32 +31,124 @@ function dispositionParam(header: string, key: string): string | null {
   return bare ? bare[1]! : null;
 }
 
+/** Where the content of one part goes, as it arrives; `end` once its closing boundary is seen. */
+export interface PartSink {
+  write(data: Buffer): void | Promise<void>;
+  end(): void | Promise<void>;
+}
+
+/** Bytes of headers a part may have. */
+const MAX_HEADER_BYTES = 16 * 1024;
+/** Bytes before the first boundary (the preamble, which is ignored). */
+const MAX_PREAMBLE_BYTES = 16 * 1024;
+
+type State = 'preamble' | 'delimiter' | 'headers' | 'content' | 'done';
+
 /**
- * Splits a buffered multipart/form-data body into its parts (RFC 7578). Anything malformed is a 400 that
- * says what is wrong; part contents are never copied (they are views of the body).
+ * Parses a multipart/form-data body (RFC 7578) as it arrives, in pieces cut anywhere: each part's content
+ * is passed on to the sink `onPart` gives for it, never held whole. Only what may still turn out to be the
+ * start of a boundary (fewer bytes than the boundary line) and a part's headers are held. Anything
+ * malformed is a 400 that says what is wrong.
  */
-export function parseMultipart(body: Buffer, boundary: string): Part[] {
-  const delimiter = Buffer.from(`--${boundary}`);
-  const bad = (why: string) => invalid(`multipart body: ${why}`);
-  let pos = body.indexOf(delimiter);
-  if (pos < 0) throw bad('no part starts with the boundary from Content-Type');
-  const parts: Part[] = [];
-  for (;;) {
-    pos += delimiter.length;
-    if (body.subarray(pos, pos + 2).toString() === '--') return parts; // the closing delimiter
-    if (!body.subarray(pos, pos + 2).equals(CRLF)) throw bad('a boundary line does not end with CRLF');
-    pos += 2;
-    const headerEnd = body.indexOf(HEADER_END, pos);
-    if (headerEnd < 0) throw bad('a part has no blank line after its headers');
-    const headers = body.subarray(pos, headerEnd).toString('utf8').split('\r\n');
-    const next = body.indexOf(Buffer.concat([CRLF, delimiter]), headerEnd + 4);
-    if (next < 0) throw bad('the closing boundary is missing (truncated upload?)');
+export class MultipartParser {
+  private readonly delimiter: Buffer;
+  /** CRLF, then the delimiter: what ends a part's content. */
+  private readonly close: Buffer;
+  private held: Buffer = Buffer.alloc(0);
+  private state: State = 'preamble';
+  private sink: PartSink | null = null;
+  private seen = 0;
+
+  constructor(
+    boundary: string,
+    private readonly onPart: (name: string, filename: string | null) => PartSink,
+  ) {
+    this.delimiter = Buffer.from(`--${boundary}`);
+    this.close = Buffer.concat([CRLF, this.delimiter]);
+  }
+
+  /** The next piece of the body; resolves once the sinks took what it held. */
+  async write(piece: Buffer): Promise<void> {
+    let buf = this.held.length ? Buffer.concat([this.held, piece]) : piece;
+    this.held = Buffer.alloc(0);
+    for (;;) {
+      const rest = await this.step(buf);
+      if (rest === null) return;
+      buf = rest;
+    }
+  }
+
+  /** The body ended: it must have ended with the closing boundary. */
+  end(): void {
+    if (this.state === 'preamble') throw bad('no part starts with the boundary from Content-Type');
+    if (this.state !== 'done') throw bad('the closing boundary is missing (truncated upload?)');
+  }
+
+  /** Takes what it can from `buf`; returns the bytes left for the next step, or null once it needs more. */
+  private async step(buf: Buffer): Promise<Buffer | null> {
+    switch (this.state) {
+      case 'done':
+        return null; // the epilogue, ignored
+      case 'preamble': {
+        const at = buf.indexOf(this.delimiter);
+        if (at < 0) {
+          if (buf.length > MAX_PREAMBLE_BYTES) throw bad('no part starts with the boundary from Content-Type');
+          return this.hold(buf);
+        }
+        this.state = 'delimiter';
+        return buf.subarray(at + this.delimiter.length);
+      }
+      case 'delimiter': {
+        if (buf.length < 2) return this.hold(buf);
+        const two = buf.subarray(0, 2).toString('latin1');
+        if (two === '--') {
+          this.state = 'done';
+          return null;
+        }
+        if (two !== '\r\n') throw bad('a boundary line does not end with CRLF');
+        this.state = 'headers';
+        return buf.subarray(2);
+      }
+      case 'headers': {
+        const end = buf.indexOf(HEADER_END);
+        if (end < 0) {
+          if (buf.length > MAX_HEADER_BYTES) throw bad('a part has no blank line after its headers');
+          return this.hold(buf);
+        }
+        this.sink = this.part(buf.subarray(0, end).toString('utf8').split('\r\n'));
+        this.state = 'content';
+        return buf.subarray(end + HEADER_END.length);
+      }
+      case 'content': {
+        const at = buf.indexOf(this.close);
+        if (at < 0) {
+          // All but what could be the start of the closing boundary is this part's.
+          const keep = Math.min(buf.length, this.close.length - 1);
+          if (buf.length > keep) await this.sink!.write(buf.subarray(0, buf.length - keep));
+          return this.hold(buf.subarray(buf.length - keep));
+        }
+        if (at > 0) await this.sink!.write(buf.subarray(0, at));
+        await this.sink!.end();
+        this.sink = null;
+        this.state = 'delimiter';
+        return buf.subarray(at + this.close.length);
+      }
+    }
+  }
+
+  private hold(buf: Buffer): null {
+    this.held = Buffer.from(buf); // a copy: the piece it is cut from may be large
+    return null;
+  }
+
+  private part(headers: string[]): PartSink {
     const disposition = headers.find((h) => /^content-disposition:/i.test(h));
     if (!disposition || !/:\s*form-data\s*(;|$)/i.test(disposition)) throw bad('a part has no Content-Disposition: form-data header');
     const name = dispositionParam(disposition, 'name');
     if (!name) throw bad('a part has no name');
-    parts.push({ name, filename: dispositionParam(disposition, 'filename'), data: body.subarray(headerEnd + 4, next) });
-    if (parts.length > 16) throw bad('too many parts (send purpose and file)');
-    pos = next + 2;
+    if (++this.seen > 16) throw bad('too many parts (send purpose and file)');
+    return this.onPart(name, dispositionParam(disposition, 'filename'));
   }
 }
+
+const bad = (why: string) => invalid(`multipart body: ${why}`);

@@ -4,8 +4,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { invalid } from '@svc/shared';
 import { requireKey } from '../../http/auth.ts';
-import { boundaryOf, parseMultipart } from './multipart.ts';
-import { FILES_LIST_CAP, type FilesService } from './service.ts';
+import { MultipartParser, boundaryOf, type PartSink } from './multipart.ts';
+import { FILES_LIST_CAP, checkPurpose, type FilesService } from './service.ts';
 
 export const FileObject = z.object({
   id: z.string().describe('file-...'),
@@ -36,21 +36,36 @@ const UPLOAD_BODY = {
 /** Multipart framing around the file part: headers, the purpose field, boundaries. */
 const FRAMING_BYTES = 64 * 1024;
 
-/** Reads the two fields of an upload; an unknown, repeated or missing field is a 400 that names it. */
-function uploadFields(body: unknown, contentType: string | undefined): { purpose: string; filename: string | null; data: Buffer } {
-  const boundary = boundaryOf(contentType);
-  const parts = parseMultipart(Buffer.isBuffer(body) ? body : Buffer.alloc(0), boundary);
-  const byName = new Map<string, (typeof parts)[number]>();
-  for (const p of parts) {
-    if (p.name !== 'purpose' && p.name !== 'file') throw invalid(`${p.name}: unknown field; an upload has the fields purpose and file`, p.name);
-    if (byName.has(p.name)) throw invalid(`${p.name}: given more than once`, p.name);
-    byName.set(p.name, p);
-  }
-  const purpose = byName.get('purpose');
-  if (!purpose) throw invalid('purpose: required ("batch")', 'purpose');
-  const file = byName.get('file');
-  if (!file) throw invalid('file: required (the JSONL content, sent as a file part)', 'file');
-  return { purpose: purpose.data.toString('utf8').trim(), filename: file.filename, data: file.data };
+/** Bytes the purpose field may have. */
+const MAX_PURPOSE_BYTES = 64;
+
+/**
+ * Reads an upload's multipart body as it arrives: the file part goes to the sink `file` gives, the purpose
+ * is checked as soon as it ends; an unknown, repeated or missing field is a 400 that names it.
+ */
+async function readUpload(body: AsyncIterable<Buffer>, boundary: string, file: (filename: string | null) => PartSink): Promise<{ purpose: string }> {
+  const got = new Set<string>();
+  let purpose = '';
+  const parser = new MultipartParser(boundary, (name, filename) => {
+    if (name !== 'purpose' && name !== 'file') throw invalid(`${name}: unknown field; an upload has the fields purpose and file`, name);
+    if (got.has(name)) throw invalid(`${name}: given more than once`, name);
+    got.add(name);
+    if (name === 'file') return file(filename);
+    const text: Buffer[] = [];
+    return {
+      write: (d) => void text.push(d),
+      end: () => {
+        const value = Buffer.concat(text);
+        purpose = value.subarray(0, MAX_PURPOSE_BYTES).toString('utf8').trim();
+        checkPurpose(value.length > MAX_PURPOSE_BYTES ? `${purpose}...` : purpose);
+      },
+    };
+  });
+  for await (const piece of body) await parser.write(piece);
+  parser.end();
+  if (!got.has('purpose')) throw invalid('purpose: required ("batch")', 'purpose');
+  if (!got.has('file')) throw invalid('file: required (the JSONL content, sent as a file part)', 'file');
+  return { purpose };
 }
 
 /** Files (spec: File; OpenAI's /v1/files shapes). */
@@ -61,7 +76,7 @@ export function fileRoutes(app: FastifyInstance, files: FilesService): void {
   r.post(
     '/v1/files',
     {
-      config: { ...cfg, rawBody: true, documentedBody: UPLOAD_BODY },
+      config: { ...cfg, rawBody: true, streamBody: true, documentedBody: UPLOAD_BODY },
       bodyLimit: files.cfg.fileMaxBytes + FRAMING_BYTES,
       schema: {
         tags,
@@ -74,7 +89,8 @@ export function fileRoutes(app: FastifyInstance, files: FilesService): void {
     },
     async (req) => {
       const p = requireKey(req);
-      return files.upload({ accountId: p.accountId, keyId: p.keyId }, uploadFields(req.body, req.headers['content-type']));
+      const boundary = boundaryOf(req.headers['content-type']);
+      return files.upload({ accountId: p.accountId, keyId: p.keyId }, (file) => readUpload(req.body as AsyncIterable<Buffer>, boundary, file));
     },
   );
 

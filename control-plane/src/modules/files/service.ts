@@ -4,6 +4,8 @@ import type { BatchesConfig } from '../../config/batches.ts';
 import type { DB, FilesTable } from '../../db/schema.ts';
 import { ChunkMissing, SealedChunks } from '../../db/sealed-chunks.ts';
 import { parseBatchInput, type BatchLine } from './jsonl.ts';
+import type { PartSink } from './multipart.ts';
+import { FileReceiver, sweepUploads } from './upload.ts';
 
 export const FILES_LIST_CAP = 200;
 const PURGE_CHUNK = 500;
@@ -17,6 +19,11 @@ const META = ['id', 'n', 'account_id', 'key_id', 'purpose', 'filename', 'bytes',
 const stored = (eb: ExpressionBuilder<DB, 'files'>) => eb.or([eb('content_chunks', 'is not', null), eb('content', 'is not', null)]);
 /** What destroying content sets (with when and why). */
 const DESTROYED = { content: null, content_chunks: null } as const;
+
+/** The one purpose an upload may have. */
+export function checkPurpose(purpose: string): void {
+  if (purpose !== 'batch') throw invalid(`purpose: must be "batch" (got "${purpose.slice(0, 40)}")`, 'purpose');
+}
 
 export interface FileView {
   id: string;
@@ -48,6 +55,8 @@ export class FilesService {
     private readonly clock: Clock,
     sealKey: Uint8Array,
     readonly cfg: BatchesConfig,
+    /** This process, and which processes are still connected (an upload's chunks are its process's until it ends). */
+    private readonly store: { processId: string; alive: (ids: readonly string[]) => Promise<Set<string>> },
   ) {
     this.chunks = new SealedChunks(new Sealer(sealKey), 'file_chunks');
   }
@@ -63,26 +72,41 @@ export class FilesService {
     return { id: r.id, object: 'file', bytes: r.bytes, created_at: unix(r.created_at), filename: r.filename, purpose: r.purpose, status: 'processed', status_details: details, expires_at: unix(r.expires_at) };
   }
 
-  /** Checks and stores an upload (purpose `batch`: JSONL validated line by line), sealed, with the hard TTL. */
-  async upload(owner: { accountId: string; keyId: string }, input: { purpose: string; filename: string | null; data: Buffer }): Promise<FileView> {
-    if (input.purpose !== 'batch') throw invalid(`purpose: must be "batch" (got "${input.purpose.slice(0, 40)}")`, 'purpose');
-    if (input.data.length > this.cfg.fileMaxBytes) {
-      throw new ServiceError('payload_too_large', `file: ${input.data.length} bytes exceeds the limit of ${this.cfg.fileMaxBytes} bytes`, { param: 'file' });
-    }
-    const lines = parseBatchInput(input.data, this.cfg.maxLines);
-    const filename = (input.filename ?? 'upload.jsonl').replace(/[\r\n\u0000]/g, '').slice(0, 255) || 'upload.jsonl';
-    const now = this.clock.now();
+  /**
+   * Receives and stores an upload: `receive` reads the request, passing the file part to the sink it asks for
+   * (checked as JSONL line by line and stored in sealed chunks as it arrives, see FileReceiver), and resolves
+   * with the purpose. The file's row is stored once everything checked out, with the hard TTL; a failure at
+   * any point leaves nothing behind.
+   */
+  async upload(owner: { accountId: string; keyId: string }, receive: (file: (filename: string | null) => PartSink) => Promise<{ purpose: string }>): Promise<FileView> {
     const id = newId(PREFIX.file, 24);
-    const endpoints = JSON.stringify([...new Set(lines.map((l) => l.url))]);
-    const row = await this.db.transaction().execute(async (trx) => {
-      const chunks = await this.chunks.write(trx, id, input.data);
-      return trx
-        .insertInto('files')
-        .values({ ...this.fileRow(id, owner, 'batch', filename, input.data.length, chunks, now), lines: lines.length, endpoints })
-        .returning(META)
-        .executeTakeFirstOrThrow();
-    });
-    return this.view(row, now);
+    let receiver: FileReceiver | null = null;
+    try {
+      const { purpose } = await receive((filename) => (receiver = new FileReceiver({ ...this.store, db: this.db, clock: this.clock, chunks: this.chunks, maxBytes: this.cfg.fileMaxBytes, maxLines: this.cfg.maxLines }, id, filename)));
+      checkPurpose(purpose);
+      const r = receiver as FileReceiver | null;
+      if (!r) throw invalid('file: required (the JSONL content, sent as a file part)', 'file');
+      const f = await r.finish();
+      const filename = (f.filename ?? 'upload.jsonl').replace(/[\r\n\u0000]/g, '').slice(0, 255) || 'upload.jsonl';
+      const now = this.clock.now();
+      const row = await this.db.transaction().execute(async (trx) => {
+        await r.commit(trx);
+        return trx
+          .insertInto('files')
+          .values({ ...this.fileRow(id, owner, 'batch', filename, f.bytes, f.chunks, now), lines: f.lines, endpoints: JSON.stringify(f.endpoints) })
+          .returning(META)
+          .executeTakeFirstOrThrow();
+      });
+      return this.view(row, now);
+    } catch (e) {
+      await (receiver as FileReceiver | null)?.discard().catch(() => undefined); // else swept once this process is gone
+      throw e;
+    }
+  }
+
+  /** Uploads whose process died mid-way: their chunks are deleted (leader loop). */
+  sweepUploads(): Promise<number> {
+    return sweepUploads(this.db, this.chunks, this.store.alive);
   }
 
   /** A new file's row; its content is in `chunks` chunk rows. */
