@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import OpenAI, { toFile } from 'openai';
@@ -110,6 +111,8 @@ describe('uploads read as they arrive', () => {
     // As if it were received by a process that has since died (no connection of it left in the database).
     await db().updateTable('file_uploads').set({ process_id: 'svc_p_gone0000000000' }).where('file_id', '=', pending.file_id).execute();
     await t.gw.leader.runAllOnce();
+    expect(await uploads()).toHaveLength(1); // missing once: its connection may only be reconnecting
+    await t.gw.leader.runAllOnce();
     expect(await uploads()).toEqual([]);
     expect(await chunksOf(pending.file_id)).toEqual([]);
     // This upload did not die after all: it cannot be stored without the chunks swept, so it is refused.
@@ -118,6 +121,53 @@ describe('uploads read as they arrive', () => {
     u.end();
     expect(await u.res).toMatchObject({ status: 503, body: { error: { type: 'unavailable' } } });
     expect(await db().selectFrom('files').select('id').where('id', '=', pending.file_id).execute()).toEqual([]);
+    expect(await orphans()).toEqual([]);
+  });
+
+  it('a refusal early in a large body reaches a client that sends the whole body before it reads the answer', async () => {
+    const body = Buffer.concat([HEAD, Buffer.from('{"custom_id": broken\n'), lines(20), TAIL]);
+    const u = new URL(t.url);
+    const sock = connect(Number(u.port), u.hostname);
+    try {
+      const head = `POST /v1/files HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${body.length}\r\n\r\n`;
+      // Nothing is read from the socket until all of the body is written (20 MiB: far more than the socket buffers hold).
+      await new Promise<void>((resolve, reject) => {
+        sock.once('error', reject);
+        sock.write(head);
+        sock.write(body, (e) => (e ? reject(e) : resolve()));
+      });
+      const answer = await new Promise<string>((resolve) => {
+        let got = '';
+        sock.on('data', (d: Buffer) => {
+          got += d.toString();
+          if (got.includes('\r\n\r\n{') && got.endsWith('}')) resolve(got);
+        });
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('file: line 1: not valid JSON');
+    } finally {
+      sock.destroy();
+    }
+    await until('nothing left of it', async () => (await uploads()).length === 0 && (await orphans()).length === 0);
+  });
+
+  it('a purpose part is refused as it grows past a few bytes; a body past the limit without a length is a 413', async () => {
+    const rawHead = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n`;
+    const big = streamedUpload();
+    big.send(Buffer.from(rawHead));
+    for (let i = 0; i < 4; i++) big.send(Buffer.alloc(1 << 20, 'b'));
+    big.end();
+    expect(await big.res).toMatchObject({ status: 400, body: { error: { type: 'invalid_request', param: 'purpose' } } });
+
+    // A whole upload, then an epilogue that takes the body past the route's limit (no Content-Length: chunked).
+    const long = streamedUpload();
+    long.send(HEAD);
+    long.send(lines(1));
+    long.send(TAIL);
+    for (let i = 0; i < 102; i++) long.send(Buffer.alloc(1 << 20, 'e'));
+    long.end();
+    expect(await long.res).toMatchObject({ status: 413, body: { error: { type: 'payload_too_large' } } });
+    expect(await uploads()).toEqual([]);
     expect(await orphans()).toEqual([]);
   });
 });

@@ -199,8 +199,9 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     name: 'purge_expired_files',
     everyMs: 60_000,
     run: async () => {
-      await batches.files.purgeExpired();
-      await batches.files.sweepUploads();
+      // Both, whichever fails: a failed purge must not keep the sweep from running, nor the other way round.
+      const [purge, sweep] = await Promise.allSettled([batches.files.purgeExpired(), batches.files.sweepUploads()]);
+      for (const r of [purge, sweep]) if (r.status === 'rejected') throw r.reason;
     },
   }); // files and batches
   leader.add({ name: 'video_jobs', everyMs: config.media.video.pollSeconds * 1000, run: () => media.loop((err, id) => app.log.warn({ err, job: id }, 'video job poll failed')) }); // media

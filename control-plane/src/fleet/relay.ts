@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { JobFinish, JobOutput } from '@svc/shared';
 import type { Database } from '../db/database.ts';
+import { goneCheck } from '../db/gone-check.ts';
 import { KeyedSerial } from './serial.ts';
 
 /**
@@ -29,8 +30,6 @@ export type RelayMessage =
 
 /** The inbox is also read this often without a NOTIFY (one missed while the LISTEN connection reconnected). */
 const POLL_MS = 3000;
-/** A process missing from the database at this many checks in a row is gone (one miss: its LISTEN connection may be reconnecting). */
-const GONE_AFTER_MISSES = 2;
 /** Messages nobody read (their receiver is gone) are deleted after this long. */
 const UNREAD_TTL = '10 minutes';
 
@@ -90,27 +89,9 @@ export class FleetRelay {
     return this.database.processesAlive(ids);
   }
 
-  /**
-   * A check of which peers are gone: missing from the database at GONE_AFTER_MISSES calls in a row (a peer not
-   * asked about is forgotten). Called periodically, so a LISTEN connection reconnecting is not death. Each
-   * periodic check keeps its own count (its calls are its rounds).
-   */
+  /** A check of which peers are gone (db/gone-check.ts): each periodic check keeps its own count. */
   goneCheck(): (peers: readonly string[]) => Promise<Set<string>> {
-    const missing = new Map<string, number>();
-    return async (peers) => {
-      const alive = peers.length ? await this.alive(peers) : new Set<string>();
-      const gone = new Set<string>();
-      for (const peer of [...missing.keys()]) if (!peers.includes(peer)) missing.delete(peer);
-      for (const peer of peers) {
-        if (alive.has(peer)) missing.delete(peer);
-        else {
-          const n = (missing.get(peer) ?? 0) + 1;
-          missing.set(peer, n);
-          if (n >= GONE_AFTER_MISSES) gone.add(peer);
-        }
-      }
-      return gone;
-    };
+    return goneCheck((ids) => this.alive(ids));
   }
 
   /** Deletes messages addressed to processes that never read them. */

@@ -21,15 +21,35 @@ function screen(req: FastifyRequest, digest: string, deny: DenylistCheck): void 
 async function* screened(req: FastifyRequest, payload: Readable, deny: DenylistCheck, limit: number): AsyncGenerator<Buffer> {
   const hash = createHash('sha256');
   let bytes = 0;
-  // A route that stops reading (a bad line) leaves the request as it is: destroying it would take the socket,
-  // and the route's 400 with it (node discards the rest of the body once the answer is sent).
-  for await (const piece of payload.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-    bytes += piece.length;
-    if (bytes > limit) throw bodyTooLarge(req);
-    hash.update(piece);
-    yield piece;
+  let whole = false;
+  try {
+    // Not destroyed when the route stops reading (a bad line): that would take the socket, and the answer with it.
+    for await (const piece of payload.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      bytes += piece.length;
+      if (bytes > limit) throw bodyTooLarge(req);
+      hash.update(piece);
+      yield piece;
+    }
+    whole = true;
+  } finally {
+    if (!whole) discardRest(payload, limit);
   }
   screen(req, hash.digest('hex'), deny);
+}
+
+/**
+ * The rest of a body its route stopped reading, read and dropped: a client that sends the whole body before
+ * it reads the answer (many do) gets the answer. Node drains only a body nobody began to read; one left
+ * paused half way stalls the client. Past `cap` more bytes the connection is closed instead.
+ */
+function discardRest(payload: Readable, cap: number): void {
+  if (payload.readableEnded || payload.destroyed) return;
+  let left = cap;
+  payload.on('data', (piece: Buffer) => {
+    left -= piece.length;
+    if (left < 0) payload.destroy();
+  });
+  payload.resume();
 }
 
 /**

@@ -59,13 +59,13 @@ function nulPath(req: FastifyRequest): { context: string; param: string } | null
   return null;
 }
 
-/** Maps every error to the envelope. 5xx never leaks internals: the message is generic, the log has the cause. */
 /** The 413 of a body past its route's limit (with the route's hint of what to send instead). */
 export function bodyTooLarge(req: FastifyRequest): ServiceError {
   const hint = req.routeOptions.config?.tooLargeHint;
   return new ServiceError('payload_too_large', `Request body exceeds the limit of ${req.routeOptions.bodyLimit ?? 'the route'} bytes${hint ? `; ${hint}` : ''}`);
 }
 
+/** Maps every error to the envelope. 5xx never leaks internals: the message is generic, the log has the cause. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((req, reply) => send(reply, routeNotFound(req)));
 

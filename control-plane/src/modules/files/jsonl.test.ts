@@ -17,6 +17,13 @@ function inPieces(file: Buffer, cuts: number[], maxLines = 100) {
   return { ...check.end(), seen };
 }
 
+/** Lines of a file checked whole with a line limit of `maxLineBytes`. */
+function inPiecesWith(file: Buffer, maxLineBytes: number): number {
+  const check = new BatchInputCheck(100, undefined, maxLineBytes);
+  check.push(file);
+  return check.end().lines;
+}
+
 function refusal(f: () => unknown): { message: string; line?: number } {
   try {
     f();
@@ -61,6 +68,23 @@ describe('BatchInputCheck', () => {
     expect(refusal(() => inPieces(Buffer.from(`${chat('a')}\n${chat('b')}\n${chat('a')}\n`), [])).message).toBe('file: line 3: custom_id "a" repeats line 1; each custom_id must be unique');
     // A half byte order mark is not one: the bytes are checked as text.
     expect(refusal(() => inPieces(Buffer.from([0xef, 0xbb]), [1])).message).toMatch(/^file: line 1: not UTF-8/);
+  });
+
+  it('a byte order mark starts the file only: on a later line it is not JSON', () => {
+    expect(refusal(() => inPieces(Buffer.from(`${chat('a')}\n\uFEFF${chat('b')}\n`), [])).message).toMatch(/^file: line 2: not valid JSON/);
+  });
+
+  it('refuses a line longer than the limit as it arrives, before it is whole', () => {
+    const check = new BatchInputCheck(100, undefined, 1000);
+    const long = Buffer.from(chat('b', 'y'.repeat(2000)));
+    check.push(Buffer.from(`${chat('a')}\n`));
+    check.push(long.subarray(0, 600));
+    expect(refusal(() => check.push(long.subarray(600, 1200)))).toEqual({ message: expect.stringMatching(/^file: line 2: longer than 1000 bytes; a line holds one request, at most 16777216 bytes/), line: 2 });
+    // A line at the limit is fine, with or without its newline.
+    const exact = Buffer.from(chat('c', 'z'.repeat(1000 - chat('c', '').length)));
+    expect(exact.length).toBe(1000);
+    expect(inPiecesWith(Buffer.concat([exact, Buffer.from('\n')]), 1000)).toBe(1);
+    expect(inPiecesWith(exact, 1000)).toBe(1);
   });
 
   it('refuses the line past the limit', () => {

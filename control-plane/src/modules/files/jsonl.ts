@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ServiceError } from '@svc/shared';
-import { ChatBody, EmbeddingsBody } from '../inference/schemas.ts';
+import { ChatBody, EmbeddingsBody, REQUEST_BODY_LIMIT } from '../inference/schemas.ts';
 
 /** The endpoints a batch line may call. */
 export const BATCH_URLS = ['/v1/chat/completions', '/v1/embeddings'] as const;
@@ -63,20 +63,24 @@ function checkLine(raw: string, line: number): BatchLine {
 const fileError = (why: string) => new ServiceError('invalid_request', `file: ${why}`, { param: 'file' });
 const NEWLINE = 0x0a;
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+/** Bytes a line may have: one request at the live routes' body limit, and its custom_id, method and url. */
+export const MAX_LINE_BYTES = REQUEST_BODY_LIMIT + 4096;
 
 /**
  * Checks a batch input file as its bytes arrive: UTF-8 JSONL, one request per line, custom_id unique, at most
  * `maxLines` lines, a trailing newline allowed, a leading byte order mark skipped. Each line is decoded and
  * checked on its own once its newline (or the end) is seen, so neither the file as text nor its parsed
- * lines are ever whole in memory unless the caller keeps them (`onLine`). A problem is a 400 naming the file
- * and the line. A line holds no 0x0A byte inside a UTF-8 sequence, so cutting at newlines cuts no character.
+ * lines are ever whole in memory unless the caller keeps them (`onLine`), and a line longer than
+ * `maxLineBytes` is refused as it arrives. A problem is a 400 naming the file and the line. A line holds no 0x0A byte inside a UTF-8 sequence, so cutting at newlines cuts no character.
  */
 export class BatchInputCheck {
-  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+  // ignoreBOM: a byte order mark is skipped at the start of the file only, not at the start of each line.
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   private readonly seen = new Map<string, number>();
   private readonly urls = new Set<BatchUrl>();
   /** Bytes of the line not yet ended, kept by reference. */
   private partial: Buffer[] = [];
+  private partialBytes = 0;
   private started = false;
   /** Lines checked so far. */
   lines = 0;
@@ -84,6 +88,7 @@ export class BatchInputCheck {
   constructor(
     private readonly maxLines: number,
     private readonly onLine?: (l: BatchLine) => void,
+    private readonly maxLineBytes = MAX_LINE_BYTES,
   ) {}
 
   push(bytes: Uint8Array): void {
@@ -98,12 +103,23 @@ export class BatchInputCheck {
     }
     let from = 0;
     for (let nl = buf.indexOf(NEWLINE); nl >= 0; nl = buf.indexOf(NEWLINE, from)) {
+      this.grow(nl - from);
       const row = this.partial.length ? Buffer.concat([...this.partial, buf.subarray(from, nl)]) : buf.subarray(from, nl);
       this.partial = [];
+      this.partialBytes = 0;
       this.line(row);
       from = nl + 1;
     }
-    if (from < buf.length) this.partial.push(buf.subarray(from));
+    if (from < buf.length) {
+      this.grow(buf.length - from);
+      this.partial.push(buf.subarray(from));
+    }
+  }
+
+  /** The line being read grows by `n` bytes: refused once past the limit, before it is kept. */
+  private grow(n: number): void {
+    this.partialBytes += n;
+    if (this.partialBytes > this.maxLineBytes) throw lineError(this.lines + 1, `longer than ${this.maxLineBytes} bytes; a line holds one request, at most ${REQUEST_BODY_LIMIT} bytes as on the live routes`);
   }
 
   /** The end of the file: checks its last line (one without a newline) and returns what the file holds. */

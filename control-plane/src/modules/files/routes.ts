@@ -52,13 +52,14 @@ async function readUpload(body: AsyncIterable<Buffer>, boundary: string, file: (
     got.add(name);
     if (name === 'file') return file(filename);
     const text: Buffer[] = [];
+    let bytes = 0;
     return {
-      write: (d) => void text.push(d),
-      end: () => {
-        const value = Buffer.concat(text);
-        purpose = value.subarray(0, MAX_PURPOSE_BYTES).toString('utf8').trim();
-        checkPurpose(value.length > MAX_PURPOSE_BYTES ? `${purpose}...` : purpose);
+      write: (d) => {
+        bytes += d.length;
+        if (bytes > MAX_PURPOSE_BYTES) throw invalid(`purpose: must be "batch" (got ${bytes}+ bytes)`, 'purpose');
+        text.push(d);
       },
+      end: () => checkPurpose((purpose = Buffer.concat(text).toString('utf8').trim())),
     };
   });
   for await (const piece of body) await parser.write(piece);

@@ -5,7 +5,7 @@ import type { DB, FilesTable } from '../../db/schema.ts';
 import { ChunkMissing, SealedChunks } from '../../db/sealed-chunks.ts';
 import { parseBatchInput, type BatchLine } from './jsonl.ts';
 import type { PartSink } from './multipart.ts';
-import { FileReceiver, sweepUploads } from './upload.ts';
+import { FileReceiver, UploadSweeper } from './upload.ts';
 
 export const FILES_LIST_CAP = 200;
 const PURGE_CHUNK = 500;
@@ -49,6 +49,7 @@ const unix = (d: Date) => Math.floor(d.getTime() / 1000);
  */
 export class FilesService {
   private readonly chunks: SealedChunks;
+  private readonly sweeper: UploadSweeper;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -59,6 +60,7 @@ export class FilesService {
     private readonly store: { processId: string; alive: (ids: readonly string[]) => Promise<Set<string>> },
   ) {
     this.chunks = new SealedChunks(new Sealer(sealKey), 'file_chunks');
+    this.sweeper = new UploadSweeper(db, this.chunks, store.alive);
   }
 
   private state(r: Pick<Row, 'content_destroyed_reason' | 'expires_at'>, now: Date): ContentState {
@@ -106,7 +108,7 @@ export class FilesService {
 
   /** Uploads whose process died mid-way: their chunks are deleted (leader loop). */
   sweepUploads(): Promise<number> {
-    return sweepUploads(this.db, this.chunks, this.store.alive);
+    return this.sweeper.sweep();
   }
 
   /** A new file's row; its content is in `chunks` chunk rows. */

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import { ServiceError, type Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
-import type { ChunkWriter, SealedChunks } from '../../db/sealed-chunks.ts';
+import { goneCheck } from '../../db/gone-check.ts';
+import { CHUNK_BYTES, type ChunkWriter, type SealedChunks } from '../../db/sealed-chunks.ts';
 import { BatchInputCheck, type BatchUrl } from './jsonl.ts';
 import type { PartSink } from './multipart.ts';
 
@@ -25,6 +26,8 @@ export class FileReceiver implements PartSink {
   private readonly writer: ChunkWriter;
   private started: Promise<void> | null = null;
   private ended = false;
+  /** Bytes written when the row was last seen. */
+  private checkedAt = 0;
 
   constructor(
     private readonly d: { db: Kysely<DB>; clock: Clock; chunks: SealedChunks; processId: string; maxBytes: number; maxLines: number },
@@ -41,6 +44,12 @@ export class FileReceiver implements PartSink {
     }
     this.check.push(data);
     await (this.started ??= this.start());
+    if (this.writer.bytes - this.checkedAt >= CHUNK_BYTES) {
+      // Once a chunk's worth: the row is still there (a sweep that took this process for gone stops it here,
+      // rather than let it store chunks nobody would find).
+      this.checkedAt = this.writer.bytes;
+      if (!(await this.d.db.selectFrom('file_uploads').select('file_id').where('file_id', '=', this.id).executeTakeFirst())) throw cleared();
+    }
     await this.writer.write(data); // kept until its chunk is full: the parser never changes a piece it passed on
   }
 
@@ -65,35 +74,55 @@ export class FileReceiver implements PartSink {
   async commit(trx: Kysely<DB>): Promise<void> {
     const r = await trx.deleteFrom('file_uploads').where('file_id', '=', this.id).executeTakeFirst();
     // Swept meanwhile (this process was taken for gone): its chunks may be gone too.
-    if (Number(r.numDeletedRows) !== 1) throw new ServiceError('unavailable', 'The upload was cleared while it was received; send it again');
+    if (Number(r.numDeletedRows) !== 1) throw cleared();
   }
 
-  /** The upload failed: its chunks and its row go. */
+  /**
+   * The upload failed: its chunks and its row go. Not the chunks of a file whose row was stored after all (its
+   * transaction committed, but the answer of the commit was lost).
+   */
   async discard(): Promise<void> {
     if (!this.started) return;
     await this.started.catch(() => undefined);
     await this.d.db.transaction().execute(async (trx) => {
-      await this.d.chunks.destroy(trx, [this.id]);
       await trx.deleteFrom('file_uploads').where('file_id', '=', this.id).execute();
+      if (!(await trx.selectFrom('files').select('id').where('id', '=', this.id).executeTakeFirst())) await this.d.chunks.destroy(trx, [this.id]);
     });
   }
 }
 
+const cleared = () => new ServiceError('unavailable', 'The upload was cleared while it was received (its process was taken for gone); send it again');
+
 /**
- * Deletes the chunks of uploads whose process left the database (it died mid-upload), 500 at a time;
- * returns how many uploads it swept. The uploads of live processes are theirs to finish or discard.
+ * Deletes the chunks of uploads whose process left the database (it died mid-way; missing at two sweeps in a
+ * row, db/gone-check.ts), 500 at a time. The uploads of live processes are theirs to finish or discard. Each
+ * row is taken (deleted) before its chunks go, in one transaction: an upload that stores its file row first
+ * keeps its chunks, and one that comes to it after finds its row gone and is refused (FileReceiver.commit).
  */
-export async function sweepUploads(db: Kysely<DB>, chunks: SealedChunks, alive: (ids: readonly string[]) => Promise<Set<string>>): Promise<number> {
-  const rows = await db.selectFrom('file_uploads').select(['file_id', 'process_id']).execute();
-  if (rows.length === 0) return 0;
-  const live = await alive([...new Set(rows.map((r) => r.process_id))]);
-  const dead = rows.filter((r) => !live.has(r.process_id)).map((r) => r.file_id);
-  for (let i = 0; i < dead.length; i += 500) {
-    const ids = dead.slice(i, i + 500);
-    await db.transaction().execute(async (trx) => {
-      await chunks.destroy(trx, ids);
-      await trx.deleteFrom('file_uploads').where('file_id', 'in', ids).execute();
-    });
+export class UploadSweeper {
+  private readonly gone: (ids: readonly string[]) => Promise<Set<string>>;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly chunks: SealedChunks,
+    alive: (ids: readonly string[]) => Promise<Set<string>>,
+  ) {
+    this.gone = goneCheck(alive);
   }
-  return dead.length;
+
+  /** One sweep; returns how many uploads it swept. */
+  async sweep(): Promise<number> {
+    const rows = await this.db.selectFrom('file_uploads').select(['file_id', 'process_id']).execute();
+    const gone = await this.gone([...new Set(rows.map((r) => r.process_id))]);
+    const dead = rows.filter((r) => gone.has(r.process_id)).map((r) => r.file_id);
+    let swept = 0;
+    for (let i = 0; i < dead.length; i += 500) {
+      swept += await this.db.transaction().execute(async (trx) => {
+        const taken = (await trx.deleteFrom('file_uploads').where('file_id', 'in', dead.slice(i, i + 500)).returning('file_id').execute()).map((r) => r.file_id);
+        await this.chunks.destroy(trx, taken);
+        return taken.length;
+      });
+    }
+    return swept;
+  }
 }

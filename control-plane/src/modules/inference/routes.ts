@@ -10,8 +10,8 @@ import { AnthropicMessage, ChatBody, ChatCompletion, Embeddings, EmbeddingsBody,
 import type { CallContext, Endpoint, InferenceService } from './service.ts';
 import { ChatCompletionSink, LazySse, errorPayload, runStream } from './stream.ts';
 import { estimateChatInput } from './tokens.ts';
+import { REQUEST_BODY_LIMIT } from './schemas.ts';
 
-const BODY_LIMIT = 16 * 1024 * 1024;
 const billable = { auth: 'key', scope: 'inference', billable: true } as const;
 
 /** The absolute URL of each route, for 402 terms (a URL parsed per request cost measurable CPU at high rates). */
@@ -48,7 +48,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
 
   r.post(
     '/v1/chat/completions',
-    { config: billable, bodyLimit: BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape chat completion; stream: true answers with SSE ending in the receipt event', headers: RunHeader, body: ChatBody, response: { 200: ChatCompletion } } },
+    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape chat completion; stream: true answers with SSE ending in the receipt event', headers: RunHeader, body: ChatBody, response: { 200: ChatCompletion } } },
     async (req, reply) => {
       const p = requireKey(req);
       const ctx = context(req, reply, 'chat.completions', '/v1/chat/completions', d.publicUrl);
@@ -62,7 +62,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
 
   r.post(
     '/v1/embeddings',
-    { config: billable, bodyLimit: BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape embeddings', headers: RunHeader, body: EmbeddingsBody, response: { 200: Embeddings } } },
+    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape embeddings', headers: RunHeader, body: EmbeddingsBody, response: { 200: Embeddings } } },
     async (req, reply) => sendJson(reply, await svc.embeddings(requireKey(req), req.body, context(req, reply, 'embeddings', '/v1/embeddings', d.publicUrl))),
   );
 
@@ -70,7 +70,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
     '/v1/messages',
     {
       config: billable,
-      bodyLimit: BODY_LIMIT,
+      bodyLimit: REQUEST_BODY_LIMIT,
       onSend: anthropicErrors,
       schema: { tags, summary: 'Anthropic Messages shape over chat completions; stream: true answers with the Messages event sequence ending in the receipt event', headers: RunHeader, body: MessagesBody, response: { 200: AnthropicMessage } },
     },
@@ -90,7 +90,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
 
   r.post(
     '/v1/responses',
-    { config: billable, bodyLimit: BODY_LIMIT, schema: { tags, summary: 'OpenAI Responses shape over chat completions; previous_response_id is refused (nothing is stored)', headers: RunHeader, body: ResponsesBody, response: { 200: ResponseObject } } },
+    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, schema: { tags, summary: 'OpenAI Responses shape over chat completions; previous_response_id is refused (nothing is stored)', headers: RunHeader, body: ResponsesBody, response: { 200: ResponseObject } } },
     async (req, reply) => {
       const p = requireKey(req);
       const chat = responsesToChat(req.body);

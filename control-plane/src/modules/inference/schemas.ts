@@ -14,6 +14,9 @@ const ChatMessage = z
   })
   .loose();
 
+/** The body limit of the inference routes (a batch line holds one such request). */
+export const REQUEST_BODY_LIMIT = 16 * 1024 * 1024;
+
 export const ChatBody = z
   .object({
     model: ModelField,

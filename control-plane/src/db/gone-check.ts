@@ -1,0 +1,25 @@
+/** A process missing from the database at this many checks in a row is gone (one miss: its LISTEN connection may be reconnecting). */
+const GONE_AFTER_MISSES = 2;
+
+/**
+ * A check of which of these processes are gone: missing from the database (`alive`, Database.processesAlive)
+ * at GONE_AFTER_MISSES calls in a row (a process not asked about is forgotten). Called periodically, so a
+ * connection reconnecting is not death. Each check keeps its own count (its calls are its rounds).
+ */
+export function goneCheck(alive: (ids: readonly string[]) => Promise<Set<string>>): (ids: readonly string[]) => Promise<Set<string>> {
+  const missing = new Map<string, number>();
+  return async (ids) => {
+    const live = ids.length ? await alive(ids) : new Set<string>();
+    const gone = new Set<string>();
+    for (const id of [...missing.keys()]) if (!ids.includes(id)) missing.delete(id);
+    for (const id of ids) {
+      if (live.has(id)) missing.delete(id);
+      else {
+        const n = (missing.get(id) ?? 0) + 1;
+        missing.set(id, n);
+        if (n >= GONE_AFTER_MISSES) gone.add(id);
+      }
+    }
+    return gone;
+  };
+}
