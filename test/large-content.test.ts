@@ -86,7 +86,7 @@ describe('content larger than a chunk', () => {
     }
   });
 
-  it('a 9 MiB video is stored in three chunks and downloaded whole; verify by its hash', async () => {
+  it('a 9 MiB video is stored in three chunks as it downloads and read back whole; a download cut short leaves none; verify by its hash', async () => {
     media.switches.videoBytes = 9 * 1024 * 1024;
     try {
       const a = await account(t, 1_000_000);
@@ -95,6 +95,14 @@ describe('content larger than a chunk', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(202);
       const upstream = media.lastVideo();
       media.advance(upstream.id, { status: 'completed', progress: 100 });
+      // The connection drops after 6 MiB (a chunk was stored): the job stays open, with no chunk, for the next poll.
+      media.switches.contentCutAfter = 6 * 1024 * 1024;
+      await t.gw.leader.runAllOnce();
+      expect((await call(c, 'GET', `/v1/videos/generations/${r.body.id}`)).body).toMatchObject({ status: 'queued', asset_available: false });
+      expect(await chunksOf('video_chunks', r.body.id)).toEqual([]);
+      // What an attempt whose process died mid-download left: the next attempt starts from nothing.
+      await t.gw.database.db.insertInto('video_chunks').values({ owner_id: r.body.id, seq: 7, last: false, content: Buffer.from('stale') }).execute();
+      media.switches.contentCutAfter = null;
       expect(await t.gw.leader.runAllOnce()).toBe(true);
       const bytes = media.content(upstream.id);
       expect(await chunksOf('video_chunks', r.body.id)).toHaveLength(3);

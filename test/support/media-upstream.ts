@@ -40,6 +40,8 @@ export interface MediaSwitches {
   contentFailWith: number | null;
   /** Bytes of filler in each video file (default 4096). */
   videoBytes: number | null;
+  /** GET .../content sends this many bytes of the file, then drops the connection. */
+  contentCutAfter: number | null;
 }
 
 export interface MediaUpstream {
@@ -58,7 +60,7 @@ export interface MediaUpstream {
   close(): Promise<void>;
 }
 
-const DEFAULTS: MediaSwitches = { failWith: null, imageCount: null, jpeg: false, contentFailWith: null, videoBytes: null };
+const DEFAULTS: MediaSwitches = { failWith: null, imageCount: null, jpeg: false, contentFailWith: null, videoBytes: null, contentCutAfter: null };
 
 function chunk(type: string, data: Buffer): Buffer {
   const len = Buffer.alloc(4);
@@ -100,6 +102,13 @@ function mp4(id: string, bytes = 4096): Buffer {
 export async function startMediaUpstream(): Promise<MediaUpstream> {
   const requests: MediaRequest[] = [];
   const switches: MediaSwitches = { ...DEFAULTS };
+  /** Each job's file, made once (a large one takes a while, and is served as the same bytes each time). */
+  const files = new Map<string, Buffer>();
+  const file = (id: string) => {
+    const key = `${id}:${switches.videoBytes}`;
+    if (!files.has(key)) files.set(key, mp4(id, switches.videoBytes ?? undefined));
+    return files.get(key)!;
+  };
   const videos = new Map<string, UpstreamVideoJob>();
   const images: string[] = [];
   let n = 0;
@@ -145,8 +154,9 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
     if (job && req.method === 'GET' && m![2]) {
       if (switches.contentFailWith !== null) return fail(switches.contentFailWith, 'content unavailable');
       if (job.status !== 'completed') return fail(400, 'video is not ready');
-      const bytes = mp4(job.id, switches.videoBytes ?? undefined);
+      const bytes = file(job.id);
       res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(bytes.length) });
+      if (switches.contentCutAfter !== null) return res.write(bytes.subarray(0, switches.contentCutAfter), () => res.destroy());
       return res.end(bytes);
     }
     if (job && req.method === 'DELETE' && !m![2]) {
@@ -171,8 +181,9 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
       if (!job) throw new Error(`no upstream video ${id}`);
       Object.assign(job, to);
     },
-    content: (id) => mp4(id, switches.videoBytes ?? undefined),
+    content: (id) => file(id),
     reset() {
+      files.clear();
       requests.length = 0;
       images.length = 0;
       Object.assign(switches, DEFAULTS);

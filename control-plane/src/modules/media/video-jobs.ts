@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { ServiceError, Sealer, randomId, sha256Hex, type Clock, type Hex, type SignedReceipt } from '@svc/shared';
+import { ServiceError, Sealer, randomId, type Clock, type Hex, type SignedReceipt } from '@svc/shared';
 import type { MediaConfig, MediaProvider, VideoModel } from '../../config/media.ts';
 import type { DB, VideoJobsTable } from '../../db/schema.ts';
-import { CHUNK_BYTES, SealedChunks } from '../../db/sealed-chunks.ts';
+import { SealedChunks } from '../../db/sealed-chunks.ts';
 import type { Hold, Metering } from '../money/metering.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import type { MediaCatalog } from './catalog.ts';
@@ -129,28 +130,26 @@ export class VideoJobs {
   /** Releases the hold and closes the job unbilled (failed or canceled). */
   async close(row: MetaRow, token: string, status: 'failed' | 'canceled', error: { type: string; message: string } | null): Promise<MetaRow | undefined> {
     if (row.hold) await this.d.metering.release(row.hold as unknown as Hold);
-    return this.update(row.id, token, { status, hold: null, cost_micro_usd: 0, billed: false, error: error ? JSON.stringify(error) : null, completed_at: this.d.clock.now() });
+    const closed = await this.update(row.id, token, { status, hold: null, cost_micro_usd: 0, billed: false, error: error ? JSON.stringify(error) : null, completed_at: this.d.clock.now() });
+    if (closed) await this.chunks.destroy(this.d.db, [row.id]); // what a download whose process died left
+    return closed;
   }
 
   /** Downloads, settles on the actual duration, signs the manifest, seals the file: succeeded. */
   async finalize(row: MetaRow, token: string, v: UpstreamVideo): Promise<MetaRow | undefined> {
     const provider = this.provider(row);
     if (!provider) return this.close(row, token, 'failed', { type: 'upstream_error', message: `the provider ${row.provider} is no longer configured` });
-    let bytes: Buffer;
+    let file: { bytes: number; chunks: number; digest: string };
     try {
-      bytes = await this.d.client.bytes(provider, `/videos/${encodeURIComponent(row.upstream_id!)}/content`);
+      file = await this.store(row.id, provider, `/videos/${encodeURIComponent(row.upstream_id!)}/content`);
     } catch (e) {
       await this.unlock(row.id, token); // the next poll tries again, until the render time limit
       throw mapped(e);
     }
-    if (bytes.length === 0) {
-      await this.unlock(row.id, token);
-      throw new ServiceError('upstream_error', `Provider ${provider.name} served an empty video`);
-    }
     const reported = typeof v.seconds === 'number' ? v.seconds : typeof v.seconds === 'string' ? Number(v.seconds) : NaN;
     let seconds = Number.isFinite(reported) && reported > 0 ? Math.min(reported, row.max_seconds) : row.seconds;
     const hold = row.hold as unknown as Hold;
-    const digest = sha256Hex(bytes);
+    const digest = file.digest;
     let cost = Math.min(costOf(seconds, row.price_micro_usd_per_second), hold.amount);
     const usage = {
       costMicroUsd: cost,
@@ -189,21 +188,40 @@ export class VideoJobs {
       manifest: JSON.stringify(prov.manifest),
       manifest_signature: prov.signature,
       asset_sha256: digest,
-      content_bytes: bytes.length,
-      content_chunks: Math.ceil(bytes.length / CHUNK_BYTES), // what SealedChunks.write stores (bytes is not empty)
+      content_bytes: file.bytes,
+      content_chunks: file.chunks,
       completed_at: now,
       expires_at: new Date(now.getTime() + this.d.cfg.video.ttlSeconds * 1000),
     };
-    // The file goes in with the row's change, in one transaction: the conditional update takes the row, so only
-    // the lease holder writes chunks, and a process that dies leaves none behind.
-    const done = await this.d.db.transaction().execute(async (trx) => {
-      const updated = await this.update(row.id, token, succeeded, trx);
-      if (updated) await this.chunks.write(trx, row.id, bytes);
-      return updated;
-    });
+    // The file is the job's once this conditional update takes the row (the lease holder's alone).
+    const done = await this.update(row.id, token, succeeded);
     // The file is ours now; the upstream copy goes (best-effort).
     await this.d.client.json(provider, 'DELETE', `/videos/${encodeURIComponent(row.upstream_id!)}`).catch(() => undefined);
     return done;
+  }
+
+  /**
+   * Downloads the job's file into its chunks (owner = job id) as it arrives, hashing it on the way, outside
+   * any transaction: the lease holder alone writes them, within the download's time limit, which the lease
+   * outlasts. Chunks an earlier attempt left (its process died before the job's row was written) are
+   * deleted first; a failed download deletes its own before the lease is given back.
+   */
+  private async store(jobId: string, provider: MediaProvider<VideoModel>, path: string): Promise<{ bytes: number; chunks: number; digest: string }> {
+    await this.chunks.destroy(this.d.db, [jobId]);
+    const hash = createHash('sha256');
+    const w = this.chunks.writer(this.d.db, jobId);
+    try {
+      const bytes = await this.d.client.download(provider, path, async (piece) => {
+        hash.update(piece);
+        await w.write(piece);
+      });
+      if (bytes === 0) throw new ServiceError('upstream_error', `Provider ${provider.name} served an empty video`);
+      const { chunks } = await w.end();
+      return { bytes, chunks, digest: hash.digest('hex') };
+    } catch (e) {
+      await this.chunks.destroy(this.d.db, [jobId]);
+      throw e;
+    }
   }
 
   /** One poll of a leased job: follow the upstream, or fail it at the render time limit. */
