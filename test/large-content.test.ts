@@ -8,6 +8,7 @@ import { storedChunks } from './support/chunks.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
 import { startMediaUpstream, type MediaUpstream } from './support/media-upstream.ts';
+import { until } from './support/agent.ts';
 import { account, batchEnv, chatLine, drain, readLines, uploadLines } from './support/batches.ts';
 
 /**
@@ -116,6 +117,37 @@ describe('content larger than a chunk', () => {
       const v = await call(c, 'POST', '/v1/videos/verify', { asset_sha256: sha256(got), manifest: job.body.manifest, signature: job.body.manifest_signature });
       expect(v.body).toMatchObject({ manifest_found: true, signature_valid: true, hash_matches: true });
     } finally {
+      media.reset();
+    }
+  });
+
+  it('a pass whose lease passed to another while its video downloaded neither adds chunks nor deletes them', async () => {
+    media.switches.videoBytes = 9 * 1024 * 1024;
+    media.switches.contentHoldAfter = 6 * 1024 * 1024;
+    try {
+      const a = await account(t, 1_000_000);
+      const c = t.client.withCredential({ kind: 'key', token: a.key });
+      const r = await call(c, 'POST', '/v1/videos/generations', { model: 'test-video', prompt: 'a stalled take', seconds: 4 });
+      media.advance(media.lastVideo().id, { status: 'completed', progress: 100 });
+      const pass = t.gw.leader.runAllOnce();
+      await until('the first chunk is stored', async () => (await chunksOf('video_chunks', r.body.id)).length === 1);
+      // The pass stalls past its lease; another pass takes the job (and, say, has stored this chunk itself).
+      const db = t.gw.database.db;
+      await db.updateTable('video_jobs').set({ lock_token: 'another-pass', locked_until: new Date(Date.now() + 3_600_000) }).where('id', '=', r.body.id).execute();
+      media.releaseContent();
+      await pass;
+      expect(await chunksOf('video_chunks', r.body.id)).toHaveLength(1); // its next chunk refused, and its cleanup too
+      expect(await db.selectFrom('video_jobs').select(['status', 'lock_token']).where('id', '=', r.body.id).executeTakeFirstOrThrow()).toEqual({ status: 'queued', lock_token: 'another-pass' });
+      // That other pass went away: once its lease is over, the next pass stores the file from the start.
+      await db.updateTable('video_jobs').set({ lock_token: null, locked_until: null }).where('id', '=', r.body.id).execute();
+      media.switches.contentHoldAfter = null;
+      expect(await t.gw.leader.runAllOnce()).toBe(true);
+      expect((await call(c, 'GET', `/v1/videos/generations/${r.body.id}`)).body).toMatchObject({ status: 'succeeded', asset_available: true });
+      expect(await chunksOf('video_chunks', r.body.id)).toHaveLength(3);
+      const got = Buffer.from(await (await c.raw('GET', `/v1/videos/generations/${r.body.id}/content`)).arrayBuffer());
+      expect(sha256(got)).toBe(sha256(media.content(media.lastVideo().id)));
+    } finally {
+      media.releaseContent();
       media.reset();
     }
   });

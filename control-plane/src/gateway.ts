@@ -37,6 +37,7 @@ import { WebhookSender } from './modules/webhooks/sender.ts';
 import { AlertsService } from './modules/alerts/service.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
 import { createBatches } from './modules/batches/deps.ts'; // files and batches
+import { SWEEP_EVERY_MS } from './modules/files/upload.ts';
 import { createMedia } from './modules/media/deps.ts'; // media (images, videos, assistant)
 
 export interface GatewayOptions {
@@ -197,7 +198,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'batches', everyMs: 1_000, run: () => batches.runner.tick() }); // files and batches
   leader.add({
     name: 'purge_expired_files',
-    everyMs: 60_000,
+    everyMs: SWEEP_EVERY_MS,
     run: async () => {
       // Both, whichever fails: a failed purge must not keep the sweep from running, nor the other way round.
       const [purge, sweep] = await Promise.allSettled([batches.files.purgeExpired(), batches.files.sweepUploads()]);

@@ -42,6 +42,8 @@ export interface MediaSwitches {
   videoBytes: number | null;
   /** GET .../content sends this many bytes of the file, then drops the connection. */
   contentCutAfter: number | null;
+  /** GET .../content sends this many bytes of the file, then waits for `releaseContent()` before the rest. */
+  contentHoldAfter: number | null;
 }
 
 export interface MediaUpstream {
@@ -56,11 +58,13 @@ export interface MediaUpstream {
   advance(id: string, to: Partial<Pick<UpstreamVideoJob, 'status' | 'progress' | 'seconds' | 'error'>>): void;
   /** The bytes GET .../content serves for a job. */
   content(id: string): Buffer;
+  /** Lets the downloads held by `contentHoldAfter` go on. */
+  releaseContent(): void;
   reset(): void;
   close(): Promise<void>;
 }
 
-const DEFAULTS: MediaSwitches = { failWith: null, imageCount: null, jpeg: false, contentFailWith: null, videoBytes: null, contentCutAfter: null };
+const DEFAULTS: MediaSwitches = { failWith: null, imageCount: null, jpeg: false, contentFailWith: null, videoBytes: null, contentCutAfter: null, contentHoldAfter: null };
 
 function chunk(type: string, data: Buffer): Buffer {
   const len = Buffer.alloc(4);
@@ -104,6 +108,8 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
   const switches: MediaSwitches = { ...DEFAULTS };
   /** Each job's file, made once (a large one takes a while, and is served as the same bytes each time). */
   const files = new Map<string, Buffer>();
+  let release = () => {};
+  let held = new Promise<void>((r) => (release = r));
   const file = (id: string) => {
     const key = `${id}:${switches.videoBytes}`;
     if (!files.has(key)) files.set(key, mp4(id, switches.videoBytes ?? undefined));
@@ -157,6 +163,11 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
       const bytes = file(job.id);
       res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(bytes.length) });
       if (switches.contentCutAfter !== null) return res.write(bytes.subarray(0, switches.contentCutAfter), () => res.destroy());
+      if (switches.contentHoldAfter !== null) {
+        const at = switches.contentHoldAfter;
+        res.write(bytes.subarray(0, at));
+        return void held.then(() => res.end(bytes.subarray(at)));
+      }
       return res.end(bytes);
     }
     if (job && req.method === 'DELETE' && !m![2]) {
@@ -182,6 +193,10 @@ export async function startMediaUpstream(): Promise<MediaUpstream> {
       Object.assign(job, to);
     },
     content: (id) => file(id),
+    releaseContent() {
+      release();
+      held = new Promise<void>((r) => (release = r));
+    },
     reset() {
       files.clear();
       requests.length = 0;

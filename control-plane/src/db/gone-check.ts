@@ -3,12 +3,17 @@ const GONE_AFTER_MISSES = 2;
 
 /**
  * A check of which of these processes are gone: missing from the database (`alive`, Database.processesAlive)
- * at GONE_AFTER_MISSES calls in a row (a process not asked about is forgotten). Called periodically, so a
+ * at GONE_AFTER_MISSES calls in a row (a process not asked about is forgotten; with `staleAfterMs`, calls
+ * further apart than that do not count as in a row). Called periodically, so a
  * connection reconnecting is not death. Each check keeps its own count (its calls are its rounds).
  */
-export function goneCheck(alive: (ids: readonly string[]) => Promise<Set<string>>): (ids: readonly string[]) => Promise<Set<string>> {
+export function goneCheck(alive: (ids: readonly string[]) => Promise<Set<string>>, staleAfterMs = Infinity): (ids: readonly string[]) => Promise<Set<string>> {
   const missing = new Map<string, number>();
+  let last = -Infinity;
   return async (ids) => {
+    // Calls further apart than `staleAfterMs` are not in a row (e.g. a leader's sweeps across a term it lost).
+    if (performance.now() - last > staleAfterMs) missing.clear();
+    last = performance.now();
     const live = ids.length ? await alive(ids) : new Set<string>();
     const gone = new Set<string>();
     for (const id of [...missing.keys()]) if (!ids.includes(id)) missing.delete(id);

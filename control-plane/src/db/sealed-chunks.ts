@@ -31,10 +31,20 @@ export class SealedChunks {
     return `${owner}:${seq}:${last ? 'last' : 'more'}`;
   }
 
-  /** A writer for the owner's content; call `end()` once everything is written (on `db`, a transaction or not). */
-  writer(db: Kysely<any>, owner: string): ChunkWriter {
+  /**
+   * A writer for the owner's content; call `end()` once everything is written (on `db`, a transaction or not).
+   * With a `guard`, each chunk is stored in a transaction of its own that runs the guard first (which throws
+   * when the writer may no longer write, e.g. it lost a lease), so no chunk lands once the guard refuses.
+   */
+  writer(db: Kysely<any>, owner: string, guard?: (trx: Kysely<any>) => Promise<void>): ChunkWriter {
+    const insert = (into: Kysely<any>, seq: number, last: boolean, plain: Buffer) =>
+      sql`insert into ${sql.table(this.table)} (owner_id, seq, last, content) values (${owner}, ${seq}, ${last}, ${this.sealer.seal(plain, this.aad(owner, seq, last))})`.execute(into).then(() => undefined);
+    if (!guard) return new ChunkWriter((seq, last, plain) => insert(db, seq, last, plain));
     return new ChunkWriter((seq, last, plain) =>
-      sql`insert into ${sql.table(this.table)} (owner_id, seq, last, content) values (${owner}, ${seq}, ${last}, ${this.sealer.seal(plain, this.aad(owner, seq, last))})`.execute(db).then(() => undefined),
+      db.transaction().execute(async (trx) => {
+        await guard(trx);
+        await insert(trx, seq, last, plain);
+      }),
     );
   }
 

@@ -152,9 +152,9 @@ export class BatchInputCheck {
 }
 
 /** Parses and checks a whole batch input file (see BatchInputCheck), keeping its lines. */
-export function parseBatchInput(content: Uint8Array, maxLines: number): BatchLine[] {
+export function parseBatchInput(content: Uint8Array, maxLines: number, maxLineBytes = MAX_LINE_BYTES): BatchLine[] {
   const lines: BatchLine[] = [];
-  const check = new BatchInputCheck(maxLines, (l) => lines.push(l));
+  const check = new BatchInputCheck(maxLines, (l) => lines.push(l), maxLineBytes);
   check.push(content);
   check.end();
   return lines;

@@ -225,7 +225,8 @@ export class FilesService {
       throw e;
     });
     if (!content) return null;
-    return { lines: parseBatchInput(content, Number.MAX_SAFE_INTEGER), expiresAt: row.expires_at, bytes: content.length };
+    // Checked when it was stored: no limit applies again (files stored before the line limit may exceed it).
+    return { lines: parseBatchInput(content, Number.MAX_SAFE_INTEGER, Infinity), expiresAt: row.expires_at, bytes: content.length };
   }
 
   /**

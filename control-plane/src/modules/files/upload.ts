@@ -93,6 +93,9 @@ export class FileReceiver implements PartSink {
 
 const cleared = () => new ServiceError('unavailable', 'The upload was cleared while it was received (its process was taken for gone); send it again');
 
+/** How often the leader's loop sweeps (gateway.ts: purge_expired_files). */
+export const SWEEP_EVERY_MS = 60_000;
+
 /**
  * Deletes the chunks of uploads whose process left the database (it died mid-way; missing at two sweeps in a
  * row, db/gone-check.ts), 500 at a time. The uploads of live processes are theirs to finish or discard. Each
@@ -107,7 +110,7 @@ export class UploadSweeper {
     private readonly chunks: SealedChunks,
     alive: (ids: readonly string[]) => Promise<Set<string>>,
   ) {
-    this.gone = goneCheck(alive);
+    this.gone = goneCheck(alive, 3 * SWEEP_EVERY_MS);
   }
 
   /** One sweep; returns how many uploads it swept. */

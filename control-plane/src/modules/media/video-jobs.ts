@@ -130,9 +130,11 @@ export class VideoJobs {
   /** Releases the hold and closes the job unbilled (failed or canceled). */
   async close(row: MetaRow, token: string, status: 'failed' | 'canceled', error: { type: string; message: string } | null): Promise<MetaRow | undefined> {
     if (row.hold) await this.d.metering.release(row.hold as unknown as Hold);
-    const closed = await this.update(row.id, token, { status, hold: null, cost_micro_usd: 0, billed: false, error: error ? JSON.stringify(error) : null, completed_at: this.d.clock.now() });
-    if (closed) await this.chunks.destroy(this.d.db, [row.id]); // what a download whose process died left
-    return closed;
+    return this.d.db.transaction().execute(async (trx) => {
+      const closed = await this.update(row.id, token, { status, hold: null, cost_micro_usd: 0, billed: false, error: error ? JSON.stringify(error) : null, completed_at: this.d.clock.now() }, trx);
+      if (closed) await this.chunks.destroy(trx, [row.id]); // what a download whose process died left
+      return closed;
+    });
   }
 
   /** Downloads, settles on the actual duration, signs the manifest, seals the file: succeeded. */
@@ -141,7 +143,7 @@ export class VideoJobs {
     if (!provider) return this.close(row, token, 'failed', { type: 'upstream_error', message: `the provider ${row.provider} is no longer configured` });
     let file: { bytes: number; chunks: number; digest: string };
     try {
-      file = await this.store(row.id, provider, `/videos/${encodeURIComponent(row.upstream_id!)}/content`);
+      file = await this.store(row.id, token, provider, `/videos/${encodeURIComponent(row.upstream_id!)}/content`);
     } catch (e) {
       await this.unlock(row.id, token); // the next poll tries again, until the render time limit
       throw mapped(e);
@@ -195,21 +197,28 @@ export class VideoJobs {
     };
     // The file is the job's once this conditional update takes the row (the lease holder's alone).
     const done = await this.update(row.id, token, succeeded);
-    // The file is ours now; the upstream copy goes (best-effort).
-    await this.d.client.json(provider, 'DELETE', `/videos/${encodeURIComponent(row.upstream_id!)}`).catch(() => undefined);
+    // The file is ours now; the upstream copy goes (best-effort). Not when the lease was lost: the job is then
+    // another pass's, which needs the upstream copy.
+    if (done) await this.d.client.json(provider, 'DELETE', `/videos/${encodeURIComponent(row.upstream_id!)}`).catch(() => undefined);
     return done;
   }
 
   /**
    * Downloads the job's file into its chunks (owner = job id) as it arrives, hashing it on the way, outside
-   * any transaction: the lease holder alone writes them, within the download's time limit, which the lease
-   * outlasts. Chunks an earlier attempt left (its process died before the job's row was written) are
-   * deleted first; a failed download deletes its own before the lease is given back.
+   * any one transaction. Every write and delete of the chunks is fenced by the lease (`holding`, in the same
+   * transaction): a pass whose lease ran out (it stalled, and another pass took the job) can neither add to
+   * nor delete the chunks of the pass that holds it now. Chunks an earlier attempt left (its process died
+   * before the job's row was written) are deleted first; a failed download deletes its own.
    */
-  private async store(jobId: string, provider: MediaProvider<VideoModel>, path: string): Promise<{ bytes: number; chunks: number; digest: string }> {
-    await this.chunks.destroy(this.d.db, [jobId]);
+  private async store(jobId: string, token: string, provider: MediaProvider<VideoModel>, path: string): Promise<{ bytes: number; chunks: number; digest: string }> {
+    const fenced = (f: (trx: Kysely<DB>) => Promise<unknown>) =>
+      this.d.db.transaction().execute(async (trx) => {
+        await this.holding(trx, jobId, token);
+        await f(trx);
+      });
+    await fenced((trx) => this.chunks.destroy(trx, [jobId]));
     const hash = createHash('sha256');
-    const w = this.chunks.writer(this.d.db, jobId);
+    const w = this.chunks.writer(this.d.db, jobId, (trx) => this.holding(trx, jobId, token));
     try {
       const bytes = await this.d.client.download(provider, path, async (piece) => {
         hash.update(piece);
@@ -219,9 +228,15 @@ export class VideoJobs {
       const { chunks } = await w.end();
       return { bytes, chunks, digest: hash.digest('hex') };
     } catch (e) {
-      await this.chunks.destroy(this.d.db, [jobId]);
+      await fenced((trx) => this.chunks.destroy(trx, [jobId])).catch(() => undefined); // not once the lease is another's
       throw e;
     }
+  }
+
+  /** The lease is still `token`'s (and lasts a lease from now): inside the transaction that acts on it. */
+  private async holding(trx: Kysely<DB>, id: string, token: string): Promise<void> {
+    const r = await trx.updateTable('video_jobs').set({ locked_until: new Date(this.d.clock.now().getTime() + this.leaseMs) }).where('id', '=', id).where('lock_token', '=', token).executeTakeFirst();
+    if (Number(r.numUpdatedRows) !== 1) throw new ServiceError('conflict', `Video job ${id}: its lease passed to another pass`);
   }
 
   /** One poll of a leased job: follow the upstream, or fail it at the render time limit. */
