@@ -5,6 +5,8 @@ import { TEST_DB_KIND } from './support/database.ts';
 import { pausedPost } from './support/http.ts';
 import { RELAY_MODEL, RelayPair } from './support/relay-pair.ts';
 import { chatChunk, flood, sse, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.ts';
+import { openDatabase } from '../control-plane/src/db/database.ts';
+import { FleetRelay, type RelayMessage } from '../control-plane/src/fleet/relay.ts';
 
 /**
  * A node's stream relayed between control-plane processes (the caller on A, the agent's channel on B): the
@@ -62,5 +64,32 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('node streams relayed between process
     req.destroy();
     await until('local request aborted', async () => up.seen[0]?.aborted, 10_000);
     expect(agent.nodeId).toBeTruthy();
+  }, 60_000);
+
+  it('a job held back that moves on to another process is held back there too', async () => {
+    up.seen.length = 0;
+    let written = 0;
+    up.handler = flood(LOCAL, 'y'.repeat(100_000), 600, () => written++);
+    const { req } = await pausedPost(`${pair.a.url}/v1/chat/completions`, oa.apiKey!, { model: RELAY_MODEL, messages: [{ role: 'user', content: 'flood' }], stream: true });
+    const dx = await openDatabase({ databaseUrl: pair.a.databaseUrl });
+    const x = new FleetRelay(dx, () => undefined);
+    const toX: RelayMessage[] = [];
+    try {
+      await x.start((_from, m) => toX.push(m));
+      await until('the local server held back', async () => {
+        const w = written;
+        await new Promise((r) => setTimeout(r, 500));
+        return written === w && w < 600;
+      }, 20_000);
+      const jobId = pair.a.gw.fleet.hub.openJobs()[0]!.jobId;
+      const onB = Number((await pair.a.gw.database.db.selectFrom('nodes').select('channel_epoch').where('id', '=', agent.nodeId).executeTakeFirstOrThrow()).channel_epoch);
+      // The agent carries the job on at X now (a later connection of it): X is told to hold it back as B was.
+      await x.send(pair.a.gw.database.processId, { t: 'moved', job: jobId, connection: onB + 1 });
+      await until('X is told to hold', async () => toX.some((m) => m.t === 'hold' && m.job === jobId), 10_000);
+    } finally {
+      req.destroy();
+      await x.close();
+      await dx.close();
+    }
   }, 60_000);
 });

@@ -64,6 +64,9 @@ export class RemoteJobs {
       if (older(p, m.connection ?? null)) return;
       moveTo(p, from, m.connection);
       this.jobs.endGrace(p);
+      // Its consumer still holds back: the process relaying it now is told, else the agent's outputs would pile
+      // up here unchecked (the `go` goes to `heldAt`, now this one).
+      if (p.held && p.heldAt !== from) this.hold(p, from);
       return;
     }
     if (!p) return;
@@ -100,14 +103,17 @@ export class RemoteJobs {
     if (!(wait instanceof Promise)) return;
     // p.held counts the outputs that wait (PendingJobs.output): this one is counted, and by the time `wait`
     // settles, uncounted.
-    if (p.held === 1) {
-      p.heldAt = from;
-      this.relay.send(from, { t: 'hold', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a hold'));
-    }
+    if (p.held === 1) this.hold(p, from);
     void wait.finally(() => {
       if (p.held || !p.heldAt) return;
       this.relay.send(p.heldAt, { t: 'go', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a go'));
     });
+  }
+
+  /** Tells `at`, the process relaying the job, to hold the agent's outputs back until `go`. */
+  private hold(p: Pending, at: string): void {
+    p.heldAt = at;
+    this.relay.send(at, { t: 'hold', job: p.jobId }).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay a hold'));
   }
 
   /** The holders this process's open jobs are relayed through. */
