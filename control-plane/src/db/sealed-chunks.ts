@@ -8,6 +8,9 @@ import type { Sealer } from '@svc/shared';
  */
 export const CHUNK_BYTES = 4 * 1024 * 1024;
 
+/** Runs `work` in a transaction after checking that the writer may still write; throws when it may not. */
+export type Fence = (work: (trx: Kysely<any>) => Promise<unknown>) => Promise<void>;
+
 /** A chunk of the content is not there: it was destroyed (or cut short) after its owner's row was read. */
 export class ChunkMissing extends Error {}
 
@@ -33,19 +36,13 @@ export class SealedChunks {
 
   /**
    * A writer for the owner's content; call `end()` once everything is written (on `db`, a transaction or not).
-   * With a `guard`, each chunk is stored in a transaction of its own that runs the guard first (which throws
-   * when the writer may no longer write, e.g. it lost a lease), so no chunk lands once the guard refuses.
+   * With `within`, each chunk is stored inside it: a fence that runs the insert in a transaction of its own
+   * after checking the writer may still write (e.g. holds its lease), and throws instead when it may not.
    */
-  writer(db: Kysely<any>, owner: string, guard?: (trx: Kysely<any>) => Promise<void>): ChunkWriter {
+  writer(db: Kysely<any>, owner: string, within?: Fence): ChunkWriter {
     const insert = (into: Kysely<any>, seq: number, last: boolean, plain: Buffer) =>
       sql`insert into ${sql.table(this.table)} (owner_id, seq, last, content) values (${owner}, ${seq}, ${last}, ${this.sealer.seal(plain, this.aad(owner, seq, last))})`.execute(into).then(() => undefined);
-    if (!guard) return new ChunkWriter((seq, last, plain) => insert(db, seq, last, plain));
-    return new ChunkWriter((seq, last, plain) =>
-      db.transaction().execute(async (trx) => {
-        await guard(trx);
-        await insert(trx, seq, last, plain);
-      }),
-    );
+    return new ChunkWriter((seq, last, plain) => (within ? within((trx) => insert(trx, seq, last, plain)) : insert(db, seq, last, plain)));
   }
 
   /** Writes content whole; returns how many chunks it took. */

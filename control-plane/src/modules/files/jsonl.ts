@@ -71,7 +71,8 @@ export const MAX_LINE_BYTES = REQUEST_BODY_LIMIT + 4096;
  * `maxLines` lines, a trailing newline allowed, a leading byte order mark skipped. Each line is decoded and
  * checked on its own once its newline (or the end) is seen, so neither the file as text nor its parsed
  * lines are ever whole in memory unless the caller keeps them (`onLine`), and a line longer than
- * `maxLineBytes` is refused as it arrives. A problem is a 400 naming the file and the line. A line holds no 0x0A byte inside a UTF-8 sequence, so cutting at newlines cuts no character.
+ * `maxLineBytes` is refused as it arrives. A problem is a 400 naming the file and the line. No UTF-8 sequence
+ * holds a 0x0A byte, so cutting at newlines cuts no character.
  */
 export class BatchInputCheck {
   // ignoreBOM: a byte order mark is skipped at the start of the file only, not at the start of each line.

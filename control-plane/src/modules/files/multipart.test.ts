@@ -5,7 +5,7 @@ const B = 'xYz-42';
 const body = (parts: Array<{ head: string; content: string | Buffer }>, end = `--${B}--\r\n`) =>
   Buffer.concat([Buffer.from('preamble to ignore\r\n'), ...parts.flatMap((p) => [Buffer.from(`--${B}\r\n${p.head}\r\n\r\n`), Buffer.from(p.content), Buffer.from('\r\n')]), Buffer.from(end)]);
 
-/** Parses `b` fed in pieces cut at `cuts`; returns each part with its content joined, and how many writes each saw at most. */
+/** Parses `b` fed in pieces cut at `cuts`; returns each part with its content joined, and the largest write a sink got. */
 async function parse(b: Buffer, cuts: number[]) {
   const parts: Array<{ name: string; filename: string | null; content: string; ended: boolean }> = [];
   let biggest = 0;

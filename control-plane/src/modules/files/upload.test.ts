@@ -75,6 +75,25 @@ describe('FileReceiver and UploadSweeper', () => {
     expect(await stored(r.id)).toEqual({ upload: 0, chunks: 1 });
   });
 
+  it('a receiver swept mid-way stores no further chunk and is refused', async () => {
+    const r = new FileReceiver({ db: database.db, clock, chunks, processId: 'svc_p_midway', maxBytes: 32 << 20, maxLines: 1_000_000 }, `file-test${n++}`, 'in.jsonl');
+    let k = 0;
+    const writeMiB = async (mib: number) => {
+      for (let sent = 0; sent < mib << 20; ) {
+        const piece = Buffer.from(Array.from({ length: 4096 }, () => line(`l${k++}`)).join('')); // ~400 KB of lines
+        await r.write(piece);
+        sent += piece.length;
+      }
+    };
+    await writeMiB(5); // past one chunk: the first is stored
+    expect(await stored(r.id)).toEqual({ upload: 1, chunks: 1 });
+    const sweeper = new UploadSweeper(database.db, chunks, async (ids) => new Set(ids.filter((id) => id !== 'svc_p_midway')));
+    await sweeper.sweep();
+    expect(await sweeper.sweep()).toBe(1);
+    await expect(writeMiB(5)).rejects.toMatchObject({ type: 'unavailable' });
+    expect(await stored(r.id)).toEqual({ upload: 0, chunks: 0 });
+  });
+
   it('discard after a commit whose answer was lost keeps the stored file; before, it removes everything', async () => {
     const kept = await received();
     await kept.finish();

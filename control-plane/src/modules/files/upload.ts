@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { ServiceError, type Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import { goneCheck } from '../../db/gone-check.ts';
-import { CHUNK_BYTES, type ChunkWriter, type SealedChunks } from '../../db/sealed-chunks.ts';
+import type { ChunkWriter, SealedChunks } from '../../db/sealed-chunks.ts';
 import { BatchInputCheck, type BatchUrl } from './jsonl.ts';
 import type { PartSink } from './multipart.ts';
 
@@ -17,7 +17,8 @@ export interface ReceivedFile {
 
 /**
  * The file part of an upload as it arrives: each piece is checked as JSONL (line by line) and stored in
- * sealed chunks under the file's id, outside any transaction (a slow client holds no database connection).
+ * sealed chunks under the file's id, each chunk in a short transaction of its own (a slow client holds no
+ * database connection between them).
  * A `file_uploads` row, written before the first chunk, says whose the chunks are until the upload ends:
  * `finish` deletes it in the transaction that stores the `files` row; `discard` deletes it with the chunks.
  */
@@ -26,8 +27,6 @@ export class FileReceiver implements PartSink {
   private readonly writer: ChunkWriter;
   private started: Promise<void> | null = null;
   private ended = false;
-  /** Bytes written when the row was last seen. */
-  private checkedAt = 0;
 
   constructor(
     private readonly d: { db: Kysely<DB>; clock: Clock; chunks: SealedChunks; processId: string; maxBytes: number; maxLines: number },
@@ -35,7 +34,14 @@ export class FileReceiver implements PartSink {
     readonly filename: string | null,
   ) {
     this.check = new BatchInputCheck(d.maxLines);
-    this.writer = d.chunks.writer(d.db, id);
+    // Each chunk goes in with its `file_uploads` row locked: once a sweep has taken the row (this process was
+    // taken for gone), no chunk lands; while a chunk goes in, the sweep waits and then deletes it too.
+    this.writer = d.chunks.writer(d.db, id, (work) =>
+      d.db.transaction().execute(async (trx) => {
+        if (!(await trx.selectFrom('file_uploads').select('file_id').where('file_id', '=', id).forUpdate().executeTakeFirst())) throw cleared();
+        await work(trx);
+      }),
+    );
   }
 
   async write(data: Buffer): Promise<void> {
@@ -44,12 +50,6 @@ export class FileReceiver implements PartSink {
     }
     this.check.push(data);
     await (this.started ??= this.start());
-    if (this.writer.bytes - this.checkedAt >= CHUNK_BYTES) {
-      // Once a chunk's worth: the row is still there (a sweep that took this process for gone stops it here,
-      // rather than let it store chunks nobody would find).
-      this.checkedAt = this.writer.bytes;
-      if (!(await this.d.db.selectFrom('file_uploads').select('file_id').where('file_id', '=', this.id).executeTakeFirst())) throw cleared();
-    }
     await this.writer.write(data); // kept until its chunk is full: the parser never changes a piece it passed on
   }
 

@@ -3,7 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { ServiceError, Sealer, randomId, type Clock, type Hex, type SignedReceipt } from '@svc/shared';
 import type { MediaConfig, MediaProvider, VideoModel } from '../../config/media.ts';
 import type { DB, VideoJobsTable } from '../../db/schema.ts';
-import { SealedChunks } from '../../db/sealed-chunks.ts';
+import { SealedChunks, type Fence } from '../../db/sealed-chunks.ts';
 import type { Hold, Metering } from '../money/metering.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import type { MediaCatalog } from './catalog.ts';
@@ -211,14 +211,14 @@ export class VideoJobs {
    * before the job's row was written) are deleted first; a failed download deletes its own.
    */
   private async store(jobId: string, token: string, provider: MediaProvider<VideoModel>, path: string): Promise<{ bytes: number; chunks: number; digest: string }> {
-    const fenced = (f: (trx: Kysely<DB>) => Promise<unknown>) =>
+    const fenced: Fence = (work) =>
       this.d.db.transaction().execute(async (trx) => {
         await this.holding(trx, jobId, token);
-        await f(trx);
+        await work(trx);
       });
     await fenced((trx) => this.chunks.destroy(trx, [jobId]));
     const hash = createHash('sha256');
-    const w = this.chunks.writer(this.d.db, jobId, (trx) => this.holding(trx, jobId, token));
+    const w = this.chunks.writer(this.d.db, jobId, fenced);
     try {
       const bytes = await this.d.client.download(provider, path, async (piece) => {
         hash.update(piece);
