@@ -151,8 +151,8 @@ export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, n
   };
 }
 
-/** The batch item that records a settle with its signed receipt. */
-export function settleItem(hold: Hold, usage: Usage, usageEventId: string, receipt: SignedReceipt, prev: string | null, count: number): SettleItem {
+/** The batch item that records a settle with its signed receipt (`reserved`: write-behind, see SettleItem). */
+export function settleItem(hold: Hold, usage: Usage, usageEventId: string, receipt: SignedReceipt, prev: string | null, count: number, reserved?: number): SettleItem {
   return {
     hold: hold.id,
     account: hold.accountId,
@@ -171,5 +171,6 @@ export function settleItem(hold: Hold, usage: Usage, usageEventId: string, recei
     prev: hold.runId ? prev : null,
     seq: hold.runId ? count + 1 : null,
     lease: hold.lease,
+    reserved,
   };
 }

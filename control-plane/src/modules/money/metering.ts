@@ -293,11 +293,13 @@ export class Metering {
   private async settleBehind(hold: Hold, usage: Usage): Promise<Settled> {
     const usageEventId = newId('ue_', 20);
     const receipt = await this.sign(receiptPayload(hold, usage, usageEventId, this.clock.now(), null, 0));
-    const item = settleItem(hold, usage, usageEventId, receipt, null, 0);
     // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);
-    await this.behind!.add({ ...item, reserved: cost }); // rejects only if the journal cannot be written
+    // Journaled before the answer leaves; throws (or rejects) only if the journal cannot be written. A lone
+    // request writes its line at once; concurrent ones share a write at the end of the turn.
+    const journaled = this.behind!.add(settleItem(hold, usage, usageEventId, receipt, null, 0, cost), this.active <= 1);
+    if (journaled) await journaled;
     void this.leases.finished(hold.id, hold.amount - cost, 0);
     return { receipt, usageEventId, balanceMicroUsd: null };
   }

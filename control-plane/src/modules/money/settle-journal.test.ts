@@ -61,6 +61,32 @@ describe('settle journal', () => {
     expect(j.pending).toBe(false); // the failed settles were never counted as waiting
   });
 
+  it('appendNow writes its line (and those waiting for the turn to end) before it returns; a failed write throws', async () => {
+    const d = dir();
+    const j = new SettleJournal<{ n: number }>(d);
+    const waiting = j.append({ n: 1 });
+    const seg = j.appendNow('{"n":2}');
+    expect(lines(d, seg)).toEqual(['{"n":1}', '{"n":2}']); // on file already, in the order appended
+    expect(await waiting).toBe(seg);
+    const fd = readdirSync('/proc/self/fd').map(Number).find((f) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${f}`) === join(d, seg);
+      } catch {
+        return false;
+      }
+    })!;
+    closeSync(fd);
+    expect(() => j.appendNow('{"n":3}')).toThrow(expect.objectContaining({ code: 'EBADF' }));
+    const next = j.appendNow('{"n":4}');
+    expect(next).not.toBe(seg);
+    expect(lines(d, next)).toEqual(['{"n":4}']);
+    j.done(seg);
+    j.done(seg);
+    j.done(next);
+    expect(j.pending).toBe(false);
+    j.close();
+  });
+
   it("recovers a closed journal's uncommitted settles, never a live journal's, and skips a line cut short", async () => {
     const d = dir();
     const dead = new SettleJournal<{ n: number }>(d);

@@ -57,6 +57,19 @@ export class SettleJournal<T> {
     });
   }
 
+  /**
+   * Appends a settle and writes it before returning, with any lines waiting for the end of this turn;
+   * returns its segment (see `append`), or throws what kept it from being written whole.
+   */
+  appendNow(json: string): string {
+    let segment: string | null = null;
+    let error: unknown = null;
+    this.batch.push({ line: `${json}\n`, written: (s) => (segment = s), failed: (e) => (error = e) });
+    this.flush();
+    if (segment === null) throw error ?? new Error('the settle was not journaled');
+    return segment;
+  }
+
   /** Writes the lines appended so far, a segment's share at a time (a full segment starts the next). */
   private flush(): void {
     const batch = this.batch;

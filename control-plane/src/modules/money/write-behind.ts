@@ -55,16 +55,31 @@ export class WriteBehind {
   }
 
   /**
-   * Journals a signed settle and commits it with the others gathered in the next few milliseconds. Resolves
-   * once it is journaled (its answer may leave); rejects when it could not be, and then commits nothing.
+   * Journals a signed settle and commits it with the others gathered in the next few milliseconds. With
+   * `now`, its line is written before this returns (undefined; throws when it could not be); otherwise
+   * with the others of this turn, and the promise resolves once it is (rejects when it could not be). Its
+   * answer may leave once it is journaled; one that could not be commits nothing.
    */
-  add(item: SettleItem): Promise<void> {
-    const journaled = this.d.journal.append(item, settleJson(item)); // the same text goes to the database
+  add(item: SettleItem, now = false): Promise<void> | undefined {
+    const json = settleJson(item); // the same text goes to the database
+    if (now) {
+      this.track(item, this.commit(item, this.d.journal.appendNow(json)));
+      return undefined;
+    }
+    const journaled = this.d.journal.append(item, json);
     // Counted and waited for (reads, close) from now on, while its line is still being written.
-    const committed = journaled.then(
-      (segment) => this.commit(item, segment),
-      () => undefined, // not journaled: the caller settles it before answering instead
+    this.track(
+      item,
+      journaled.then(
+        (segment) => this.commit(item, segment),
+        () => undefined, // not journaled: the caller settles it before answering instead
+      ),
     );
+    return journaled.then(() => undefined);
+  }
+
+  /** Counts a settle's commit and keeps it for the account's reads (`settled`) and `close` until it is done. */
+  private track(item: SettleItem, committed: Promise<void>): void {
     let set = this.waiting.get(item.account);
     if (!set) this.waiting.set(item.account, (set = new Set()));
     set.add(committed);
@@ -76,7 +91,6 @@ export class WriteBehind {
         if (set.size === 0 && this.waiting.get(item.account) === set) this.waiting.delete(item.account);
       })
       .catch(() => undefined); // commit never rejects; this only keeps a bug from becoming an unhandled rejection
-    return journaled.then(() => undefined);
   }
 
   /** The first attempt of a settle: its answer from the gather's commit. */
