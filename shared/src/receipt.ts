@@ -36,8 +36,10 @@ export interface SignedReceipt {
 /**
  * The payload with its signer, placed in code-unit order among the payload's keys: a payload written in
  * canonical order stays so (canonicalize then takes its JSON.stringify path). Any payload signs the same.
+ * A payload that names this signer already is returned as it is.
  */
 export function withSigner(payload: Omit<ReceiptPayload, 'signer'>, signer: string): ReceiptPayload {
+  if ((payload as Partial<ReceiptPayload>).signer === signer) return payload as ReceiptPayload;
   const out: Record<string, unknown> = {};
   let placed = false;
   for (const k of Object.keys(payload)) {

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { keccak_256 } from '@noble/hashes/sha3';
-import { keccak256 } from './keccak.ts';
+import { keccak256Of } from './keccak.ts';
 import { fromHex, isHex, toHex, type Hex } from './hex.ts';
 import { signDigestPrepared, type PreparedNonce } from './prepared-signature.mjs';
 
@@ -15,11 +15,7 @@ const enc = new TextEncoder();
 /** The EIP-191 digest of a message (the tests check it against viem's hashMessage). */
 export function hashPersonalMessage(message: string | Uint8Array): Uint8Array {
   const body = typeof message === 'string' ? enc.encode(message) : message;
-  const prefix = enc.encode(`\x19Ethereum Signed Message:\n${body.length}`);
-  const buf = new Uint8Array(prefix.length + body.length);
-  buf.set(prefix, 0);
-  buf.set(body, prefix.length);
-  return keccak256(buf);
+  return keccak256Of(`\x19Ethereum Signed Message:\n${body.length}`, body);
 }
 
 /** EIP-55 checksummed address of an uncompressed or compressed public key. */

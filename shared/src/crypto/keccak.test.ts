@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { keccak256 as viemKeccak } from 'viem';
 import jsSha3 from 'js-sha3';
-import { keccak256, keccakBackend, keccakReady } from './keccak.ts';
+import { keccak256, keccak256Of, keccakBackend, keccakReady } from './keccak.ts';
 import { toHex } from './hex.ts';
 
 describe('keccak256', () => {
@@ -13,6 +13,17 @@ describe('keccak256', () => {
       const want = viemKeccak(data);
       expect(toHex(keccak256(data))).toBe(want);
       expect(toHex(new Uint8Array(jsSha3.keccak256.arrayBuffer(data)))).toBe(want); // the fallback before it loads
+    }
+  });
+
+  it('keccak256Of hashes a UTF-8 head and the bytes after it as one message, on both backends', async () => {
+    await keccakReady;
+    const head = 'pr\u00e9fixe \u{1f600}:';
+    for (const len of [0, 1, 135, 136, 600]) {
+      const data = new Uint8Array(len).map((_, i) => (i * 7 + len) & 0xff);
+      const joined = new Uint8Array([...new TextEncoder().encode(head), ...data]);
+      expect(toHex(keccak256Of(head, data))).toBe(viemKeccak(joined));
+      expect(toHex(new Uint8Array(jsSha3.keccak256.create().update(head).update(data).arrayBuffer()))).toBe(viemKeccak(joined)); // the fallback's calls
     }
   });
 

@@ -22,6 +22,12 @@ export function keccak256(data: Uint8Array): Uint8Array {
   return new Uint8Array(jsSha3.keccak256.arrayBuffer(data));
 }
 
+/** Keccak-256 of `head` (a string, hashed as its UTF-8 bytes) followed by `data`, without joining them first. */
+export function keccak256Of(head: string, data: Uint8Array): Uint8Array {
+  if (wasm) return wasm.init().update(head).update(data).digest('binary');
+  return new Uint8Array(jsSha3.keccak256.create().update(head).update(data).arrayBuffer());
+}
+
 /** Which implementation answers now (tests check both agree). */
 export function keccakBackend(): 'wasm' | 'js' {
   return wasm ? 'wasm' : 'js';

@@ -104,17 +104,16 @@ export class InferenceBackends {
     };
   }
 
-  private async viaNodes<T>(m: ResolvedModel, node: () => Promise<T>, provider: () => Promise<T>): Promise<T> {
+  /** The model's nodes, or its provider when it has no node or none has room (not async: one promise, no extra turns). */
+  private viaNodes<T>(m: ResolvedModel, node: () => Promise<T>, provider: () => Promise<T>): Promise<T> {
     if (!m.nodes) return provider();
-    try {
-      return await node();
-    } catch (e) {
+    return node().catch((e: unknown) => {
       if (m.provider && e instanceof ServiceError && e.type === 'no_capacity') return provider();
       throw e;
-    }
+    });
   }
 
-  async json(use: Use, m: ResolvedModel, body: Record<string, unknown>, o: CallOptions): Promise<JsonAnswer> {
+  json(use: Use, m: ResolvedModel, body: Record<string, unknown>, o: CallOptions): Promise<JsonAnswer> {
     return this.viaNodes<JsonAnswer>(
       m,
       async () => {
@@ -151,7 +150,7 @@ export class InferenceBackends {
     }
   }
 
-  async stream(m: ResolvedModel, body: Record<string, unknown>, o: CallOptions): Promise<StreamAnswer> {
+  stream(m: ResolvedModel, body: Record<string, unknown>, o: CallOptions): Promise<StreamAnswer> {
     return this.viaNodes<StreamAnswer>(
       m,
       async () => {

@@ -116,13 +116,13 @@ export class InferenceService {
   private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, discountPercent = 0): Usage {
     const list = costMicroUsd(price, input, output);
     const cost = discounted(list, discountPercent);
-    return {
-      costMicroUsd: Math.min(cost, hold.amount),
-      kind: 'inference',
-      model: prep.model.id,
-      units: { input_tokens: input, output_tokens: output },
-      detail: { ...detail, ...(discountPercent ? { discount_percent: discountPercent, list_cost_micro_usd: list } : {}), ...(cost > hold.amount ? { capped_at_hold: true } : {}) },
-    };
+    // `detail` is each call's own object: completed here rather than copied.
+    if (discountPercent) {
+      detail.discount_percent = discountPercent;
+      detail.list_cost_micro_usd = list;
+    }
+    if (cost > hold.amount) detail.capped_at_hold = true;
+    return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail };
   }
 
   /** A non-streamed chat completion (OpenAI shape), with the signed receipt. */

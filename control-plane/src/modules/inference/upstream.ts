@@ -163,45 +163,68 @@ function send(t: Target, headers: Record<string, string>, body: string, signal: 
  * those at high request rates). `caller` going away aborts the request, at once if it is on a connection,
  * else as soon as it gets one. Time limits as for `send`.
  */
-function sendWhole(t: Target, headers: Record<string, string>, body: string, caller: CallerSignal, timeoutMs?: number): Promise<{ status: number; text: string; retryAfter: number | null }> {
+function sendWhole(t: Target, headers: Record<string, string>, body: string, caller: CallerSignal, timeoutMs?: number): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
-    let abort: ((err: Error) => void) | null = null;
-    let status = 0;
-    let retryAfter: number | null = null;
-    const chunks: Buffer[] = [];
-    const onGone = () => abort?.(caller.reason instanceof Error ? caller.reason : new Error('caller went away'));
-    const finish = () => caller.removeEventListener('abort', onGone);
-    caller.addEventListener('abort', onGone, { once: true });
     const limits = timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {};
-    t.pool.dispatch(
-      { path: t.path, method: 'POST', headers, body, ...limits },
-      {
-        onConnect(a) {
-          abort = a;
-          if (caller.aborted) onGone();
-        },
-        onHeaders(statusCode, raw) {
-          status = statusCode;
-          if (statusCode === 429) {
-            for (let i = 0; i + 1 < raw.length; i += 2) if (String(raw[i]).toLowerCase() === 'retry-after') retryAfter = retryAfterSeconds(String(raw[i + 1]));
-          }
-          return true;
-        },
-        onData(chunk) {
-          chunks.push(chunk);
-          return true;
-        },
-        onComplete() {
-          finish();
-          resolve({ status, text: chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'), retryAfter });
-        },
-        onError(err) {
-          finish();
-          reject(err);
-        },
-      },
-    );
+    t.pool.dispatch({ path: t.path, method: 'POST', headers, body, ...limits }, new WholeReader(caller, resolve, reject));
   });
+}
+
+interface WholeAnswer {
+  status: number;
+  text: string;
+  retryAfter: number | null;
+}
+
+/** sendWhole's dispatch handler: methods rather than closures made per call. */
+class WholeReader implements Dispatcher.DispatchHandlers {
+  private abort: ((err: Error) => void) | null = null;
+  private status = 0;
+  private retryAfter: number | null = null;
+  private readonly chunks: Buffer[] = [];
+  /** Listens for the caller going away. */
+  private readonly onGone = this.gone.bind(this);
+
+  constructor(
+    private readonly caller: CallerSignal,
+    private readonly resolve: (a: WholeAnswer) => void,
+    private readonly reject: (e: Error) => void,
+  ) {
+    caller.addEventListener('abort', this.onGone, { once: true });
+  }
+
+  private gone(): void {
+    this.abort?.(this.caller.reason instanceof Error ? this.caller.reason : new Error('caller went away'));
+  }
+
+  onConnect(abort: (err: Error) => void): void {
+    this.abort = abort;
+    if (this.caller.aborted) this.onGone();
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[] | string[] | null): boolean {
+    this.status = statusCode;
+    if (statusCode === 429 && raw) {
+      for (let i = 0; i + 1 < raw.length; i += 2) if (String(raw[i]).toLowerCase() === 'retry-after') this.retryAfter = retryAfterSeconds(String(raw[i + 1]));
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    this.caller.removeEventListener('abort', this.onGone);
+    const c = this.chunks;
+    this.resolve({ status: this.status, text: c.length === 1 ? c[0]!.toString('utf8') : Buffer.concat(c).toString('utf8'), retryAfter: this.retryAfter });
+  }
+
+  onError(err: Error): void {
+    this.caller.removeEventListener('abort', this.onGone);
+    this.reject(err);
+  }
 }
 
 export class ProviderClient {

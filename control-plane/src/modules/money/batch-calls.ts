@@ -127,16 +127,16 @@ function answersInOrder(items: SettleItem[], out: SettleResult[]): SettleResult[
 }
 
 /**
- * The receipt of a settle, to be signed (`prev`, `count`: the run chain's head). Its keys are written in
- * canonical (code-unit) order, with the signer's place left for ReceiptSigner, so that canonicalize can
- * take its JSON.stringify path; any order would sign the same bytes.
+ * The receipt of a settle, to be signed by `signer` (`prev`, `count`: the run chain's head). Its keys are
+ * written in canonical (code-unit) order, so that canonicalize can take its JSON.stringify path (which
+ * drops a `detail` left undefined); any order would sign the same bytes.
  */
-export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number): Omit<ReceiptPayload, 'signer'> {
+export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number, signer: string): ReceiptPayload {
   return {
     account_id: hold.accountId,
     cost_micro_usd: usage.costMicroUsd,
     created_at: now.toISOString(),
-    ...(usage.detail ? { detail: usage.detail } : {}),
+    detail: usage.detail,
     id: hold.requestId,
     key_id: hold.chain[0] ?? null,
     kind: usage.kind,
@@ -144,7 +144,7 @@ export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, n
     policy: usage.policy ?? null,
     route: hold.route,
     run: hold.runId ? { id: hold.runId, prev, seq: count + 1 } : null,
-    // signer
+    signer,
     units: usage.units,
     usage_event_id: usageEventId,
     v: 1,

@@ -267,7 +267,7 @@ export class Metering {
     let prev = hold.runHead;
     let count = hold.runCount;
     for (let attempt = 0; attempt < MAX_CHAIN_RETRIES; attempt++) {
-      const receipt = await this.sign(receiptPayload(hold, usage, usageEventId, now, prev, count));
+      const receipt = await this.sign(receiptPayload(hold, usage, usageEventId, now, prev, count, this.signer.address));
       const item = settleItem(hold, usage, usageEventId, receipt, prev, count);
       const row = await this.settles.submit(item);
       if (row.outcome === 'settled') {
@@ -292,7 +292,7 @@ export class Metering {
    */
   private async settleBehind(hold: Hold, usage: Usage): Promise<Settled> {
     const usageEventId = newId('ue_', 20);
-    const receipt = await this.sign(receiptPayload(hold, usage, usageEventId, this.clock.now(), null, 0));
+    const receipt = await this.sign(receiptPayload(hold, usage, usageEventId, this.clock.now(), null, 0, this.signer.address));
     // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);

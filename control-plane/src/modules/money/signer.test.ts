@@ -216,12 +216,14 @@ describe('receipt key order', () => {
     try {
       const hold = { id: 'hold_1', accountId: 'acct_1', keyId: 'key_1', amount: 100, requestId: 'req_1', runId: 'run_1', route: 'POST /v1/chat/completions', runHead: null, runCount: 0, chain: ['key_1'], lease: false };
       const usage = { costMicroUsd: 13, kind: 'inference', model: 'm', units: { input_tokens: 9, output_tokens: 2 }, detail: { upstream: 'p' }, policy: null };
-      for (const h of [hold, { ...hold, runId: null }]) {
+      for (const [h, u] of [[hold, usage], [{ ...hold, runId: null }, usage], [hold, { ...usage, detail: undefined }]] as const) {
         const now = new Date('2026-11-24T00:00:00.000Z');
-        const receipts = [signer.signReceipt(receiptPayload(h, usage, 'ue_1', now, '0xabc', 4)), await signer.signLater(receiptPayload(h, usage, 'ue_1', now, '0xabc', 4))];
+        const receipts = [signer.signReceipt(receiptPayload(h, u, 'ue_1', now, '0xabc', 4, signer.address)), await signer.signLater(receiptPayload(h, u, 'ue_1', now, '0xabc', 4, signer.address))];
         for (const r of receipts) {
           expect(r.canonical).toBe(JSON.stringify(r.payload));
+          expect(r.canonical).toBe(canonicalize(JSON.parse(r.canonical)));
           expect(r.payload.signer).toBe(signer.address);
+          expect('detail' in JSON.parse(r.canonical)).toBe(u.detail !== undefined);
         }
       }
       // Any other order signs the same canonical bytes.
