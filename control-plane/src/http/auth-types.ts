@@ -36,7 +36,8 @@ export type Principal = KeyPrincipal | SessionPrincipal | NodePrincipal | { kind
 
 /** Looks credentials up; each resolver throws a ServiceError (401/402/403) or returns the principal. */
 export interface CredentialResolvers {
-  apiKey(secret: string): Promise<KeyPrincipal>;
+  /** At once when it can (a cached key), else a promise; a refusal is thrown or rejected. */
+  apiKey(secret: string): KeyPrincipal | Promise<KeyPrincipal>;
   session(token: string, meta: { userAgent: string | undefined }): Promise<SessionPrincipal>;
   nodeKey?(secret: string): Promise<NodePrincipal>;
 }

@@ -47,7 +47,8 @@ function tokenMatches(given: string | undefined, expected: string): boolean {
   return given !== undefined && digestEquals(sha256Hex(given), sha256Hex(expected));
 }
 
-export async function resolveKey(req: FastifyRequest, r: CredentialResolvers): Promise<KeyPrincipal> {
+/** The key principal of the request's API key: at once when the resolver has it, else a promise; refusals are thrown. */
+export function resolveKey(req: FastifyRequest, r: CredentialResolvers): KeyPrincipal | Promise<KeyPrincipal> {
   // The Anthropic SDK sends its key in x-api-key by default; it is the same API key.
   const apiKeyHeader = req.headers['x-api-key'];
   const cred = bearer(req) ?? (typeof apiKeyHeader === 'string' ? apiKeyHeader.trim() : undefined);
@@ -87,47 +88,77 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
     if (auth === 'key' && !route.config?.scope) throw new Error(`key route ${route.method} ${route.url} declares no scope`);
   });
 
-  app.addHook('onRequest', async (req) => {
-    const cfg = req.routeOptions.config;
-    req.principal = { kind: 'none' };
-    switch (cfg?.auth) {
-      case 'key': {
-        const p = await resolveKey(req, opts.resolvers);
-        if (cfg.scope && !p.scopes.includes(cfg.scope)) {
-          throw new ServiceError('insufficient_scope', `This API key lacks the "${cfg.scope}" scope`, { required_scope: cfg.scope });
-        }
-        req.principal = p;
-        if (!cfg.billable && opts.readBarrier) await opts.readBarrier(p.accountId);
-        return;
-      }
-      case 'session':
-        req.principal = await resolveSession(req, opts.resolvers);
-        if (!cfg.billable && opts.readBarrier) await opts.readBarrier(req.principal.accountId);
-        return;
-      case 'admin':
-      case 'metrics': {
-        const expected = cfg.auth === 'admin' ? opts.adminToken : opts.metricsToken;
-        if (!expected) throw routeNotFound(req); // unmounted: the very answer of an unknown route
-        if (!tokenMatches(bearer(req), expected)) {
-          throw new ServiceError('invalid_credential', `Missing or wrong ${cfg.auth} token`);
-        }
-        req.principal = { kind: cfg.auth };
-        return;
-      }
-      case 'node': {
-        const cred = bearer(req);
-        if (!cred) throw new ServiceError('authentication_required', 'This route needs a node key: Authorization: Bearer nk-svc_...');
-        if (!cred.startsWith(PREFIX.nodeKey)) {
-          throw new ServiceError('wrong_credential_kind', `This route takes a node key (nk-svc_...), not ${kindOf(cred)}`);
-        }
-        if (!opts.resolvers.nodeKey) throw new ServiceError('invalid_credential', 'Unknown node key');
-        req.principal = await opts.resolvers.nodeKey(cred);
-        return;
-      }
-      default:
-        return; // public, path_token and payment routes authenticate inside their handlers
+  // A callback hook: a request whose key is cached goes on at once, without a promise or a microtask turn.
+  app.addHook('onRequest', (req, _reply, done) => {
+    let waiting: Promise<void> | undefined;
+    try {
+      waiting = authenticate(req, opts);
+    } catch (e) {
+      return done(e as Error);
     }
+    if (waiting) waiting.then(() => done(), done);
+    else done();
   });
+}
+
+/** Sets the request's principal by its route's scheme; a promise only when that has to wait. */
+function authenticate(req: FastifyRequest, opts: AuthOptions): Promise<void> | undefined {
+  const cfg = req.routeOptions.config;
+  req.principal = { kind: 'none' };
+  switch (cfg?.auth) {
+    case 'key': {
+      const p = resolveKey(req, opts.resolvers);
+      return p instanceof Promise ? p.then((k) => keyed(req, k, opts)) : keyed(req, p, opts);
+    }
+    case 'session':
+    case 'admin':
+    case 'metrics':
+    case 'node':
+      return authenticateOther(req, cfg.auth, opts);
+    default:
+      return undefined; // public, path_token and payment routes authenticate inside their handlers
+  }
+}
+
+/** The key principal, once its scope is checked; then the read barrier of a non-billable route. */
+function keyed(req: FastifyRequest, p: KeyPrincipal, opts: AuthOptions): Promise<void> | undefined {
+  const cfg = req.routeOptions.config;
+  if (cfg.scope && !p.scopes.includes(cfg.scope)) {
+    throw new ServiceError('insufficient_scope', `This API key lacks the "${cfg.scope}" scope`, { required_scope: cfg.scope });
+  }
+  req.principal = p;
+  return !cfg.billable && opts.readBarrier ? opts.readBarrier(p.accountId) : undefined;
+}
+
+/** Sessions, admin and metrics tokens, node keys. */
+async function authenticateOther(req: FastifyRequest, auth: 'session' | 'admin' | 'metrics' | 'node', opts: AuthOptions): Promise<void> {
+  const cfg = req.routeOptions.config;
+  switch (auth) {
+    case 'session':
+      req.principal = await resolveSession(req, opts.resolvers);
+      if (!cfg.billable && opts.readBarrier) await opts.readBarrier(req.principal.accountId);
+      return;
+    case 'admin':
+    case 'metrics': {
+      const expected = auth === 'admin' ? opts.adminToken : opts.metricsToken;
+      if (!expected) throw routeNotFound(req); // unmounted: the very answer of an unknown route
+      if (!tokenMatches(bearer(req), expected)) {
+        throw new ServiceError('invalid_credential', `Missing or wrong ${auth} token`);
+      }
+      req.principal = { kind: auth };
+      return;
+    }
+    case 'node': {
+      const cred = bearer(req);
+      if (!cred) throw new ServiceError('authentication_required', 'This route needs a node key: Authorization: Bearer nk-svc_...');
+      if (!cred.startsWith(PREFIX.nodeKey)) {
+        throw new ServiceError('wrong_credential_kind', `This route takes a node key (nk-svc_...), not ${kindOf(cred)}`);
+      }
+      if (!opts.resolvers.nodeKey) throw new ServiceError('invalid_credential', 'Unknown node key');
+      req.principal = await opts.resolvers.nodeKey(cred);
+      return;
+    }
+  }
 }
 
 export function requireKey(req: FastifyRequest): KeyPrincipal {

@@ -310,8 +310,11 @@ export class KeysService {
     });
   }
 
-  /** Resolves an API key secret for the auth layer; one round trip on a cache miss, none on a hit. */
-  async authenticate(secret: string): Promise<KeyPrincipal> {
+  /**
+   * Resolves an API key secret for the auth layer: at once on a cache hit (a refusal is thrown), after one
+   * round trip on a miss.
+   */
+  authenticate(secret: string): KeyPrincipal | Promise<KeyPrincipal> {
     return this.resolve(sha256Hex(secret));
   }
 
@@ -331,14 +334,19 @@ export class KeysService {
     return this.principalOf(p.keyId);
   }
 
-  private async resolve(hash: string): Promise<KeyPrincipal> {
+  private resolve(hash: string): KeyPrincipal | Promise<KeyPrincipal> {
+    const row = this.cache.get(hash);
+    if (row) return this.admit(row);
+    return loadAuthRow(this.db, hash).then((loaded) => {
+      if (!loaded) throw new ServiceError('invalid_credential', 'Unknown API key');
+      this.cache.set(hash, loaded);
+      return this.admit(loaded);
+    });
+  }
+
+  /** The principal of a key's row, or the refusal of it now (revoked, expired, suspended, frozen). */
+  private admit(row: AuthRow): KeyPrincipal {
     const now = this.clock.now();
-    let row = this.cache.get(hash);
-    if (!row) {
-      row = await loadAuthRow(this.db, hash);
-      if (!row) throw new ServiceError('invalid_credential', 'Unknown API key');
-      this.cache.set(hash, row);
-    }
     if (row.revoked_at) throw new ServiceError('invalid_credential', 'This API key has been revoked');
     if (row.expires_at && row.expires_at.getTime() <= now.getTime()) {
       throw new ServiceError('invalid_credential', row.rotated_to ? `This API key was rotated to ${row.rotated_to} and its grace window has ended` : 'This API key has expired');
