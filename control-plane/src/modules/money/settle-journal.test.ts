@@ -6,6 +6,15 @@ import { SettleJournal } from './settle-journal.ts';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'svc-journal-unit-'));
 const lines = (d: string, seg: string) => readFileSync(join(d, seg), 'utf8').split('\n').filter(Boolean);
+/** This process's open descriptor of `path`. */
+const descriptorOf = (path: string) =>
+  readdirSync('/proc/self/fd').map(Number).find((f) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${f}`) === path;
+    } catch {
+      return false;
+    }
+  })!;
 
 describe('settle journal', () => {
   it('deletes a segment once every settle in it committed and a newer one is written', async () => {
@@ -44,13 +53,7 @@ describe('settle journal', () => {
     const j = new SettleJournal<{ n: number }>(d);
     const first = await j.append({ n: 1 });
     // The segment's descriptor goes away under the journal: its next write fails (EBADF).
-    const fd = readdirSync('/proc/self/fd').map(Number).find((f) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${f}`) === join(d, first);
-      } catch {
-        return false;
-      }
-    })!;
+    const fd = descriptorOf(join(d, first));
     closeSync(fd);
     await expect(Promise.all([j.append({ n: 2 }), j.append({ n: 3 })])).rejects.toMatchObject({ code: 'EBADF' });
     const next = await j.append({ n: 4 });
@@ -68,13 +71,7 @@ describe('settle journal', () => {
     const seg = j.appendNow('{"n":2}');
     expect(lines(d, seg)).toEqual(['{"n":1}', '{"n":2}']); // on file already, in the order appended
     expect(await waiting).toBe(seg);
-    const fd = readdirSync('/proc/self/fd').map(Number).find((f) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${f}`) === join(d, seg);
-      } catch {
-        return false;
-      }
-    })!;
+    const fd = descriptorOf(join(d, seg));
     closeSync(fd);
     expect(() => j.appendNow('{"n":3}')).toThrow(expect.objectContaining({ code: 'EBADF' }));
     const next = j.appendNow('{"n":4}');
