@@ -87,6 +87,25 @@ describe('chat completions (openai SDK)', () => {
     expect(await position(acct.accountId)).toMatchObject({ balance_micro_usd: before - cost, held_micro_usd: 0 });
   });
 
+  it("a provider's answer with its usage goes out byte for byte as it came; one without is written again with the usage counted", async () => {
+    const answer = '{ "id": "chatcmpl-raw", "object": "chat.completion", "created": 1, "model": "test-chat",\n  "choices": [ { "index": 0, "message": { "role": "assistant", "content": "Hi \\u00e9!" }, "finish_reason": "stop" } ],\n  "usage": { "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5 }, "x_extra": [1, 2.50] }';
+    const call = () =>
+      fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test-chat', messages: user('hi') }) });
+    up.switches.raw = { type: 'application/json', text: answer };
+    const res = await call();
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(answer);
+    expect(res.headers.get(RECEIPT_HEADERS.cost)).toBe(String(3 * 2 + 2 * 5));
+    const bare = JSON.parse(answer) as Record<string, unknown>;
+    delete bare.usage;
+    up.switches.raw = { type: 'application/json', text: JSON.stringify(bare) };
+    const counted = await call();
+    const body = (await counted.json()) as { usage: { prompt_tokens: number; completion_tokens: number }; x_extra: unknown };
+    expect(body.x_extra).toEqual([1, 2.5]);
+    expect(body.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(counted.headers.get(RECEIPT_HEADERS.cost)).toBe(String(body.usage.prompt_tokens * 2 + body.usage.completion_tokens * 5));
+  });
+
   it('streamed: the usage chunk forced upstream is dropped for a caller who did not ask; the receipt is charged on it', async () => {
     const { data: stream, response } = await oa.chat.completions.create({ model: 'test-chat', messages: user('Say hello to the fox'), stream: true }).withResponse();
     let text = '';

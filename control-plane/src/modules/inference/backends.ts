@@ -27,6 +27,8 @@ interface Served {
 }
 export interface JsonAnswer extends Served {
   body: Record<string, unknown>;
+  /** A provider's answer as it came: `body` is its parse, to be sent on as this text while unchanged. */
+  text?: string;
 }
 export interface StreamAnswer extends Served {
   /** SSE `data:` payloads (chunk JSON text or `[DONE]`). */
@@ -132,10 +134,10 @@ export class InferenceBackends {
       async () => {
         const p = m.provider!;
         const sent = use === 'chat' ? withOutputLimit(body, p.config.outputLimitField) : body;
-        const answer = (await this.providers.json(p.config, PATHS[use], sent, o.signal)) as Record<string, unknown>;
-        const failed = answerError(use, answer, `Provider ${p.config.name}`);
+        const answer = await this.providers.json(p.config, PATHS[use], sent, o.signal);
+        const failed = answerError(use, answer.body, `Provider ${p.config.name}`);
         if (failed) throw failed;
-        return { body: answer, backend: `provider:${p.config.name}`, price: p.price, node: false };
+        return { body: answer.body as Record<string, unknown>, text: answer.text, backend: `provider:${p.config.name}`, price: p.price, node: false };
       },
     );
   }

@@ -23,10 +23,13 @@ function context(req: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, p
   return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource, endpoint, signal: callerGone(reply.raw), settleBehind: true };
 }
 
-/** JSON with the receipt headers; a string payload skips the response serializer (the upstream's fields pass through). */
-function sendJson(reply: FastifyReply, r: { body: unknown; receipt: Parameters<typeof setReceiptHeaders>[1] }) {
+/**
+ * JSON with the receipt headers; a string payload skips the response serializer (the upstream's fields pass
+ * through). A provider's answer that nothing changed goes out as its text came (`text`), not written again.
+ */
+function sendJson(reply: FastifyReply, r: { body: unknown; text?: string; receipt: Parameters<typeof setReceiptHeaders>[1] }) {
   setReceiptHeaders(reply, r.receipt);
-  return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(r.body));
+  return reply.code(200).type('application/json; charset=utf-8').send(r.text ?? JSON.stringify(r.body));
 }
 
 /** Anthropic's error shape is our envelope plus `"type": "error"` at the top. */

@@ -3,7 +3,7 @@ import type { InferenceConfig, ModelPrice } from '../../config.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { CallerSignal } from '../../http/caller-signal.ts';
 import type { Hold, Metering, Usage } from '../money/metering.ts';
-import { hideLocalNames, type InferenceBackends, type StreamAnswer } from './backends.ts';
+import { hideLocalNames, type InferenceBackends, type JsonAnswer, type StreamAnswer } from './backends.ts';
 import { holdPrice, type ModelCatalog, type ResolvedModel } from './catalog.ts';
 import { boundChatInput, boundEmbeddingInput, costMicroUsd, estimateChatInput, estimateEmbeddingInput } from './tokens.ts';
 import { upstreamStreamError } from './upstream.ts';
@@ -71,6 +71,16 @@ interface Prepared {
 
 type Body = Record<string, unknown>;
 
+/** A non-streamed answer with its receipt; `text`: see InferenceService.chat. */
+export interface Answered {
+  body: Body;
+  text?: string;
+  receipt: SignedReceipt;
+}
+
+/** The answer's body, and a provider's text of it while the body is as parsed from it (the upstream gave usage; not a node's, whose model is renamed). */
+const unchanged = (a: JsonAnswer, usage: unknown): { body: Body; text?: string } => (usage && !a.node && a.text !== undefined ? { body: a.body, text: a.text } : { body: a.body });
+
 const toUsage = (input: number, output: number): ChatUsage => ({ prompt_tokens: input, completion_tokens: output, total_tokens: input + output });
 const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined);
 const discounted = (micro: number, percent = 0): number => micro - Math.floor((micro * percent) / 100);
@@ -125,8 +135,11 @@ export class InferenceService {
     return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail };
   }
 
-  /** A non-streamed chat completion (OpenAI shape), with the signed receipt. */
-  async chat(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; receipt: SignedReceipt }> {
+  /**
+   * A non-streamed chat completion (OpenAI shape), with the signed receipt; `text` is a provider's answer as
+   * it came, when nothing in it changed (the caller may send it rather than write `body` again).
+   */
+  async chat(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<Answered> {
     const prep = await this.prepareChat(body);
     const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {
       const a = await this.backends.json('chat', prep.model, body, { signal: ctx.signal, accountId: p.accountId });
@@ -138,9 +151,9 @@ export class InferenceService {
       const source = int(u?.prompt_tokens) !== undefined && int(u?.completion_tokens) !== undefined ? 'upstream' : 'estimated';
       if (!u) a.body.usage = toUsage(input, output);
       await ctx.beforeSettle?.(a.body);
-      return { result: a.body, usage: this.usage(prep, hold, a.price, input, output, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: source }, ctx.discountPercent) };
+      return { result: unchanged(a, u), usage: this.usage(prep, hold, a.price, input, output, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: source }, ctx.discountPercent) };
     }, { behind: ctx.settleBehind });
-    return { body: out.result, receipt: out.receipt };
+    return { ...out.result, receipt: out.receipt };
   }
 
   /**
@@ -279,8 +292,8 @@ export class InferenceService {
     sink.end(end);
   }
 
-  /** Embeddings (OpenAI shape), with the signed receipt. */
-  async embeddings(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; receipt: SignedReceipt }> {
+  /** Embeddings (OpenAI shape), with the signed receipt (and `text` as for `chat`). */
+  async embeddings(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<Answered> {
     const model = await this.catalog.resolve(String(body.model), 'embeddings');
     const inputTokens = estimateEmbeddingInput(body.input);
     const prep: Prepared = { model, inputTokens, holdMicroUsd: costMicroUsd(holdPrice(model), boundEmbeddingInput(body.input), 0) };
@@ -291,9 +304,9 @@ export class InferenceService {
       const input = int(u?.prompt_tokens) ?? inputTokens;
       if (!u) a.body.usage = { prompt_tokens: input, total_tokens: input };
       await ctx.beforeSettle?.(a.body);
-      return { result: a.body, usage: this.usage(prep, hold, a.price, input, 0, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: int(u?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, ctx.discountPercent) };
+      return { result: unchanged(a, u), usage: this.usage(prep, hold, a.price, input, 0, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: int(u?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, ctx.discountPercent) };
     }, { behind: ctx.settleBehind });
-    return { body: out.result, receipt: out.receipt };
+    return { ...out.result, receipt: out.receipt };
   }
 
   /** A non-streamed chat completion with no hold, usage event or receipt: the gateway's own keyless assistant (media module). */

@@ -129,7 +129,7 @@ describe('provider time limit', () => {
       if (req.url?.endsWith('/ok')) return void res.end('{"ok":true}');
     });
     const client = new ProviderClient(5_000);
-    expect(await client.json(provider(url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect((await client.json(provider(url), '/ok', {}, new AbortController().signal)).body).toEqual({ ok: true });
     const ac = new AbortController();
     const call = client.json(provider(url), '/hang', {}, ac.signal);
     setTimeout(() => ac.abort(new Error('caller went away')), 50);
@@ -189,8 +189,8 @@ describe('provider calls waiting for a connection', () => {
     }
     expect(s.paths).toEqual(['/v1/hold']); // the first still holds the only connection
     s.release();
-    expect(await first).toEqual({ held: true });
-    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect((await first).body).toEqual({ held: true });
+    expect((await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).body).toEqual({ ok: true });
     // The calls given up were never sent, and no connection was opened for them.
     expect(s.paths).toEqual(['/v1/hold', '/v1/ok']);
     expect(s.connections()).toBe(1);
@@ -214,12 +214,12 @@ describe('provider calls waiting for a connection', () => {
   it('a call whose caller is already gone is not sent and costs no connection', async () => {
     const s = await busyServer();
     const client = new ProviderClient(5_000, 1);
-    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect((await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).body).toEqual({ ok: true });
     const ac = new AbortController();
     ac.abort(new Error('caller went away'));
     await expect(client.stream(provider(s.url), '/ok', {}, ac.signal)).rejects.toThrow('caller went away');
     await expect(client.json(provider(s.url), '/ok', {}, ac.signal)).rejects.toThrow('caller went away');
-    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect((await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).body).toEqual({ ok: true });
     expect(s.paths).toEqual(['/v1/ok', '/v1/ok']);
     expect(s.connections()).toBe(1); // the kept-alive connection survived them
   });
@@ -253,7 +253,7 @@ describe('provider calls waiting for a connection', () => {
     await expect(client.json(provider(s.url), '/ok', {}, new AbortController().signal)).rejects.toMatchObject({ type: 'upstream_timeout' });
     s.release();
     expect(await first).toEqual(['{"held":true}']);
-    expect(await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).toEqual({ ok: true });
+    expect((await client.json(provider(s.url), '/ok', {}, new AbortController().signal)).body).toEqual({ ok: true });
     expect(s.paths).toEqual(['/v1/hold', '/v1/ok']);
     expect(s.connections()).toBe(1); // the stream's connection was kept alive for the JSON call
   });

@@ -234,18 +234,26 @@ export class ProviderClient {
     private readonly connections = PROVIDER_CONNECTIONS,
   ) {}
 
+  /** The request headers of each provider, made once per provider and kind of call (undici only reads them). */
+  private readonly headerSets = new WeakMap<ProviderConfig, { json: Record<string, string>; stream: Record<string, string> }>();
+
   private headers(p: ProviderConfig, stream: boolean): Record<string, string> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
-    if (p.apiKey) headers.authorization = `Bearer ${p.apiKey}`;
-    return headers;
+    let sets = this.headerSets.get(p);
+    if (!sets) {
+      const auth: Record<string, string> = p.apiKey ? { authorization: `Bearer ${p.apiKey}` } : {};
+      sets = { json: { 'content-type': 'application/json', accept: 'application/json', ...auth }, stream: { 'content-type': 'application/json', accept: 'text/event-stream', ...auth } };
+      this.headerSets.set(p, sets);
+    }
+    return stream ? sets.stream : sets.json;
   }
 
   /**
-   * A non-streamed call: the parsed JSON answer, or a mapped error. The time limit bounds the wait for a
-   * connection when all are busy, then connecting, the wait for the answer's head and each wait for more of
-   * its body (undici's timers: no timer or listener of our own per call while a connection is free).
+   * A non-streamed call: the answer parsed, with its text (to pass on as it came when nothing in it
+   * changes), or a mapped error. The time limit bounds the wait for a connection when all are busy, then
+   * connecting, the wait for the answer's head and each wait for more of its body (undici's timers: no
+   * timer or listener of our own per call while a connection is free).
    */
-  async json(p: ProviderConfig, path: string, body: unknown, signal: CallerSignal): Promise<unknown> {
+  async json(p: ProviderConfig, path: string, body: unknown, signal: CallerSignal): Promise<{ body: unknown; text: string }> {
     const who = `Provider ${p.name}`;
     if (signal.aborted) throw signal.reason; // a caller already gone costs no connection
     const payload = JSON.stringify(body);
@@ -255,7 +263,7 @@ export class ProviderClient {
       const res = await sendWhole(t, this.headers(p, false), payload, signal, this.timeoutMs);
       if (res.status < 200 || res.status >= 300) throw upstreamHttpError(res.status, maybeJson(res.text), who, res.retryAfter);
       try {
-        return JSON.parse(res.text);
+        return { body: JSON.parse(res.text), text: res.text };
       } catch {
         throw new ServiceError('upstream_error', `${who} answered something other than JSON`);
       }

@@ -86,11 +86,16 @@ export class SettleJournal<T> {
       }
       const part = batch.slice(i, i + this.segmentEntries - c.entries);
       i += part.length;
-      const text = Buffer.from(part.map((b) => b.line).join(''), 'utf8');
+      const joined = part.length === 1 ? part[0]!.line : part.map((b) => b.line).join('');
+      const bytes = Buffer.byteLength(joined);
       let off = 0;
       let error: unknown = null;
       try {
-        while (off < text.length) off += writeSync(c.fd, text, off);
+        off = writeSync(c.fd, joined); // written from the string (no Buffer of ours), whole as a rule
+        if (off < bytes) {
+          const text = Buffer.from(joined, 'utf8');
+          while (off < bytes) off += writeSync(c.fd, text, off);
+        }
       } catch (e) {
         error = e;
       }
