@@ -13,7 +13,7 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 3] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none]
  * `--floor` adds a row: the gateway process's own services (key auth, body digest, validation, model
  * resolution, hold, upstream call, settle with its signed receipt and journal) called from a bare node:http
  * handler instead of the HTTP framework, to see what the framework and its per-route stages cost.
@@ -46,8 +46,8 @@ const REFERENCE = arg('reference', 'portkey');
 /** `--conc 1,64` (the default): the concurrencies measured, in order. */
 const CONCS = arg('conc', '1,64').split(',').map(Number);
 const SECONDS = Number(arg('seconds', '4'));
-/** `--rounds 3`: rounds of (direct, proxy, gateway) per concurrency; figures are medians over them. */
-const ROUNDS = Number(arg('rounds', '3'));
+/** `--rounds 5`: rounds of (direct, proxy, reference, gateway) per concurrency; figures are medians over them (this VM's speed drifts within a run: a ratio of three rounds moved by a tenth between runs). */
+const ROUNDS = Number(arg('rounds', '5'));
 /** `--client wrk` (the default when wrk is installed) or `--client node` (http.request in this process). */
 const CLIENT = arg('client', spawnSync('wrk', ['--version']).error ? 'node' : 'wrk');
 const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
