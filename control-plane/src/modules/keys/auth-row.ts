@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { ServiceError } from '@svc/shared';
+import { ServiceError, effectiveScopes } from '@svc/shared';
+import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { ApiKeysTable, DB } from '../../db/schema.ts';
 
 type KeyRow = Selectable<ApiKeysTable>;
@@ -103,3 +104,25 @@ export async function loadAuthRow(db: Kysely<DB>, hash: string): Promise<AuthRow
   };
 }
 
+
+/** The principal a key's row stands for at `now`, or the refusal of it (revoked, expired, suspended, frozen). */
+export function admitRow(row: AuthRow, now: Date): KeyPrincipal {
+  if (row.revoked_at) throw new ServiceError('invalid_credential', 'This API key has been revoked');
+  if (row.expires_at && row.expires_at.getTime() <= now.getTime()) {
+    throw new ServiceError('invalid_credential', row.rotated_to ? `This API key was rotated to ${row.rotated_to} and its grace window has ended` : 'This API key has expired');
+  }
+  if (row.suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
+  if (row.frozen_id) {
+    throw new ServiceError('circuit_breaker_tripped', 'This API key was frozen by the spend circuit breaker; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze', { key_id: row.frozen_id });
+  }
+  return {
+    kind: 'key',
+    accountId: row.account_id,
+    keyId: row.id,
+    parentId: row.parent_id,
+    chain: row.chain,
+    scopes: effectiveScopes(row.scopes),
+    spendCapMicroUsd: row.spend_cap_micro_usd,
+    expiresAt: row.expires_at,
+  };
+}

@@ -3,7 +3,6 @@ import {
   PREFIX,
   ServiceError,
   conflict,
-  effectiveScopes,
   invalid,
   newId,
   newSecret,
@@ -16,7 +15,7 @@ import type { ApiKeysTable, DB } from '../../db/schema.ts';
 import { ThrottledTouch } from '../../db/throttled-touch.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { Database } from '../../db/database.ts';
-import { AuthCache, loadAuthRow, type AuthRow } from './auth-row.ts';
+import { AuthCache, admitRow, loadAuthRow, type AuthRow } from './auth-row.ts';
 
 export interface KeyOptions {
   rotationGraceSeconds: number;
@@ -344,28 +343,12 @@ export class KeysService {
     });
   }
 
-  /** The principal of a key's row, or the refusal of it now (revoked, expired, suspended, frozen). */
+  /** The principal of a key's row (its use noted), or the refusal of it now. */
   private admit(row: AuthRow): KeyPrincipal {
     const now = this.clock.now();
-    if (row.revoked_at) throw new ServiceError('invalid_credential', 'This API key has been revoked');
-    if (row.expires_at && row.expires_at.getTime() <= now.getTime()) {
-      throw new ServiceError('invalid_credential', row.rotated_to ? `This API key was rotated to ${row.rotated_to} and its grace window has ended` : 'This API key has expired');
-    }
-    if (row.suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
-    if (row.frozen_id) {
-      throw new ServiceError('circuit_breaker_tripped', 'This API key was frozen by the spend circuit breaker; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze', { key_id: row.frozen_id });
-    }
+    const p = admitRow(row, now);
     this.touched.touch(row.presented_id, now);
-    return {
-      kind: 'key',
-      accountId: row.account_id,
-      keyId: row.id,
-      parentId: row.parent_id,
-      chain: row.chain,
-      scopes: effectiveScopes(row.scopes),
-      spendCapMicroUsd: row.spend_cap_micro_usd,
-      expiresAt: row.expires_at,
-    };
+    return p;
   }
 
   /** Drops cached credentials of a key (and keys below it), or of a whole account ("account:<id>"). */
