@@ -104,7 +104,6 @@ export async function loadAuthRow(db: Kysely<DB>, hash: string): Promise<AuthRow
   };
 }
 
-
 /** The principal a key's row stands for at `now`, or the refusal of it (revoked, expired, suspended, frozen). */
 export function admitRow(row: AuthRow, now: Date): KeyPrincipal {
   if (row.revoked_at) throw new ServiceError('invalid_credential', 'This API key has been revoked');

@@ -62,18 +62,19 @@ export class SettleJournal<T> {
    * returns its segment (see `append`), or throws what kept it from being written whole.
    */
   appendNow(json: string): string {
-    this.now = { segment: null, error: null };
+    this.nowSegment = null;
+    this.nowError = null;
     this.batch.push({ line: `${json}\n`, written: this.nowWritten, failed: this.nowFailed });
     this.flush();
-    const { segment, error } = this.now;
-    if (segment === null) throw error ?? new Error('the settle was not journaled');
-    return segment;
+    if (this.nowSegment === null) throw this.nowError ?? new Error('the settle was not journaled');
+    return this.nowSegment;
   }
 
   /** What became of the line `appendNow` is writing (its callbacks are made once, not per line). */
-  private now: { segment: string | null; error: unknown } = { segment: null, error: null };
-  private readonly nowWritten = (segment: string): void => void (this.now.segment = segment);
-  private readonly nowFailed = (error: unknown): void => void (this.now.error = error);
+  private nowSegment: string | null = null;
+  private nowError: unknown = null;
+  private readonly nowWritten = (segment: string): void => void (this.nowSegment = segment);
+  private readonly nowFailed = (error: unknown): void => void (this.nowError = error);
 
   /** Writes the lines appended so far, a segment's share at a time (a full segment starts the next). */
   private flush(): void {
