@@ -177,6 +177,25 @@ describe.skipIf(!enabled)('sessions', () => {
     await api.request('DELETE', `/v1/sandboxes/snapshots/${snap.id}`);
     await expectApiError(api.request('GET', `/v1/sandboxes/snapshots/${snap.id}`), 404, 'not_found');
   }, 120_000);
+
+  it('lists the workspace root with no path, ".", "/workspace" or "/workspace/"; a path outside is 400', async () => {
+    const s = await api.request<{ id: string }>('POST', '/v1/sandboxes/sessions', { body: {} });
+    await api.raw('PUT', `/v1/sandboxes/sessions/${s.id}/files/top.txt`, { body: new TextEncoder().encode('x'), headers: { 'content-type': 'application/octet-stream' } });
+    await api.raw('PUT', `/v1/sandboxes/sessions/${s.id}/files/sub/in.txt`, { body: new TextEncoder().encode('y'), headers: { 'content-type': 'application/octet-stream' } });
+    type Listing = { path: string; entries: Array<{ name: string; type: string }> };
+    const root = await api.request<Listing>('GET', `/v1/sandboxes/sessions/${s.id}/files`);
+    expect(root.path).toBe('/workspace');
+    expect(root.entries.map((e) => [e.name, e.type])).toEqual([
+      ['sub', 'dir'],
+      ['top.txt', 'file'],
+    ]);
+    for (const path of ['', '.', './', '/workspace', '/workspace/']) {
+      expect(await api.request<Listing>('GET', `/v1/sandboxes/sessions/${s.id}/files`, { query: { path } }), JSON.stringify(path)).toEqual(root);
+    }
+    await expectApiError(api.request('GET', `/v1/sandboxes/sessions/${s.id}/files`, { query: { path: '/etc' } }), 400, 'invalid_request');
+    await expectApiError(api.request('GET', `/v1/sandboxes/sessions/${s.id}/files`, { query: { path: '../x' } }), 400, 'invalid_request');
+    await api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
+  }, 60_000);
 });
 
 describe.skipIf(!enabled)('metering and the terminal', () => {

@@ -11,6 +11,7 @@ import {
   newId,
   notFound,
   workspacePath,
+  WORKSPACE,
   type Clock,
 } from '@svc/shared';
 import type { SandboxConfig } from '../../config.ts';
@@ -166,10 +167,16 @@ export class SandboxSessions {
     }
   }
 
+  /** The path relative to the workspace ('' is the workspace itself: no path, ".", "/workspace"), else 400. */
   static checkPath(path: string): string {
-    const p = workspacePath(path);
+    const p = path === '' ? '' : workspacePath(path);
     if (p === null) throw new ServiceError('invalid_request', 'path: must stay inside the workspace (no "..", no absolute path elsewhere)', { param: 'path' });
     return p;
+  }
+
+  /** The path as sent to the node: the workspace itself by its absolute name (an empty path is refused there). */
+  private static wire(p: string): string {
+    return p === '' ? WORKSPACE : p;
   }
 
   async writeFile(accountId: string, id: string, path: string, bytes: Buffer) {
@@ -181,13 +188,13 @@ export class SandboxSessions {
 
   async readFile(accountId: string, id: string, path: string): Promise<Buffer> {
     const p = SandboxSessions.checkPath(path);
-    const res = FileReadResult.parse(await this.fileJob(accountId, id, SANDBOX_JOBS.fileRead, { path: p }));
+    const res = FileReadResult.parse(await this.fileJob(accountId, id, SANDBOX_JOBS.fileRead, { path: SandboxSessions.wire(p) }));
     return Buffer.from(res.content_b64, 'base64');
   }
 
   async listFiles(accountId: string, id: string, path: string) {
     const p = SandboxSessions.checkPath(path);
-    return FileListResult.parse(await this.fileJob(accountId, id, SANDBOX_JOBS.fileList, { path: p }));
+    return FileListResult.parse(await this.fileJob(accountId, id, SANDBOX_JOBS.fileList, { path: SandboxSessions.wire(p) }));
   }
 
   async snapshot(accountId: string, id: string) {
