@@ -121,7 +121,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
-  const idempotency = new Idempotency(db, clock);
+  const processes = { processId: database.processId, alive: (ids: readonly string[]) => database.processesAlive(ids) };
+  const idempotency = new Idempotency(db, clock, processes);
   const records = new RunRecords(db);
   // Several processes on one Postgres dispatch to each other's agent channels; the embedded database serves one process.
   const relay = database.kind === 'postgres' ? new FleetRelay(database, (err, what) => app.log.error({ err }, what)) : null;
@@ -144,7 +145,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
-  const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes: { processId: database.processId, alive: (ids) => database.processesAlive(ids) }, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
+  const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
   const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
 

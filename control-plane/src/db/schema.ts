@@ -266,6 +266,10 @@ export interface IdempotencyKeysTable {
   response: Json<unknown> | null;
   headers: Json<Record<string, string>> | null;
   created_at: Date;
+  /** The process running an in-progress key's request (null on rows older than the column). */
+  process_id: string | null;
+  /** When a retry first found that process gone from the database. */
+  owner_missed_at: Date | null;
 }
 
 export interface DB {
