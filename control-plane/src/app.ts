@@ -41,6 +41,10 @@ import { batchRoutes } from './modules/batches/routes.ts'; // files and batches
 import type { BatchDeps } from './modules/batches/deps.ts'; // files and batches
 import { mediaRoutes } from './modules/media/routes.ts'; // media (images, videos, assistant)
 import type { Media } from './modules/media/deps.ts'; // media
+import { orgRoutes } from './modules/orgs/routes.ts';
+import type { OrgsService } from './modules/orgs/service.ts';
+import type { OrgInvites } from './modules/orgs/invites.ts';
+import { assertOrgRoute } from './modules/orgs/roles.ts';
 
 export const VERSION = '0.1.0';
 
@@ -81,6 +85,7 @@ export interface AppDeps {
   subscriptions: SubscriptionService; // plans and subscriptions (issue 4 item 5)
   batches: BatchDeps; // files and batches
   media: Media; // media (images, videos, assistant)
+  orgs: { service: OrgsService; invites: OrgInvites };
   logger?: boolean | object;
 }
 
@@ -107,10 +112,11 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerBodyParsers(app, d.denylist);
   registerAuth(app, {
-    resolvers: { apiKey: (s) => d.keys.authenticate(s), session: (t) => d.identity.authenticate(t), nodeKey: (s) => d.registry.authenticate(s) },
+    resolvers: { apiKey: (s) => d.keys.authenticate(s), session: async (t) => d.orgs.service.resolveSession(await d.identity.authenticate(t)), nodeKey: (s) => d.registry.authenticate(s) },
     adminToken: d.config.adminToken,
     metricsToken: d.config.metricsToken,
     readBarrier: (accountId) => d.metering.settled(accountId),
+    orgRouteGate: assertOrgRoute,
   });
   await registerOpenApi(app, VERSION);
 
@@ -130,6 +136,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   adminRoutes(app, { identity: d.identity, denylist: d.denylist, metrics: d.adminMetrics });
   identityRoutes(app, d.identity, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds });
   keysRoutes(app, d.keys);
+  orgRoutes(app, d.orgs.service, d.orgs.invites);
   notaryRoutes(app, d.notary, d.config.publicUrl);
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);

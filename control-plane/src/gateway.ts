@@ -39,6 +39,8 @@ import { SubscriptionService } from './modules/subscriptions/service.ts';
 import { createBatches } from './modules/batches/deps.ts'; // files and batches
 import { SWEEP_EVERY_MS } from './modules/files/upload.ts';
 import { createMedia } from './modules/media/deps.ts'; // media (images, videos, assistant)
+import { OrgsService } from './modules/orgs/service.ts';
+import { OrgInvites } from './modules/orgs/invites.ts';
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -100,6 +102,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     sessionTtlSeconds: config.sessionTtlSeconds,
     onAccountChanged: (id) => keys.accountChanged(id),
   });
+  const orgs = { service: new OrgsService(db, clock, identity), invites: new OrgInvites(db, clock, identity) };
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
@@ -170,6 +173,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     subscriptions,
     batches, // files and batches
     media, // media (images, videos, assistant)
+    orgs,
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {

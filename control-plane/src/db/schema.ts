@@ -2,9 +2,11 @@ import type { ColumnType, Generated } from 'kysely';
 import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEventsTable, WebhooksTable } from './schema-notifications.ts';
 import type { VideoJobsTable } from './schema-media.ts';
 import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
+import type { OrgInvitesTable, OrgMembersTable, OrgsTable } from './schema-orgs.ts';
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
+export type * from './schema-orgs.ts';
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -39,6 +41,10 @@ export interface SessionsTable {
   last_seen_at: Date;
   revoked_at: Date | null;
   user_agent: string | null;
+  /** A switched session: the org it acts for (account_id is then the org's billing account). */
+  org_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A switched session: the member whose role it carries. */
+  acting_account_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ApiKeysTable {
@@ -308,6 +314,9 @@ export interface DB {
   video_chunks: ChunksTable;
   batches: BatchesTable;
   batch_lines: BatchLinesTable;
+  orgs: OrgsTable;
+  org_members: OrgMembersTable;
+  org_invites: OrgInvitesTable;
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -24,6 +24,11 @@ export interface SessionPrincipal {
   accountId: string;
   sessionId: string;
   walletAddress: string | null;
+  /**
+   * A switched session acts for an org: `accountId` is then the org's billing account, `memberAccountId`
+   * the member acting, `role` that member's current role (null until the orgs module resolves it).
+   */
+  org?: { id: string; memberAccountId: string; role: string | null };
 }
 
 export interface NodePrincipal {

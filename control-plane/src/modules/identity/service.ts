@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import {
   PREFIX,
   ServiceError,
@@ -32,6 +32,10 @@ export interface NewSession {
   created_account: boolean;
 }
 
+/** Sessions an account holds: its own, and those it switched into for an org (not others acting for it). */
+function heldBy(eb: ExpressionBuilder<DB, 'sessions'>, accountId: string) {
+  return eb.or([eb.and([eb('account_id', '=', accountId), eb('acting_account_id', 'is', null)]), eb('acting_account_id', '=', accountId)]);
+}
 
 /** Accounts, wallets (SIWE), sessions. Owns the accounts, wallets, siwe_nonces and sessions tables. */
 export class IdentityService {
@@ -83,7 +87,7 @@ export class IdentityService {
         await this.assertNotSuspended(trx, accountId);
       }
       const s = await this.createSession(trx, accountId, v.address, userAgent, now);
-      return { ...s, created_account: created };
+      return { ...s, wallet_address: checksumAddress(v.address), created_account: created };
     }));
   }
 
@@ -92,7 +96,7 @@ export class IdentityService {
     if (a?.suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
   }
 
-  private async createSession(trx: Kysely<DB>, accountId: string, wallet: string, userAgent: string | undefined, now: Date) {
+  private async createSession(trx: Kysely<DB>, accountId: string, wallet: string | null, userAgent: string | undefined, now: Date, org?: { id: string; memberAccountId: string }) {
     const token = newSecret(PREFIX.session);
     const id = newId('ses_', 20);
     const expires = new Date(now.getTime() + this.opts.sessionTtlSeconds * 1000);
@@ -108,9 +112,11 @@ export class IdentityService {
         last_seen_at: now,
         revoked_at: null,
         user_agent: userAgent?.slice(0, 256) ?? null,
+        org_id: org?.id ?? null,
+        acting_account_id: org?.memberAccountId ?? null,
       })
       .execute();
-    return { token, session_id: id, account_id: accountId, wallet_address: checksumAddress(wallet), expires_at: expires.toISOString() };
+    return { token, session_id: id, account_id: accountId, wallet_address: wallet ? checksumAddress(wallet) : null, expires_at: expires.toISOString() };
   }
 
   /** Resolves a session token for the auth layer. */
@@ -119,7 +125,7 @@ export class IdentityService {
     const row = await this.db
       .selectFrom('sessions as s')
       .innerJoin('accounts as a', 'a.id', 's.account_id')
-      .select(['s.id', 's.account_id', 's.wallet_address', 's.expires_at', 's.revoked_at', 'a.suspended_at'])
+      .select(['s.id', 's.account_id', 's.wallet_address', 's.expires_at', 's.revoked_at', 's.org_id', 's.acting_account_id', 'a.suspended_at'])
       .where('s.token_hash', '=', sha256Hex(token))
       .executeTakeFirst();
     if (!row) throw new ServiceError('invalid_credential', 'Unknown session token');
@@ -127,7 +133,30 @@ export class IdentityService {
     if (row.expires_at.getTime() <= now.getTime()) throw new ServiceError('invalid_credential', 'This session has expired; sign in again');
     if (row.suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
     this.touched.touch(row.id, now);
-    return { kind: 'session', accountId: row.account_id, sessionId: row.id, walletAddress: row.wallet_address };
+    const p: SessionPrincipal = { kind: 'session', accountId: row.account_id, sessionId: row.id, walletAddress: row.wallet_address };
+    if (row.org_id && row.acting_account_id) p.org = { id: row.org_id, memberAccountId: row.acting_account_id, role: null };
+    return p;
+  }
+
+  /**
+   * A session acting for an org: it authenticates as the billing account and names the member acting.
+   * Written on `db` (the caller's transaction, when it has one).
+   */
+  async mintOrgSession(db: Kysely<DB>, billingAccountId: string, org: { id: string; memberAccountId: string }, userAgent: string | undefined) {
+    await this.assertNotSuspended(db, org.memberAccountId);
+    return this.createSession(db, billingAccountId, null, userAgent, this.clock.now(), org);
+  }
+
+  /** Ends the org sessions of one member (or, with no member, of everyone acting for the org), on `db`. */
+  async revokeOrgSessions(db: Kysely<DB>, orgId: string, memberAccountId?: string): Promise<number> {
+    let q = db.updateTable('sessions').set({ revoked_at: this.clock.now() }).where('org_id', '=', orgId).where('revoked_at', 'is', null);
+    if (memberAccountId) q = q.where('acting_account_id', '=', memberAccountId);
+    return Number((await q.executeTakeFirst()).numUpdatedRows);
+  }
+
+  /** Whether an account exists (invites name existing accounts only). */
+  async accountExists(db: Kysely<DB>, accountId: string): Promise<boolean> {
+    return (await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst()) !== undefined;
   }
 
 
@@ -143,7 +172,7 @@ export class IdentityService {
     const rows = await this.db
       .selectFrom('sessions')
       .select(['id', 'wallet_address', 'created_at', 'expires_at', 'last_seen_at', 'user_agent'])
-      .where('account_id', '=', p.accountId)
+      .where((eb) => heldBy(eb, p.accountId))
       .where('revoked_at', 'is', null)
       .where('expires_at', '>', now)
       .orderBy('created_at', 'desc')
@@ -173,7 +202,7 @@ export class IdentityService {
     const r = await this.db
       .updateTable('sessions')
       .set({ revoked_at: this.clock.now() })
-      .where('account_id', '=', accountId)
+      .where((eb) => heldBy(eb, accountId))
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     return { revoked: Number(r.numUpdatedRows) };

@@ -1,0 +1,98 @@
+import { ServiceError } from '@svc/shared';
+
+/** Org roles, lowest first: each role may do everything the roles below it may. */
+export const ORG_ROLES = ['member', 'admin', 'owner'] as const;
+export type OrgRole = (typeof ORG_ROLES)[number];
+
+export function rank(role: OrgRole): number {
+  return ORG_ROLES.indexOf(role);
+}
+
+export function isOrgRole(s: string | null | undefined): s is OrgRole {
+  return s !== null && s !== undefined && (ORG_ROLES as readonly string[]).includes(s);
+}
+
+/** True when `role` is `least` or higher. */
+export function atLeast(role: OrgRole, least: OrgRole): boolean {
+  return rank(role) >= rank(least);
+}
+
+/**
+ * The session routes a switched session (one acting for an org's billing account, from
+ * `POST /v1/orgs/:id/switch`) may call, and the least role each needs. A route missing from this table
+ * is refused to every switched session (403), so a route added later is closed until it is listed here.
+ * The auth layer checks this table when it resolves the session; no route checks roles itself.
+ *
+ * Not listed on purpose: the account's own sign-in surface (`logout-all`, sessions, wallets), which
+ * belongs to the billing account's holder, and the `/v1/orgs` routes, which a member calls with their
+ * own session.
+ */
+export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
+  // Who am I, and end this switched session.
+  'GET /v1/auth/me': 'member',
+  'POST /v1/auth/logout': 'member',
+  // Read usage, receipts, balance, runs and statements.
+  'GET /v1/billing/balance': 'member',
+  'GET /v1/billing/ledger': 'member',
+  'GET /v1/billing/deposits': 'member',
+  'GET /v1/billing/alerts': 'member',
+  'GET /v1/billing/subscription': 'member',
+  'GET /v1/usage': 'member',
+  'GET /v1/usage/events': 'member',
+  'GET /v1/usage/stream': 'member',
+  'GET /v1/usage/sandboxes': 'member',
+  'GET /v1/usage/sandboxes/:id': 'member',
+  'POST /v1/usage/statement': 'member',
+  'GET /v1/receipts/:id': 'member',
+  'GET /v1/runs': 'member',
+  'GET /v1/runs/:id': 'member',
+  'POST /v1/runs/:id/proof': 'member',
+  'POST /v1/runs/:id/audit': 'member',
+  'POST /v1/reports/sla': 'member',
+  // Manage keys, webhooks, billing (deposits, alerts), receipt shares and nodes.
+  'GET /v1/keys': 'admin',
+  'POST /v1/keys': 'admin',
+  'DELETE /v1/keys/:id': 'admin',
+  'POST /v1/keys/:id/rotate': 'admin',
+  'POST /v1/keys/:id/unfreeze': 'admin',
+  'GET /v1/webhooks': 'admin',
+  'POST /v1/webhooks': 'admin',
+  'DELETE /v1/webhooks/:id': 'admin',
+  'GET /v1/webhooks/:id/deliveries': 'admin',
+  'POST /v1/webhooks/:id/test': 'admin',
+  'POST /v1/billing/deposits': 'admin',
+  'POST /v1/billing/deposits/refresh': 'admin',
+  'PUT /v1/billing/alerts': 'admin',
+  'POST /v1/receipts/:id/share': 'admin',
+  'DELETE /v1/receipts/:id/share': 'admin',
+  'POST /v1/nodes/enroll': 'admin',
+  'POST /v1/nodes/:id/:gate': 'admin',
+  // Change the plan.
+  'POST /v1/billing/subscription': 'owner',
+  'POST /v1/billing/subscription/cancel': 'owner',
+};
+
+/** The least role a switched session needs for a route, or undefined when no role may call it. */
+export function roleFor(method: string, url: string): OrgRole | undefined {
+  return ORG_ROUTE_ROLES[`${method.toUpperCase()} ${url}`];
+}
+
+/**
+ * Refuses (403) a switched session whose role may not call this route; `url` is the route's template
+ * (`/v1/keys/:id`), not the request's path.
+ */
+export function assertOrgRoute(role: string | null, method: string, url: string | undefined): void {
+  const m = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase();
+  const need = url ? roleFor(m, url) : undefined;
+  if (!need) {
+    throw new ServiceError('forbidden', `A session acting for an organization cannot call ${m} ${url ?? 'this route'}; use your own session`, {
+      role,
+    });
+  }
+  if (!isOrgRole(role) || !atLeast(role, need)) {
+    throw new ServiceError('forbidden', `${m} ${url} needs the ${need} role or higher in this organization; this session acts as ${role ?? 'no role'}`, {
+      role,
+      required_role: need,
+    });
+  }
+}
