@@ -94,7 +94,7 @@ describe('auth matrix over every wired route', () => {
 
   it('refuses to register a route that declares no auth scheme, an unknown one, or a key route without a scope', async () => {
     const app = Fastify();
-    registerAuth(app, { resolvers: { apiKey: async () => Promise.reject(new Error('unused')), session: async () => Promise.reject(new Error('unused')) }, adminToken: undefined, metricsToken: undefined });
+    registerAuth(app, { resolvers: { apiKey: async () => Promise.reject(new Error('unused')), session: async () => Promise.reject(new Error('unused')) }, adminToken: undefined, metricsToken: undefined, publicOrigin: 'http://127.0.0.1' });
     const handler = async () => 'served';
     expect(() => app.get('/none', handler)).toThrow('route GET /none declares no auth scheme');
     expect(() => app.get('/magic', { config: { auth: 'magic' as AuthScheme } }, handler)).toThrow('route GET /magic declares no auth scheme');

@@ -115,6 +115,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     resolvers: { apiKey: (s) => d.keys.authenticate(s), session: async (t) => d.orgs.service.resolveSession(await d.identity.authenticate(t)), nodeKey: (s) => d.registry.authenticate(s) },
     adminToken: d.config.adminToken,
     metricsToken: d.config.metricsToken,
+    publicOrigin: d.config.publicUrl.origin,
     readBarrier: (accountId) => d.metering.settled(accountId),
     orgRouteGate: assertOrgRoute,
   });

@@ -16,6 +16,8 @@ export const ERROR_TYPES = {
   insufficient_scope: 403,
   account_suspended: 403,
   payload_denied: 403,
+  /** An unsafe request authenticated by the session cookie that did not come from the gateway's own origin. */
+  csrf_refused: 403,
   forbidden: 403,
   not_found: 404,
   /** The resource is there but its content is not any more (a file past its TTL or its batch's end). */

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PREFIX, ServiceError, sha256Hex, digestEquals } from '@svc/shared';
 import { AUTH_SCHEMES, type CredentialResolvers, type KeyPrincipal, type SessionPrincipal } from './auth-types.ts';
 import { routeNotFound } from './errors.ts';
+import { assertSameOrigin } from './csrf.ts';
 
 export const SESSION_COOKIE = 'svc_session';
 
@@ -9,6 +10,8 @@ export interface AuthOptions {
   resolvers: CredentialResolvers;
   adminToken: string | undefined;
   metricsToken: string | undefined;
+  /** This gateway's origin (`SVC_PUBLIC_URL`): where unsafe requests authenticated by the session cookie must come from. */
+  publicOrigin: string;
   /**
    * Awaited before every non-billable request of an account (key or session): its write-behind settles
    * committed first, so right after an answer the caller reads its latest charges (balance, usage,
@@ -61,7 +64,7 @@ export function resolveKey(req: FastifyRequest, r: CredentialResolvers): KeyPrin
   return r.apiKey(cred);
 }
 
-export async function resolveSession(req: FastifyRequest, r: CredentialResolvers): Promise<SessionPrincipal> {
+export async function resolveSession(req: FastifyRequest, r: CredentialResolvers, publicOrigin: string): Promise<SessionPrincipal> {
   const cred = bearer(req);
   const meta = { userAgent: req.headers['user-agent'] };
   if (cred) {
@@ -71,7 +74,10 @@ export async function resolveSession(req: FastifyRequest, r: CredentialResolvers
     return r.session(cred, meta);
   }
   const cookie = readCookie(req, SESSION_COOKIE);
-  if (cookie) return r.session(cookie, meta);
+  if (cookie) {
+    assertSameOrigin(req, publicOrigin); // a cookie is ambient: another site's page can make the browser send it
+    return r.session(cookie, meta);
+  }
   throw new ServiceError('authentication_required', 'This route needs a session: sign in with SIWE, then send Authorization: Bearer sess_...');
 }
 
@@ -137,7 +143,7 @@ async function authenticateOther(req: FastifyRequest, auth: 'session' | 'admin' 
   const cfg = req.routeOptions.config;
   switch (auth) {
     case 'session':
-      req.principal = await resolveSession(req, opts.resolvers);
+      req.principal = await resolveSession(req, opts.resolvers, opts.publicOrigin);
       if (req.principal.org) (opts.orgRouteGate ?? denyOrgSessions)(req.principal.org.role, req.method, req.routeOptions.url);
       if (!cfg.billable && opts.readBarrier) await opts.readBarrier(req.principal.accountId);
       return;
