@@ -1,11 +1,45 @@
 import { defineConfig } from 'vitest/config';
 
-// One configuration for the whole workspace: unit tests beside the code, end-to-end tests in test/.
+/** Every test: unit tests beside the code, end-to-end tests in test/. `npm test` runs them all on the embedded database. */
+const ALL_TESTS = ['shared/src/**/*.test.ts', 'control-plane/src/**/*.test.ts', 'node-agent/src/**/*.test.ts', 'cli/src/**/*.test.ts', 'test/**/*.test.ts'];
+
+/**
+ * The tests whose behaviour depends on the storage backend; `npm run test:pg` runs only these, on the
+ * Postgres server. A test file belongs here when what it checks differs between the embedded database
+ * (one process, one connection, transactions one at a time) and a server: several control-plane processes,
+ * LISTEN/NOTIFY, leader election, concurrent transactions on money, leases, migrations, storage of large
+ * content, recovery after a crash or restart. To add a file, add one line. test/backend-tests.test.ts fails
+ * when a file that starts a second process or branches on the backend is missing here.
+ */
+export const BACKEND_TESTS = [
+  'test/money*.test.ts', // holds and settles under concurrency, batches, credit leases, a process killed mid-request
+  'test/settle-behind.test.ts', // write-behind settles: journal, crash, replay at boot
+  'test/billing-deposits.test.ts', // a transfer credited once under concurrent submissions
+  'test/proofs.test.ts', // run chains built by concurrent requests
+  'test/fleet-relay*.test.ts', // dispatch across processes over NOTIFY (Postgres only)
+  'test/usage.test.ts', // usage stream fanned out across processes
+  'test/platform.test.ts', // leader election (advisory lock), restart on the same data
+  'test/alerts.test.ts', // two processes observing one balance crossing
+  'test/subscriptions.test.ts', // renewal once, on the leader of two processes
+  'test/webhooks-outbox.test.ts', // one delivery in flight across two processes
+  'test/webhooks.test.ts', // the outbox survives restarts
+  'test/batches.test.ts', // batch lines resumed after a restart, none charged twice
+  'test/media-videos-edges.test.ts', // a crash after the charge (a plpgsql trigger)
+  'test/large-content.test.ts', // content stored in sealed chunks larger than a message
+  'test/idempotency-crash.test.ts', // a key whose process died mid-run, taken over from another process
+  'test/orgs.test.ts', // organizations seen from two processes
+];
+
+const backendOnly = process.env.SVC_TEST_SET === 'backend';
+
 export default defineConfig({
   test: {
-    include: ['shared/src/**/*.test.ts', 'control-plane/src/**/*.test.ts', 'node-agent/src/**/*.test.ts', 'cli/src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: backendOnly ? BACKEND_TESTS : ALL_TESTS,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two test files at a time: most of a test's time is spent waiting on other processes (agents, Docker,
+    // child gateways, loopback servers), so two keep a 2-core machine busy. VITEST_MAX_WORKERS overrides it.
+    maxWorkers: 2,
   },
 });

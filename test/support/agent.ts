@@ -159,11 +159,12 @@ export async function tcpProxy(target: string): Promise<{ url: string; cut(): vo
 /** Polls a condition that depends on another process (an agent connecting); real processes need real time. */
 export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  // Looks again after 10 ms, then less often (up to every 100 ms): most conditions hold within a few ms.
+  for (let pause = 10; ; pause = Math.min(100, pause * 2)) {
     const v = await fn().catch(() => undefined);
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, pause));
   }
 }
 

@@ -1,10 +1,11 @@
 import pg from 'pg';
 import { randomId } from '@svc/shared';
+import { postgresTemplate } from './database-templates.ts';
 
 /**
  * Which storage the suite runs on: embedded PGlite by default (what `npm test` uses on a fresh machine),
  * or the real Postgres server when SVC_TEST_DATABASE=postgres (CI runs both). Each gateway gets a fresh
- * database that is dropped afterwards.
+ * database that is dropped afterwards, made as a copy of a migrated template (database-templates.ts).
  */
 export const TEST_DB_KIND = process.env.SVC_TEST_DATABASE === 'postgres' ? 'postgres' : 'pglite';
 const ADMIN_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -17,10 +18,11 @@ export interface TestDatabase {
 export async function freshDatabase(): Promise<TestDatabase> {
   if (TEST_DB_KIND === 'pglite') return { url: undefined, drop: async () => undefined };
   const name = `svc_test_${randomId(12)}`;
+  const template = await postgresTemplate(ADMIN_URL); // already migrated (see database-templates.ts)
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   try {
-    await admin.query(`create database ${name}`);
+    await admin.query(`create database ${name}${template ? ` template ${template}` : ''}`);
   } finally {
     await admin.end();
   }

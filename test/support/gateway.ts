@@ -8,6 +8,7 @@ import { SvcClient } from '@svc/shared/client';
 import { loadConfig } from '../../control-plane/src/config.ts';
 import { createGateway, type Gateway } from '../../control-plane/src/gateway.ts';
 import { freshDatabase } from './database.ts';
+import { seedEmbeddedDatabase } from './database-templates.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const METRICS_TOKEN = 'test-metrics-token-0123456789';
@@ -79,12 +80,14 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     ...opts.env,
   });
   const clock = opts.clock ?? new ManualClock(Date.now());
+  // A new embedded database starts as a copy of a migrated one, on disk in the data dir (see database-templates.ts).
+  const seeded = !db.url && !opts.share && (await seedEmbeddedDatabase(dataDir));
   // Without a database URL each process would open its own embedded database; a shared one needs the data dir.
   const gw = await createGateway(config, {
     clock,
     loopTimers: false,
     logger: false,
-    memoryDatabase: !db.url && !opts.share && !opts.persistent,
+    memoryDatabase: !db.url && !opts.share && !opts.persistent && !seeded,
     ...(opts.reconnectGraceMs !== undefined ? { reconnectGraceMs: opts.reconnectGraceMs } : {}),
   });
   const url = await gw.listen();
