@@ -14,8 +14,10 @@ export const DEFAULT_POOL_SIZE = 3;
 export interface SandboxOptions {
   /** Default `svc-sandbox:latest` (env `SVC_SANDBOX_IMAGE`). */
   image?: string;
-  /** Warm containers kept for one-shot runs; 0 turns the pool off. Default 3 (env `SVC_SANDBOX_POOL`). */
+  /** Warm containers kept for one-shot runs with no demand; 0 turns the pool off. Default 3 (env `SVC_SANDBOX_POOL`). */
   poolSize?: number;
+  /** The most warm containers kept while runs arrive fast. Default 32, less when memory is short (env `SVC_SANDBOX_POOL_MAX`). */
+  poolMax?: number;
   socketPath?: string;
   reapEveryMs?: number;
 }
@@ -26,6 +28,8 @@ export function sandboxOptionsFromEnv(env: NodeJS.ProcessEnv): SandboxOptions {
   if (env.SVC_SANDBOX_IMAGE) o.image = env.SVC_SANDBOX_IMAGE;
   const n = env.SVC_SANDBOX_POOL !== undefined ? Number(env.SVC_SANDBOX_POOL) : NaN;
   if (Number.isInteger(n) && n >= 0 && n <= 64) o.poolSize = n;
+  const max = env.SVC_SANDBOX_POOL_MAX !== undefined ? Number(env.SVC_SANDBOX_POOL_MAX) : NaN;
+  if (Number.isInteger(max) && max >= 0 && max <= 256) o.poolMax = max;
   if (env.SVC_DOCKER_SOCKET) o.socketPath = env.SVC_DOCKER_SOCKET;
   return o;
 }
@@ -57,13 +61,13 @@ export async function startSandbox(opts: SandboxOptions & { dataDir: string; log
   }
   const snapshots = new Snapshots(opts.dataDir);
   const sessions = new Sessions(sd, snapshots);
-  const pool = new WarmPool(sd, opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log);
+  const pool = new WarmPool(sd, opts.poolSize ?? DEFAULT_POOL_SIZE, opts.log, { maxBoxes: opts.poolMax });
   const reaper = startReaper(sd, snapshots, opts.reapEveryMs);
   const image = await sd.imageId().catch(() => null);
   if (image) void reaper.done.then(() => pool.fill());
   opts.log(
     image
-      ? `sandbox: Docker ${version}, image ${sd.image} (${image.slice(0, 19)}), warm pool of ${pool.size}`
+      ? `sandbox: Docker ${version}, image ${sd.image} (${image.slice(0, 19)}), warm pool of ${pool.size} to ${pool.ceiling}`
       : `sandbox: Docker ${version}, but the image ${sd.image} is not on this node (build it with installers/sandbox-image/build.sh); sandbox jobs will fail until it is`,
   );
 

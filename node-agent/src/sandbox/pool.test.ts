@@ -2,8 +2,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_JOBS, type ExecResult } from '@svc/shared';
+import { SandboxDocker } from './docker.ts';
 import { startSandbox, type Sandbox } from './index.ts';
 import { LABEL, OWNER } from './limits.ts';
+import { WarmPool } from './pool.ts';
+import { HALF_LIFE_MS, PoolSize, type PoolSizeOptions } from './pool-size.ts';
 import { reap } from './reaper.ts';
 import { call, docker, dockerForTests, LIMITS, SMALL_IMAGE, tempDataDir } from './testkit.ts';
 
@@ -11,12 +14,100 @@ const up = await dockerForTests();
 const RUNS = 20;
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const MiB = 1024 * 1024;
+
+describe('pool sizing from the arrival rate of runs (injected clock)', () => {
+  const sizing = (o: Partial<PoolSizeOptions> = {}) => {
+    const clock = { t: 1_000_000 };
+    const size = new PoolSize({ floor: 3, maxBoxes: 32, boxBytes: () => 64 * MiB, availableBytes: () => 16 * 1024 * MiB, now: () => clock.t, ...o });
+    /** `n` runs arriving `gapMs` apart. */
+    const arrive = (n: number, gapMs: number) => {
+      for (let i = 0; i < n; i++) {
+        clock.t += gapMs;
+        size.arrived();
+      }
+    };
+    return { size, clock, arrive };
+  };
+
+  it('holds the floor with no demand, and nothing when the floor is 0', () => {
+    expect(sizing().size.target()).toBe(3);
+    const off = sizing({ floor: 0 });
+    off.arrive(50, 10);
+    expect(off.size.target()).toBe(0);
+  });
+
+  it('raises the target with the arrival rate: faster arrivals, more boxes', () => {
+    const slow = sizing();
+    slow.arrive(30, 2000); // one run every 2 s: the floor covers it
+    expect(slow.size.target()).toBe(3);
+    const paced = sizing();
+    paced.arrive(30, 250);
+    const fast = sizing();
+    fast.arrive(30, 50);
+    expect(paced.size.target()).toBeGreaterThan(3);
+    expect(fast.size.target()).toBeGreaterThan(paced.size.target());
+    expect(fast.size.rate()).toBeGreaterThan(paced.size.rate());
+  });
+
+  it('starts refills ahead of demand: two quick runs out of three warm boxes already ask for more than they took', () => {
+    const { size, arrive } = sizing();
+    let ready = 3;
+    arrive(1, 50);
+    ready--;
+    arrive(1, 50);
+    ready--;
+    expect(ready).toBe(1);
+    // Boxes to prepare now: more than the two taken, while the pool still has a box.
+    expect(size.target() - ready).toBeGreaterThan(2);
+    arrive(3, 50);
+    expect(size.target()).toBeGreaterThan(6);
+  });
+
+  it('comes down gradually when demand stops, and is back at the floor when idle', () => {
+    const { size, clock, arrive } = sizing();
+    arrive(40, 50);
+    const peak = size.target();
+    expect(peak).toBeGreaterThan(10);
+    clock.t += 5_000; // the rate has faded; the peak is still held (a burst soon after finds the pool large)
+    const soon = size.target();
+    expect(soon).toBeLessThanOrEqual(peak);
+    expect(soon).toBeGreaterThan(peak / 2);
+    clock.t += HALF_LIFE_MS * 2;
+    const later = size.target();
+    expect(later).toBeLessThan(soon);
+    expect(later).toBeGreaterThan(3);
+    clock.t += 5 * 60_000;
+    expect(size.target()).toBe(3);
+    expect(size.rate()).toBeLessThan(0.001);
+  });
+
+  it('never goes above the ceiling: the maximum, or the memory share at the warm boxes\' limit', () => {
+    const capped = sizing({ maxBoxes: 8 });
+    capped.arrive(500, 5);
+    expect(capped.size.target()).toBe(8);
+    expect(capped.size.ceiling()).toBe(8);
+    // 1 GiB available, a quarter of it at 64 MiB a box: 4 boxes.
+    const memory = { bytes: 1024 * MiB };
+    const short = sizing({ availableBytes: () => memory.bytes });
+    short.arrive(500, 5);
+    expect(short.size.target()).toBe(4);
+    // Boxes with a larger limit, or less memory: the ceiling falls, but never below the floor.
+    memory.bytes = 256 * MiB;
+    expect(short.size.target()).toBe(3);
+    const big = sizing({ boxBytes: () => 2048 * MiB });
+    big.arrive(500, 5);
+    expect(big.size.target()).toBe(big.size.ceiling());
+    expect(big.size.ceiling()).toBe(3);
+  });
+});
 
 describe.skipIf(!up)('the warm pool and the reaper against the real Docker engine', () => {
   let warm: Sandbox;
   let cold: Sandbox;
   beforeAll(async () => {
-    const w = await startSandbox({ image: SMALL_IMAGE, poolSize: 2, dataDir: tempDataDir(), log: () => undefined });
+    // A fixed size (floor and ceiling 2), so these tests can count its containers.
+    const w = await startSandbox({ image: SMALL_IMAGE, poolSize: 2, poolMax: 2, dataDir: tempDataDir(), log: () => undefined });
     const c = await startSandbox({ image: SMALL_IMAGE, poolSize: 0, dataDir: tempDataDir(), log: () => undefined });
     if ('unavailable' in w) throw new Error(w.unavailable);
     if ('unavailable' in c) throw new Error(c.unavailable);
@@ -47,7 +138,7 @@ describe.skipIf(!up)('the warm pool and the reaper against the real Docker engin
       c.push(await echo(cold));
     }
     console.log(`sandbox.run \`echo hi\`: warm p50 ${p50(w).toFixed(1)} ms (min ${Math.min(...w).toFixed(1)}), cold p50 ${p50(c).toFixed(1)} ms (min ${Math.min(...c).toFixed(1)}) over ${RUNS} runs each`);
-  });
+  }, 120_000); // forty container lifecycles: minutes on a loaded 2-core engine
 
   it('falls back to a cold container when the pool is empty, and refills', async () => {
     await warm.pool.fill();
@@ -63,6 +154,43 @@ describe.skipIf(!up)('the warm pool and the reaper against the real Docker engin
     expect((await echo(warm)) > 0).toBe(true);
     await warm.pool.fill();
     expect(warm.pool.available).toBe(2);
+  });
+
+  it('grows under a burst of runs, comes back to its floor when idle, and leaves no container behind', async () => {
+    const clock = { t: 0 };
+    const sd = new SandboxDocker(SMALL_IMAGE);
+    const pool = new WarmPool(sd, 1, () => undefined, { maxBoxes: 4, now: () => clock.t });
+    const ours = () => docker('ps', '-aq', '--filter', `label=${LABEL.instance}=${sd.instance}`).split('\n').filter(Boolean).length;
+    const settled = async () => {
+      // Boxes above the target are removed in the background: wait until the engine has none over the pool's count.
+      for (let i = 0; i < 100 && ours() !== pool.available; i++) await new Promise((r) => setTimeout(r, 100));
+      return ours();
+    };
+    try {
+      await pool.fill();
+      expect(pool.available).toBe(1);
+      // Eight runs 50 ms apart (on the pool's clock): the target rises to the ceiling as they arrive.
+      for (let i = 0; i < 8; i++) {
+        clock.t += 50;
+        const box = await pool.take(LIMITS);
+        if (box) await sd.destroyBox(box);
+      }
+      expect(pool.target).toBe(4);
+      await pool.fill();
+      expect(pool.available).toBe(4);
+      expect(await settled()).toBe(4);
+      clock.t += 10 * 60_000; // idle
+      expect(pool.target).toBe(1);
+      await pool.fill();
+      expect(pool.available).toBe(1);
+      expect(await settled()).toBe(1);
+    } finally {
+      await pool.close();
+      sd.close();
+    }
+    expect(pool.available).toBe(0);
+    expect(ours()).toBe(0);
+    expect(docker('volume', 'ls', '-q', '--filter', `label=${LABEL.instance}=${sd.instance}`)).toBe('');
   });
 
   it('reaps an orphaned labelled container and volume, and spares live ones', async () => {

@@ -1,79 +1,136 @@
+import { availableParallelism, freemem } from 'node:os';
 import type { Limits } from '@svc/shared';
 import type { Box, SandboxDocker } from './docker.ts';
 import { POOL_LIMITS, resourceLimits } from './limits.ts';
+import { PoolSize } from './pool-size.ts';
 
-const FILL_PARALLEL = 2;
+/** Warm boxes never held above this, whatever the demand and the node's memory. */
+export const POOL_MAX = 32;
+/** Boxes prepared at once: each is engine work (runc, mounts) that running programs wait behind on a small node. */
+const FILL_PARALLEL = Math.max(1, Math.min(3, availableParallelism()));
+/** How often the pool compares itself with its target when no run arrives (grows ahead of demand, trims when idle). */
+const TICK_MS = 1000;
+
+export interface WarmPoolOptions {
+  maxBoxes?: number;
+  /** Boxes prepared at once. */
+  parallel?: number;
+  now?: () => number;
+  availableBytes?: () => number;
+}
 
 /**
  * Warm containers of the sandbox image for one-shot runs without network: created, started (idle init
  * process), network none, workspace volume mounted. A run takes one, gets the job's limits applied with
- * `docker update`, runs its program with `docker exec`, and the box is destroyed after; a refill in the
- * background brings the pool back to its size. A pool miss (empty, or a box that will not take the
- * limits) is the caller's cold path. Boxes are never reused between runs.
+ * `docker update`, runs its program, and the box is destroyed after. The pool holds as many boxes as
+ * PoolSize asks for (a floor, more while runs arrive fast, within a ceiling), prepares up to a few at a
+ * time in the background, and removes the ones above its target when demand falls. A pool miss (empty, or
+ * a box that will not take the limits) is the caller's cold path. Boxes are never reused between runs.
  */
 export class WarmPool {
   private readonly ready: Box[] = [];
-  private filling: Promise<void> | undefined;
+  private readonly sizing: PoolSize;
+  private readonly parallel: number;
+  private preparing = 0;
+  private waiting: Array<() => void> = [];
+  private started = false;
   private closed = false;
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
+  private tick: NodeJS.Timeout | undefined;
   /** New warm boxes get the limits of the last run, so the next run like it skips `docker update`. */
   private limits: Limits = POOL_LIMITS;
 
   constructor(
     private readonly sd: SandboxDocker,
+    /** Boxes kept with no demand (the floor); 0 turns the pool off. */
     readonly size: number,
     private readonly log: (m: string) => void = () => undefined,
-  ) {}
+    o: WarmPoolOptions = {},
+  ) {
+    this.parallel = o.parallel ?? FILL_PARALLEL;
+    this.sizing = new PoolSize({
+      floor: size,
+      maxBoxes: o.maxBoxes ?? POOL_MAX,
+      boxBytes: () => this.limits.memory_mb * 1024 * 1024,
+      availableBytes: o.availableBytes ?? freemem,
+      now: o.now ?? (() => performance.now()),
+    });
+  }
 
   get available(): number {
     return this.ready.length;
   }
 
-  /** Starts filling; returns when the pool is full (or filling gave up for now). */
-  fill(): Promise<void> {
-    if (this.closed || this.size <= 0) return Promise.resolve();
-    this.filling ??= this.fillLoop().finally(() => (this.filling = undefined));
-    return this.filling;
+  /** Boxes the pool aims to hold now. */
+  get target(): number {
+    return this.sizing.target();
   }
 
-  private async fillLoop(): Promise<void> {
-    while (!this.closed && this.ready.length < this.size) {
-      try {
-        // Prepare up to FILL_PARALLEL at once: creating a container takes hundreds of ms on a busy engine,
-        // and one at a time the pool drains faster than it refills under back-to-back runs.
-        const n = Math.min(FILL_PARALLEL, this.size - this.ready.length);
-        const settled = await Promise.allSettled(Array.from({ length: n }, () => this.sd.createBox({ kind: 'pool', mode: 'runner', owner: 'pool', network: false, limits: this.limits })));
-        const boxes = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-        const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-        if (failed) {
-          this.ready.push(...boxes);
-          throw failed.reason;
-        }
-        if (this.closed) {
-          await Promise.all(boxes.map((b) => this.sd.destroyBox(b).catch(() => undefined)));
-          return;
-        }
-        this.ready.push(...boxes);
-        this.failures = 0;
-      } catch (e) {
-        this.failures++;
-        // Backs off (1 s, 2 s, ... 60 s) and tries again; runs meanwhile take the cold path.
-        const delay = Math.min(60_000, 1000 * 2 ** (this.failures - 1));
-        if (this.failures === 1 || this.failures % 10 === 0) this.log(`sandbox pool: cannot prepare a warm container (retrying in ${delay / 1000} s): ${(e as Error).message}`);
-        clearTimeout(this.retry);
-        this.retry = setTimeout(() => void this.fill(), delay);
-        this.retry.unref();
-        return;
-      }
+  /** The most boxes the pool would hold now (its maximum, or less when the node's memory is short). */
+  get ceiling(): number {
+    return this.size > 0 ? this.sizing.ceiling() : 0;
+  }
+
+  /** Starts filling to the target; returns when it is reached (or filling gave up for now). */
+  fill(): Promise<void> {
+    this.kick();
+    if (this.preparing === 0) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Starts the pool's own ticks (once) and adjusts it now. */
+  private kick(): void {
+    if (this.closed || this.size <= 0) return;
+    if (!this.started) {
+      this.started = true;
+      this.tick = setInterval(() => this.adjust(), TICK_MS);
+      this.tick.unref();
+    }
+    this.adjust();
+  }
+
+  /** Starts preparing boxes up to the target (a few at a time), or removes the ones above it. */
+  private adjust(): void {
+    if (!this.closed) {
+      const target = this.sizing.target();
+      // Above the target (demand fell): the oldest go first; the newest have the limits of the latest run.
+      for (const box of this.ready.splice(0, Math.max(0, this.ready.length - target))) void this.sd.destroyBox(box).catch(() => undefined);
+      while (!this.retry && this.preparing < this.parallel && this.ready.length + this.preparing < target) void this.prepare();
+    }
+    if (this.preparing === 0) for (const resolve of this.waiting.splice(0)) resolve();
+  }
+
+  private async prepare(): Promise<void> {
+    this.preparing++;
+    try {
+      const box = await this.sd.createBox({ kind: 'pool', mode: 'runner', owner: 'pool', network: false, limits: this.limits });
+      if (this.closed) await this.sd.destroyBox(box).catch(() => undefined);
+      else this.ready.push(box);
+      this.failures = 0;
+    } catch (e) {
+      this.failures++;
+      // Backs off (1 s, 2 s, ... 60 s) and tries again; runs meanwhile take the cold path.
+      const delay = Math.min(60_000, 1000 * 2 ** (this.failures - 1));
+      if (this.failures === 1 || this.failures % 10 === 0) this.log(`sandbox pool: cannot prepare a warm container (retrying in ${delay / 1000} s): ${(e as Error).message}`);
+      clearTimeout(this.retry);
+      this.retry = setTimeout(() => {
+        this.retry = undefined;
+        this.adjust();
+      }, delay);
+      this.retry.unref();
+    } finally {
+      this.preparing--;
+      this.adjust();
     }
   }
 
   /** A warm box with `limits` applied, or undefined on a miss. The caller owns (and destroys) it. */
   async take(limits: Limits): Promise<Box | undefined> {
     this.limits = limits;
+    if (this.size > 0) this.sizing.arrived();
     for (let box = this.ready.shift(); box; box = this.ready.shift()) {
-      void this.fill();
+      this.kick();
       try {
         if (!sameCgroupLimits(box.limits, limits)) {
           await box.container.update(resourceLimits(limits));
@@ -86,14 +143,16 @@ export class WarmPool {
       }
       void this.sd.destroyBox(box).catch(() => undefined);
     }
-    void this.fill();
+    this.kick();
     return undefined;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
-    await this.filling?.catch(() => undefined);
+    clearInterval(this.tick);
+    // Boxes being prepared are destroyed as they come (prepare() sees `closed`); wait for them.
+    while (this.preparing > 0) await new Promise<void>((resolve) => this.waiting.push(resolve));
     const boxes = this.ready.splice(0);
     await Promise.all(boxes.map((b) => this.sd.destroyBox(b).catch(() => undefined)));
   }
