@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ServiceError, sha256Hex } from '@svc/shared';
 import { bodyTooLarge } from './errors.ts';
+import { discardRest } from './unread-body.ts';
 
 /** Anything that can say whether a payload digest is on the admin denylist (kept in memory, refreshed on NOTIFY). */
 export interface DenylistCheck {
@@ -32,24 +33,35 @@ async function* screened(req: FastifyRequest, payload: Readable, deny: DenylistC
     }
     whole = true;
   } finally {
+    // The rest of a body its route stopped reading (node drains only a body nobody began to read; one left
+    // paused half way stalls the client), up to the route's own limit.
     if (!whole) discardRest(payload, limit);
   }
   screen(req, hash.digest('hex'), deny);
 }
 
 /**
- * The rest of a body its route stopped reading, read and dropped: a client that sends the whole body before
- * it reads the answer (many do) gets the answer. Node drains only a body nobody began to read; one left
- * paused half way stalls the client. Past `cap` more bytes the connection is closed instead.
+ * How deep a JSON body may nest (the top-level object or array is level 1). Deeper documents are refused as
+ * they arrive: validating, canonicalizing or echoing them recurses once per level, past the stack's end.
  */
-function discardRest(payload: Readable, cap: number): void {
-  if (payload.readableEnded || payload.destroyed) return;
-  let left = cap;
-  payload.on('data', (piece: Buffer) => {
-    left -= piece.length;
-    if (left < 0) payload.destroy();
-  });
-  payload.resume();
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether `v` nests objects or arrays more than `levels` deep; recurses at most `levels` calls deep. */
+export function nestsDeeper(v: unknown, levels = MAX_JSON_DEPTH): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  if (levels === 0) return true;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      if (typeof x === 'object' && x !== null && nestsDeeper(x, levels - 1)) return true;
+    }
+    return false;
+  }
+  for (const k in v) {
+    const x: unknown = (v as Record<string, unknown>)[k];
+    if (typeof x === 'object' && x !== null && nestsDeeper(x, levels - 1)) return true;
+  }
+  return false;
 }
 
 /**
@@ -64,7 +76,9 @@ export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): 
       screen(req, sha256Hex(raw), deny);
       if (req.routeOptions.config?.rawBody) return done(null, raw); // a raw-bytes route keeps JSON files as bytes
       if (raw.length === 0) return done(null, undefined);
-      done(null, JSON.parse(raw.toString('utf8')));
+      const body: unknown = JSON.parse(raw.toString('utf8'));
+      if (nestsDeeper(body)) throw new ServiceError('invalid_json', `Body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`);
+      done(null, body);
     } catch (e) {
       if (e instanceof ServiceError) return done(e);
       done(new ServiceError('invalid_json', `Body is not valid JSON: ${(e as Error).message}`));

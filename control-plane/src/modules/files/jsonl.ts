@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ServiceError } from '@svc/shared';
+import { MAX_JSON_DEPTH, nestsDeeper } from '../../http/body.ts';
 import { ChatBody, EmbeddingsBody, REQUEST_BODY_LIMIT } from '../inference/schemas.ts';
 
 /** The endpoints a batch line may call. */
@@ -35,6 +36,7 @@ function checkLine(raw: string, line: number): BatchLine {
     throw lineError(line, `not valid JSON (${(e as Error).message})`);
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw lineError(line, 'must be a JSON object {custom_id, method, url, body}');
+  if (nestsDeeper(v)) throw lineError(line, `nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`);
   const o = v as Record<string, unknown>;
   const extra = Object.keys(o).find((k) => !KEYS.has(k));
   if (extra) throw lineError(line, `unknown field "${extra}" (a line holds custom_id, method, url and body)`);

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { SCOPE_NAMES, SCOPES } from '@svc/shared';
 import { requireKey, requireSession } from '../../http/auth.ts';
+import { dateTime } from '../../http/fields.ts';
 import type { KeysService } from './service.ts';
 
 const MAX_CAP = 1_000_000_000_000_000; // $1e9 in micro-USD
@@ -13,7 +14,7 @@ const KeyInput = z
     name: z.string().trim().min(1).max(100).optional(),
     scopes: z.array(ScopeEnum).max(SCOPE_NAMES.length).optional().describe('Omitted or empty: every scope.'),
     spend_cap_micro_usd: z.number().int().min(0).max(MAX_CAP).optional().describe('Lifetime spend cap of this key and its delegated subtree.'),
-    expires_at: z.string().max(40).optional().describe('ISO 8601 date-time in the future.'),
+    expires_at: dateTime().optional().describe('ISO 8601 date-time in the future (at most 9999-12-31T23:59:59Z).'),
   })
   .strict();
 

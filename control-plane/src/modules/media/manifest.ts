@@ -1,4 +1,5 @@
 import { canonicalize, recoverPersonalMessage, sha256Hex, type SignedReceipt } from '@svc/shared';
+import { nestsDeeper } from '../../http/body.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { embedProvenance, isPng, readProvenance, stripProvenance } from './png.ts';
 
@@ -95,7 +96,7 @@ export interface VerifyResult {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A supplied manifest: an object or its JSON text; a whole `{manifest, signature}` provenance object is unwrapped. */
-function parseSupplied(v: unknown): { manifest: Record<string, unknown> | null; signature: string | undefined } {
+function parseSupplied(v: unknown): { manifest: Record<string, unknown> | null; signature: string | undefined; tooDeep?: true } {
   let m = v;
   if (typeof m === 'string') {
     try {
@@ -105,6 +106,7 @@ function parseSupplied(v: unknown): { manifest: Record<string, unknown> | null; 
     }
   }
   if (!isObject(m)) return { manifest: null, signature: undefined };
+  if (nestsDeeper(m)) return { manifest: null, signature: undefined, tooDeep: true };
   if (isObject(m.manifest) && typeof m.signature === 'string' && !('asset_sha256' in m)) return { manifest: m.manifest, signature: m.signature };
   return { manifest: m, signature: undefined };
 }
@@ -126,7 +128,7 @@ export function verifyProvenance(input: VerifyInput, gatewaySigner: string): Ver
     manifest = s.manifest;
     signature ??= s.signature;
     if (manifest) source = 'supplied';
-    else reasons.push('manifest: not a JSON object');
+    else reasons.push(s.tooDeep ? 'manifest: nests too deep' : 'manifest: not a JSON object');
   } else if (input.asset) {
     const text = isPng(input.asset) ? readProvenance(input.asset) : null;
     if (text === null) reasons.push(isPng(input.asset) ? 'asset: the PNG carries no svc-provenance chunk' : 'asset: no embedded manifest (only PNG images embed one; pass the manifest beside the asset)');
@@ -135,7 +137,7 @@ export function verifyProvenance(input: VerifyInput, gatewaySigner: string): Ver
       manifest = s.manifest;
       signature ??= s.signature;
       if (manifest) source = 'embedded';
-      else reasons.push('asset: the svc-provenance chunk does not hold a JSON manifest');
+      else reasons.push(s.tooDeep ? 'asset: the svc-provenance chunk nests too deep' : 'asset: the svc-provenance chunk does not hold a JSON manifest');
     }
   }
 

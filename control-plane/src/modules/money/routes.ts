@@ -7,6 +7,7 @@ import type { Database } from '../../db/database.ts';
 import type { DB } from '../../db/schema.ts';
 import { requireKey, requireSession } from '../../http/auth.ts';
 import type { Cursors } from '../../http/cursor.ts';
+import { dateTime } from '../../http/fields.ts';
 import { SseStream } from '../../http/sse.ts';
 import { LedgerService } from './ledger.ts';
 import type { Metering } from './metering.ts';
@@ -125,8 +126,8 @@ export function moneyRoutes(app: FastifyInstance, deps: MoneyDeps): void {
           kind: z.string().max(64).optional(),
           key_id: z.string().max(64).optional(),
           run_id: z.string().max(128).optional(),
-          since: z.string().max(40).optional(),
-          until: z.string().max(40).optional(),
+          since: dateTime().optional().describe('ISO 8601 date-time (1970 to 9999).'),
+          until: dateTime().optional().describe('ISO 8601 date-time (1970 to 9999).'),
           format: z.enum(['json', 'csv']).default('json'),
         }),
         response: { 200: z.union([z.object({ events: z.array(UsageEvent), next_cursor: z.string().nullable() }), z.string()]) },

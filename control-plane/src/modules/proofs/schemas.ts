@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dateTime } from '../../http/fields.ts';
 
 /** Zod schemas of the proofs routes. Response schemas are enforced (unknown keys are dropped), so they list every field. */
 
@@ -156,8 +157,8 @@ export const SignedAudit = z.object({ audit: AuditDoc, ...Signed });
 
 export const SlaBody = z
   .object({
-    from: z.iso.datetime({ offset: true }).optional().describe('ISO 8601; default: 30 days before `to`.'),
-    to: z.iso.datetime({ offset: true }).optional().describe('ISO 8601; default: now. A future `to` is clamped to now.'),
+    from: dateTime(z.iso.datetime({ offset: true })).optional().describe('ISO 8601; default: 30 days before `to`.'),
+    to: dateTime(z.iso.datetime({ offset: true })).optional().describe('ISO 8601; default: now. A future `to` is clamped to now.'),
   })
   .strict();
 

@@ -1,16 +1,17 @@
 import { z } from 'zod';
 import { LANGUAGES } from '@svc/shared';
+import { withoutNul } from '../../http/fields.ts';
 
 /** Request and response shapes of the sandbox routes (they generate the OpenAPI document). */
 const EnvVars = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _').max(128), z.string().max(32768))
+  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _').max(128), withoutNul(z.string().max(32768)))
   .refine((e) => Object.keys(e).length <= 64, 'at most 64 environment variables')
   .describe('Environment variables for the program.');
 
 export const Program = {
   language: z.enum(LANGUAGES).default('sh').describe('sh, python (python3) or node. Ignored when `command` is given.'),
-  code: z.string().max(1024 * 1024).optional().describe('Source to run in `language`.'),
-  command: z.array(z.string().max(65536)).min(1).max(256).optional().describe('An argv to run instead of `code`.'),
+  code: withoutNul(z.string().max(1024 * 1024)).optional().describe('Source to run in `language`.'),
+  command: z.array(withoutNul(z.string().max(65536))).min(1).max(256).optional().describe('An argv to run instead of `code`.'),
   stdin: z.string().max(8 * 1024 * 1024).optional(),
   env: EnvVars.optional(),
   timeout_seconds: z.number().int().min(1).max(3600).optional().describe('Wall-clock limit; the run is killed at it. Default 30.'),
@@ -21,7 +22,7 @@ export const RunBody = z
   .object({
     ...Program,
     files: z
-      .array(z.object({ path: z.string().min(1).max(4096), content: z.string().optional(), content_base64: z.string().optional() }).strict())
+      .array(z.object({ path: withoutNul(z.string().min(1).max(4096)), content: z.string().optional(), content_base64: z.string().optional() }).strict())
       .max(100)
       .optional()
       .describe('Files written into /workspace before the program runs (UTF-8 `content` or `content_base64`).'),
@@ -68,7 +69,9 @@ export type RunResult = z.infer<typeof RunResult>;
 export const SessionView = z.object({
   id: z.string(),
   object: z.literal('sandbox.session'),
-  status: z.enum(['starting', 'running', 'stopped', 'failed', 'node_offline']),
+  status: z
+    .enum(['starting', 'running', 'stopped', 'failed', 'node_offline', 'lost'])
+    .describe('node_offline: its node is not reachable now (it may come back); lost: its node no longer holds its container (final, like stopped: no exec, no metering, stopped_at says when it was found lost).'),
   node_id: z.string().nullable(),
   network: z.boolean(),
   alive_seconds: z.number(),
