@@ -7,7 +7,7 @@ import { BACKEND_TESTS } from '../vitest.config.ts';
  * A file that starts a second control-plane process on one database or branches on the backend checks
  * something only Postgres shows, so it must be listed, or that part never runs.
  */
-const BACKEND_MARKS = /\b(TEST_DB_KIND|startGatewayPair|startChildGateway|freshDatabase)\b/;
+const BACKEND_MARKS = /\b(TEST_DB_KIND|startGatewayPair|startChildGateway)\b/;
 
 const asRegExp = (glob: string) => new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
 
