@@ -201,6 +201,40 @@ describe('svc nodes', { timeout: 60_000 }, () => {
     expect(await statusOf(id)).toBe('online');
   }, 90_000);
 
+  it('an admin drains and disables any node, the house node included, with --admin-token-file', async () => {
+    const admin = t.client.withCredential({ kind: 'bearer', token: ADMIN_TOKEN });
+    const house = (await admin.request<EnrolledNode>('POST', '/v1/admin/nodes/enroll', { body: { kinds: ['sandbox'], name: 'house' } })).node.id;
+    await admin.approveNode(house);
+    const file = secretFile('gate-admin.token', `${ADMIN_TOKEN}\n`);
+    const flags = (id: string) => t.gw.fleet.registry.get(id).then((n) => ({ draining: n.draining, disabled: n.disabled }));
+    // The owner route refuses the house node to anyone signed in: it is the house-ops account's.
+    const owned = await svc(['nodes', 'drain', house]);
+    expect(owned.code).toBe(1);
+    expect(owned.stderr).toMatch(/^error: not_found: Node not found$/m);
+    const steps: Array<[string[], { draining: boolean; disabled: boolean }]> = [
+      [['drain', house], { draining: true, disabled: false }],
+      [['disable', house], { draining: true, disabled: true }],
+      [['drain', house, '--off'], { draining: false, disabled: true }],
+      [['disable', house, '--off'], { draining: false, disabled: false }],
+      [['drain', gpu.node.id], { draining: true, disabled: false }], // another account's node too
+      [['drain', gpu.node.id, '--off'], { draining: false, disabled: false }],
+    ];
+    for (const [args, want] of steps) {
+      const r = await svc(['nodes', ...args, '--admin-token-file', file]);
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: '' });
+      expect(r.stdout).toContain(args[1]);
+      expect(r.stdout + r.stderr).not.toContain(ADMIN_TOKEN);
+      expect({ args, flags: await flags(args[1]!) }).toEqual({ args, flags: want });
+    }
+    const json = JSON.parse((await svc(['nodes', 'disable', house, '--json', '--admin'], { env: { SVC_ADMIN_TOKEN: ADMIN_TOKEN } })).stdout) as OwnerNode;
+    expect(json).toMatchObject({ id: house, house: true, disabled: true });
+    const [unknown, noToken] = await Promise.all([svc(['nodes', 'drain', 'node_doesnotexist', '--admin-token-file', file]), svc(['nodes', 'drain', house, '--admin'])]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^error: not_found: Node not found$/m);
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toMatch(/no admin token given/);
+  }, 90_000);
+
   it('gate errors exit non-zero with the gateway\'s error type: unknown node, not the owner, not signed in', async () => {
     const [unknown, anon, missingArg, ...foreign] = await Promise.all([
       svc(['nodes', 'drain', 'node_doesnotexist']),
@@ -213,7 +247,7 @@ describe('svc nodes', { timeout: 60_000 }, () => {
     expect(unknown!.stderr).toMatch(/^error: not_found: Node not found$/m);
     for (const r of foreign) {
       expect(r!.code).toBe(1);
-      expect(r!.stderr).toMatch(/^error: forbidden: Only the node owner can gate this node$/m);
+      expect(r!.stderr).toMatch(/^error: not_found: Node not found$/m); // the same answer as an unknown node
     }
     expect(await statusOf(gpu.node.id)).toBe('online');
     expect(anon!.code).toBe(1);

@@ -168,4 +168,33 @@ describe('house nodes', () => {
     // Its key works like any node key.
     expect((await heartbeat(first.node_key)).status).toBe(200);
   });
+
+  it('POST /v1/admin/nodes/gate drains and disables any node, the house node included; bad bodies name their field', async () => {
+    const house = (await admin().request<{ node: { id: string } }>('POST', '/v1/admin/nodes/enroll', { body: { kinds: ['sandbox'], name: 'house-gate' } })).node.id;
+    const owner = await t.signIn();
+    const owned = (await owner.client.request<{ node: { id: string } }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } })).node.id;
+    // The owner's gate route takes a session, not the admin token.
+    await expectApiError(admin().request('POST', `/v1/nodes/${house}/draining`, { body: { set: true } }), 401, 'wrong_credential_kind');
+    const gate = (body: Record<string, unknown>) => admin().request<{ id: string; draining: boolean; disabled: boolean; house: boolean }>('POST', '/v1/admin/nodes/gate', { body });
+    expect(await gate({ node_id: house, gate: 'draining', set: true })).toMatchObject({ id: house, house: true, draining: true, disabled: false });
+    expect(await gate({ node_id: house, gate: 'disabled', set: true })).toMatchObject({ id: house, draining: true, disabled: true });
+    expect(await gate({ node_id: house, gate: 'draining', set: false })).toMatchObject({ draining: false, disabled: true });
+    expect(await gate({ node_id: owned, gate: 'disabled', set: true })).toMatchObject({ id: owned, house: false, disabled: true });
+    expect((await t.gw.fleet.registry.get(owned)).disabled).toBe(true);
+    expect((await t.gw.fleet.registry.get(house)).disabled).toBe(true);
+
+    for (const [body, param] of [
+      [{ gate: 'draining', set: true }, 'node_id'],
+      [{ node_id: house, gate: 'exploding', set: true }, 'gate'],
+      [{ node_id: house, gate: 'draining' }, 'set'],
+      [{ node_id: house, gate: 'draining', set: 'yes' }, 'set'],
+      [{ node_id: house, gate: 'draining', set: true, extra: 1 }, 'extra'],
+    ] as const) {
+      const e = await expectApiError(gate(body), 400, 'invalid_request');
+      expect({ body, param: e.param }).toEqual({ body, param });
+    }
+    await expectApiError(gate({ node_id: 'node_nope', gate: 'draining', set: true }), 404, 'not_found');
+    await expectApiError(owner.client.request('POST', '/v1/admin/nodes/gate', { body: { node_id: owned, gate: 'draining', set: true } }), 401, 'invalid_credential');
+    expect((await t.gw.fleet.registry.get(owned)).draining).toBe(false);
+  });
 });

@@ -72,7 +72,12 @@ describe('enrollment and registry', () => {
     expect(row.capabilities).toBeNull();
     await expectApiError(owner.client.request('POST', '/v1/admin/nodes/approve', { body: { node_id: node.id, approved: true } }), 401, 'invalid_credential');
     const stranger = await t.signIn();
-    await expectApiError(stranger.client.request('POST', `/v1/nodes/${node.id}/draining`, { body: { set: true } }), 403, 'forbidden');
+    // Another's node and an unknown node answer alike: the same 404 with the same body.
+    const foreign = await expectApiError(stranger.client.request('POST', `/v1/nodes/${node.id}/draining`, { body: { set: true } }), 404, 'not_found');
+    const unknown = await expectApiError(stranger.client.request('POST', '/v1/nodes/node_nope/draining', { body: { set: true } }), 404, 'not_found');
+    const shape = (b: typeof foreign.body) => ({ ...b?.error, request_id: undefined });
+    expect(shape(foreign.body)).toEqual(shape(unknown.body));
+    expect((await t.gw.fleet.registry.get(node.id)).draining).toBe(false);
     await expectApiError(owner.client.request('POST', `/v1/nodes/${node.id}/exploding`, { body: { set: true } }), 400, 'invalid_request');
     await expectApiError(admin().request('POST', '/v1/admin/nodes/approve', { body: { node_id: 'node_nope', approved: true } }), 404, 'not_found');
   });

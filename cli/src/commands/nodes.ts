@@ -142,7 +142,7 @@ interface EnrollOptions {
 }
 
 export function registerNodes(program: Command): void {
-  const nodes = program.command('nodes').description('Fleet nodes: list the registry, enroll a node, approve (admin), drain and disable (owner)');
+  const nodes = program.command('nodes').description('Fleet nodes: list the registry, enroll a node, approve (admin), drain and disable (owner or admin)');
 
   nodes
     .command('list')
@@ -190,11 +190,16 @@ export function registerNodes(program: Command): void {
   for (const [name, g] of Object.entries(GATES)) {
     nodes
       .command(`${name} <node_id>`)
-      .description(`Owner: the node ${g.on} (--off lifts it)`)
+      .description(`Owner, or an admin for any node: the node ${g.on} (--off lifts it)`)
       .option('--off', `lift the ${g.gate} gate`)
-      .action(async (id: string, opts: { off?: boolean }, cmd: Command) => {
+      .option('--admin-token-file <path>', 'as an admin (any node, house nodes included), with the gateway admin token in this file')
+      .option('--admin', 'as an admin, with the admin token in env SVC_ADMIN_TOKEN')
+      .action(async (id: string, opts: { off?: boolean; admin?: boolean; adminTokenFile?: string }, cmd: Command) => {
         const ctx = context(cmd);
-        const node = await sessionClient(ctx).client.gateNode(id, g.gate, !opts.off);
+        const asAdmin = opts.admin === true || opts.adminTokenFile !== undefined;
+        const node = asAdmin
+          ? await ctx.client.withCredential({ kind: 'bearer', token: adminToken(ctx, opts.adminTokenFile) }).adminGateNode(id, g.gate, !opts.off)
+          : await sessionClient(ctx).client.gateNode(id, g.gate, !opts.off);
         ctx.out.result(node, () => `${opts.off ? `Lifted ${g.gate} on ${node.id}: it ${g.off}` : `${node.id} is ${g.gate}: it ${g.on}`} (status ${statusText(node.status)}).`);
       });
   }

@@ -180,6 +180,10 @@ export class SvcClient {
   gateNode(id: string, gate: NodeGate, set: boolean) {
     return this.request<OwnerNode>('POST', `/v1/nodes/${encodeURIComponent(id)}/${gate}`, { body: { set } });
   }
+  /** Admin token (a `bearer` credential): sets or clears the `disabled` or `draining` gate of any node, house nodes included. */
+  adminGateNode(id: string, gate: NodeGate, set: boolean) {
+    return this.request<OwnerNode>('POST', '/v1/admin/nodes/gate', { body: { node_id: id, gate, set } });
+  }
   /** Admin token (a `bearer` credential): approves a node for scheduling, or withdraws the approval. */
   approveNode(id: string, approved = true) {
     return this.request<OwnerNode>('POST', '/v1/admin/nodes/approve', { body: { node_id: id, approved } });

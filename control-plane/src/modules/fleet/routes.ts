@@ -111,6 +111,20 @@ export function fleetRoutes(app: FastifyInstance, deps: { registry: NodeRegistry
   );
 
   r.post(
+    '/v1/admin/nodes/gate',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags,
+        summary: 'Admin gate on any node, house nodes included: disabled (takes no work) or draining (finishes running work, takes none)',
+        body: z.object({ node_id: z.string().min(1).max(64), gate: z.enum(['disabled', 'draining']), set: z.boolean() }).strict(),
+        response: { 200: OwnerNode },
+      },
+    },
+    async (req) => deps.registry.setGate(null, req.body.node_id, req.body.gate, req.body.set),
+  );
+
+  r.post(
     '/v1/admin/nodes/approve',
     {
       config: { auth: 'admin' },
