@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SvcClient } from '@svc/shared/client';
 import { expectApiError } from './support/expect-error.ts';
 import { TEST_DB_KIND } from './support/database.ts';
-import { startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { ADMIN_TOKEN, startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
 
 interface Org { id: string; name: string; billing_account_id: string; role: string; member_count: number }
 interface Member { account_id: string; role: string; invited_by: string | null }
@@ -24,6 +24,19 @@ const switchTo = (u: User, orgId = org.id) => api<Switched>(u.client, 'POST', `/
 const roster = async () => (await api<Member[]>(alice.client, 'GET', `/v1/orgs/${org.id}/members`)).map((m) => [m.account_id, m.role]);
 const count = async (table: 'org_invites' | 'org_members' | 'orgs') =>
   Number((await t.gw.database.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+/** Opens the usage stream; `ended` resolves once the gateway ends it. */
+async function openStream(c: SvcClient) {
+  const res = await c.raw('GET', '/v1/usage/stream');
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toContain('connected');
+  return {
+    async ended(): Promise<boolean> {
+      for (;;) if ((await reader.read()).done) return true;
+    },
+  };
+}
 
 beforeAll(async () => {
   t = await startTestGateway();
@@ -174,6 +187,15 @@ describe('organizations', () => {
     await api(alice.client, 'PATCH', `/v1/orgs/${org.id}/members/${carol.accountId}`, { role: 'member' });
     await expectApiError(api(asCarol, 'GET', '/v1/keys'), 403, 'forbidden');
 
+    // A suspended member's switched session is refused like the member's own sessions.
+    const suspend = (suspended: boolean) =>
+      t.client.request('POST', '/v1/admin/accounts/suspend', { body: { account_id: bob.accountId, suspended }, credential: { kind: 'bearer', token: ADMIN_TOKEN } });
+    await suspend(true);
+    await expectApiError(api(b, 'GET', '/v1/billing/balance'), 403, 'account_suspended');
+    await expectApiError(switchTo(bob), 403, 'account_suspended');
+    await suspend(false);
+    await api(b, 'GET', '/v1/billing/balance');
+
     // An owner's switched session may change the plan (the role table admits it; the plan route answers itself).
     const asAlice = asSession((await switchTo(alice)).token);
     const res = await asAlice.raw('POST', '/v1/billing/subscription', { body: { plan: 'no-such-plan' } });
@@ -183,10 +205,12 @@ describe('organizations', () => {
   it('removing a member or leaving kills their org sessions at once; others keep theirs', async () => {
     const asCarol = asSession((await switchTo(carol)).token);
     const asBob = asSession((await switchTo(bob)).token);
+    const stream = await openStream(asCarol);
     const removed = await api<{ sessions_revoked: number; left: boolean }>(bob.client, 'DELETE', `/v1/orgs/${org.id}/members/${carol.accountId}`);
     expect(removed).toMatchObject({ left: false });
     expect(removed.sessions_revoked).toBeGreaterThanOrEqual(2);
     await expectApiError(api(asCarol, 'GET', '/v1/billing/balance'), 401, 'invalid_credential');
+    expect(await stream.ended()).toBe(true);
     await expectApiError(api(carol.client, 'GET', `/v1/orgs/${org.id}`), 404, 'not_found');
     expect((await carol.client.me()).account_id).toBe(carol.accountId); // her own session lives on
     await api(asBob, 'GET', '/v1/billing/balance');
@@ -201,11 +225,13 @@ describe('organizations', () => {
 
   it("deleting is owner only; every org session ends; the billing account's keys and credit stay", async () => {
     const asBob = asSession((await switchTo(bob)).token);
+    const stream = await openStream(asBob);
     const keysBefore = (await alice.client.listKeys()).map((k) => k.id);
     await expectApiError(api(bob.client, 'DELETE', `/v1/orgs/${org.id}`), 403, 'forbidden');
     const gone = await api<{ deleted: boolean; sessions_revoked: number }>(alice.client, 'DELETE', `/v1/orgs/${org.id}`);
     expect(gone.deleted).toBe(true);
     await expectApiError(api(asBob, 'GET', '/v1/billing/balance'), 401, 'invalid_credential');
+    expect(await stream.ended()).toBe(true);
     await expectApiError(api(alice.client, 'GET', `/v1/orgs/${org.id}`), 404, 'not_found');
     await expectApiError(api(alice.client, 'DELETE', `/v1/orgs/${org.id}`), 404, 'not_found');
     expect(await api<Org[]>(bob.client, 'GET', '/v1/orgs')).toEqual([]);
@@ -225,10 +251,12 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('organizations across processes', () 
       const s = await member.client.request<Switched>('POST', `/v1/orgs/${o.id}/switch`);
       const onB = b.client.withCredential({ kind: 'session', token: s.token });
       expect(Array.isArray(await onB.request('GET', '/v1/keys'))).toBe(true);
+      const stream = await openStream(onB);
       await owner.client.request('PATCH', `/v1/orgs/${o.id}/members/${member.accountId}`, { body: { role: 'member' } });
       await expectApiError(onB.request('GET', '/v1/keys'), 403, 'forbidden');
       await owner.client.request('DELETE', `/v1/orgs/${o.id}/members/${member.accountId}`);
       await expectApiError(onB.request('GET', '/v1/billing/balance'), 401, 'invalid_credential');
+      expect(await stream.ended()).toBe(true); // the stream open on the other process ends too
     } finally {
       await close();
     }

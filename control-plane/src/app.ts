@@ -44,6 +44,7 @@ import type { Media } from './modules/media/deps.ts'; // media
 import { orgRoutes } from './modules/orgs/routes.ts';
 import type { OrgsService } from './modules/orgs/service.ts';
 import type { OrgInvites } from './modules/orgs/invites.ts';
+import type { OrgSessionEnds } from './modules/orgs/session-ends.ts';
 import { assertOrgRoute } from './modules/orgs/roles.ts';
 
 export const VERSION = '0.1.0';
@@ -85,7 +86,7 @@ export interface AppDeps {
   subscriptions: SubscriptionService; // plans and subscriptions (issue 4 item 5)
   batches: BatchDeps; // files and batches
   media: Media; // media (images, videos, assistant)
-  orgs: { service: OrgsService; invites: OrgInvites };
+  orgs: { service: OrgsService; invites: OrgInvites; sessionEnds: OrgSessionEnds };
   logger?: boolean | object;
 }
 
@@ -119,6 +120,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     readBarrier: (accountId) => d.metering.settled(accountId),
     orgRouteGate: assertOrgRoute,
   });
+  d.orgs.sessionEnds.register(app); // after the auth hook: open requests of an org session end with it
   await registerOpenApi(app, VERSION);
 
   // Callback hooks, not async ones: these run on every request and need no promise or microtask turn.

@@ -41,6 +41,7 @@ import { SWEEP_EVERY_MS } from './modules/files/upload.ts';
 import { createMedia } from './modules/media/deps.ts'; // media (images, videos, assistant)
 import { OrgsService } from './modules/orgs/service.ts';
 import { OrgInvites } from './modules/orgs/invites.ts';
+import { OrgSessionEnds } from './modules/orgs/session-ends.ts';
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -102,7 +103,9 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     sessionTtlSeconds: config.sessionTtlSeconds,
     onAccountChanged: (id) => keys.accountChanged(id),
   });
-  const orgs = { service: new OrgsService(db, clock, identity), invites: new OrgInvites(db, clock, identity) };
+  const orgSessionEnds = new OrgSessionEnds();
+  await orgSessionEnds.start(database);
+  const orgs = { service: new OrgsService(db, clock, identity, orgSessionEnds), invites: new OrgInvites(db, clock, identity), sessionEnds: orgSessionEnds };
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
@@ -237,6 +240,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       await app.close();
       await denylist.stop();
       await keys.stop();
+      await orgSessionEnds.stop();
       await unlistenLeases();
       await metering.close();
       await signerSvc.close();

@@ -125,13 +125,15 @@ export class IdentityService {
     const row = await this.db
       .selectFrom('sessions as s')
       .innerJoin('accounts as a', 'a.id', 's.account_id')
+      .leftJoin('accounts as m', 'm.id', 's.acting_account_id')
       .select(['s.id', 's.account_id', 's.wallet_address', 's.expires_at', 's.revoked_at', 's.org_id', 's.acting_account_id', 'a.suspended_at'])
+      .select('m.suspended_at as acting_suspended_at')
       .where('s.token_hash', '=', sha256Hex(token))
       .executeTakeFirst();
     if (!row) throw new ServiceError('invalid_credential', 'Unknown session token');
     if (row.revoked_at) throw new ServiceError('invalid_credential', 'This session has been logged out');
     if (row.expires_at.getTime() <= now.getTime()) throw new ServiceError('invalid_credential', 'This session has expired; sign in again');
-    if (row.suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
+    if (row.suspended_at || row.acting_suspended_at) throw new ServiceError('account_suspended', 'This account is suspended');
     this.touched.touch(row.id, now);
     const p: SessionPrincipal = { kind: 'session', accountId: row.account_id, sessionId: row.id, walletAddress: row.wallet_address };
     if (row.org_id && row.acting_account_id) p.org = { id: row.org_id, memberAccountId: row.acting_account_id, role: null };

@@ -4,6 +4,7 @@ import type { DB } from '../../db/schema.ts';
 import type { SessionPrincipal } from '../../http/auth-types.ts';
 import type { IdentityService } from '../identity/service.ts';
 import { rank, type OrgRole } from './roles.ts';
+import type { OrgSessionEnds } from './session-ends.ts';
 import { memberCount, memberView, membership, orgView, ownerCount, requireRole } from './store.ts';
 
 /**
@@ -15,6 +16,7 @@ export class OrgsService {
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
     private readonly identity: IdentityService,
+    private readonly ends: OrgSessionEnds,
   ) {}
 
   /** The creator's account becomes the billing account and the first owner. */
@@ -63,6 +65,7 @@ export class OrgsService {
       const { role } = await membership(trx, orgId, accountId, true);
       requireRole(role, 'owner', 'delete the organization');
       const revoked = await this.identity.revokeOrgSessions(trx, orgId);
+      await this.ends.announce(trx, orgId);
       await trx.deleteFrom('orgs').where('id', '=', orgId).execute(); // members and invites go with it
       return { id: orgId, deleted: true as const, sessions_revoked: revoked };
     });
@@ -107,7 +110,8 @@ export class OrgsService {
   /**
    * Removes a member (admin or higher, never one above one's own role) or leaves (any member). Their org
    * sessions are revoked in the same transaction; session lookups read the database on every request, so
-   * every control-plane process refuses them from the next request on.
+   * every control-plane process refuses them from the next request on, and requests still open under them
+   * (a usage stream) are ended in every process by the notice sent on commit.
    */
   async removeMember(accountId: string, orgId: string, targetId: string) {
     return this.db.transaction().execute(async (trx) => {
@@ -126,6 +130,7 @@ export class OrgsService {
       }
       await trx.deleteFrom('org_members').where('org_id', '=', orgId).where('account_id', '=', targetId).execute();
       const revoked = await this.identity.revokeOrgSessions(trx, orgId, targetId);
+      await this.ends.announce(trx, orgId, targetId);
       return { org_id: orgId, account_id: targetId, removed: true as const, left: leaving, sessions_revoked: revoked };
     });
   }
