@@ -5,7 +5,7 @@ import type { Config } from './config.ts';
 import type { Metrics } from './metrics.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerBodyParsers } from './http/body.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { errorHandling, MAX_PARAM_LENGTH } from './http/errors.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import type { DenylistService } from './modules/admin/denylist.ts';
 import { adminRoutes, type AdminMetricsSource } from './modules/admin/routes.ts';
@@ -92,12 +92,16 @@ export interface AppDeps {
 
 /** Builds the Fastify app: cross-cutting plugins first, then each module's routes. */
 export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
+  const newRequestId = () => PREFIX.request + randomId(20);
+  const errors = errorHandling({ drainBytes: d.config.bodyDrainBytes, newRequestId });
   const app = Fastify({
     logger: d.logger ?? { level: d.config.logLevel },
     bodyLimit: d.config.bodyLimitBytes,
-    genReqId: () => PREFIX.request + randomId(20),
+    genReqId: newRequestId,
     trustProxy: d.config.trustedProxies.length ? d.config.trustedProxies : false,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: errors.frameworkErrors,
+    clientErrorHandler: errors.clientError,
   });
   const routeTable: RouteEntry[] = [];
   app.decorate('routeTable', routeTable);
@@ -110,7 +114,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
-  registerErrorHandling(app);
+  errors.register(app);
   registerBodyParsers(app, d.denylist);
   registerAuth(app, {
     resolvers: { apiKey: (s) => d.keys.authenticate(s), session: async (t) => d.orgs.service.resolveSession(await d.identity.authenticate(t)), nodeKey: (s) => d.registry.authenticate(s) },

@@ -40,6 +40,7 @@ const EnvSchema = z.object({
   SVC_SESSION_TTL_SECONDS: intWithDefault(30 * 24 * 3600, 60),
   SVC_KEY_ROTATION_GRACE_SECONDS: intWithDefault(24 * 3600, 0),
   SVC_BODY_LIMIT_BYTES: intWithDefault(1024 * 1024, 1024),
+  SVC_BODY_DRAIN_BYTES: intWithDefault(32 * 1024 * 1024, 0),
   SVC_TRUSTED_PROXIES: z
     .string()
     .optional()
@@ -108,6 +109,8 @@ export interface Config {
   sessionTtlSeconds: number;
   keyRotationGraceSeconds: number;
   bodyLimitBytes: number;
+  /** How much of a refused request's unread body is read and dropped so its client reads the answer; past it the connection closes. */
+  bodyDrainBytes: number;
   /**
    * Reverse proxies whose X-Forwarded-For is believed (SVC_TRUSTED_PROXIES); empty: none, and the client
    * address is the peer's. Behind a proxy without it every caller has the proxy's address.
@@ -192,6 +195,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     sessionTtlSeconds: e.SVC_SESSION_TTL_SECONDS,
     keyRotationGraceSeconds: e.SVC_KEY_ROTATION_GRACE_SECONDS,
     bodyLimitBytes: e.SVC_BODY_LIMIT_BYTES,
+    bodyDrainBytes: e.SVC_BODY_DRAIN_BYTES,
     trustedProxies: e.SVC_TRUSTED_PROXIES,
     leaderRetrySeconds: e.SVC_LEADER_RETRY_SECONDS,
     healthSampleSeconds: e.SVC_HEALTH_SAMPLE_SECONDS,

@@ -1,6 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ServiceError, type ErrorBody } from '@svc/shared';
+import { closeAfterAnswer } from './unread-body.ts';
 
 /**
  * The uniform answer for unknown routes and unmounted groups (admin and metrics without their tokens):
@@ -10,10 +13,28 @@ export function routeNotFound(req: FastifyRequest): ServiceError {
   return new ServiceError('not_found', `Route ${req.method} ${req.url.split('?')[0]} not found`);
 }
 
-function send(reply: FastifyReply, err: ServiceError): FastifyReply {
+/** The router's limit on one path parameter (a longer one is answered 414). */
+export const MAX_PARAM_LENGTH = 500;
+
+/** How long a connection whose request could not be parsed stays open after its answer. */
+const LINGER_MS = 2000;
+
+export interface ErrorHandlingOptions {
+  /** How much of a refused request's unread body is read and dropped so its client gets the answer (SVC_BODY_DRAIN_BYTES). */
+  drainBytes: number;
+}
+
+function sendError(reply: FastifyReply, err: ServiceError, o: ErrorHandlingOptions): FastifyReply {
   const body: ErrorBody = { error: { type: err.type, message: err.message, ...err.extra, request_id: reply.request.id } };
   // Also when an earlier onRequest hook (auth) refused the request before the one that sets it ran.
   reply.header('x-request-id', reply.request.id);
+  // Refused before its body all arrived (too large, wrong type, unauthenticated): the connection stays open
+  // while the rest is read and dropped, unless the rest is declared past the drain cap.
+  const raw = reply.request.raw;
+  if (!raw.complete) {
+    if (closeAfterAnswer(raw, o.drainBytes)) reply.header('connection', 'close');
+    else reply.removeHeader('connection');
+  }
   if ((err.status === 429 || err.status === 503) && typeof err.extra.retry_after === 'number') reply.header('retry-after', String(err.extra.retry_after));
   return reply.code(err.status).type('application/json; charset=utf-8').send(body);
 }
@@ -65,8 +86,53 @@ export function bodyTooLarge(req: FastifyRequest): ServiceError {
   return new ServiceError('payload_too_large', `Request body exceeds the limit of ${req.routeOptions.bodyLimit ?? 'the route'} bytes${hint ? `; ${hint}` : ''}`);
 }
 
-/** Maps every error to the envelope. 5xx never leaks internals: the message is generic, the log has the cause. */
-export function registerErrorHandling(app: FastifyInstance): void {
+/**
+ * Maps every error to the envelope. 5xx never leaks internals: the message is generic, the log has the cause.
+ * `frameworkErrors` and `clientError` are Fastify options (the router's refusals of a URL before any route
+ * runs, and node's refusals of a request it could not parse); `register` installs the rest on the app.
+ */
+export function errorHandling(o: ErrorHandlingOptions & { newRequestId: () => string }) {
+  const send = (reply: FastifyReply, err: ServiceError) => sendError(reply, err, o);
+  return {
+    frameworkErrors: (error: FastifyError, _req: FastifyRequest, reply: FastifyReply) => send(reply, frameworkError(error)),
+    clientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Duplex) {
+      answerUnparsed(this, error, socket, o.newRequestId());
+    },
+    register: (app: FastifyInstance) => registerHandlers(app, send),
+  };
+}
+
+/** The router's refusals: a URL that does not decode, a path parameter past the router's length limit. */
+function frameworkError(error: FastifyError): ServiceError {
+  if (error.code === 'FST_ERR_BAD_URL') return new ServiceError('invalid_request', 'The URL path holds an invalid percent-encoding');
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return new ServiceError('invalid_request', `A path parameter is longer than ${MAX_PARAM_LENGTH} characters`, {}, 414);
+  const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+  return status < 500 ? new ServiceError('invalid_request', error.message, {}, status) : new ServiceError('internal_error', 'Internal error; quote the request_id when reporting it');
+}
+
+/**
+ * What a client is told when node cannot parse its request (no route ran): the envelope, then the connection
+ * closes. It lingers a moment first (what else arrives is dropped): closing on unread bytes would reset the
+ * connection, and a reset can destroy the answer before the client reads it.
+ */
+function answerUnparsed(app: FastifyInstance, error: NodeJS.ErrnoException, socket: Duplex, requestId: string): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed || socket.writableEnded) return;
+  const [status, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, `The request line and headers exceed ${maxHeaderSize} bytes (a URL that long is not served)`]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'The request did not arrive in time']
+        : [400, 'Malformed HTTP request'];
+  app.log.debug({ err: error, request_id: requestId }, 'unparsable request');
+  if (socket.writable) {
+    const body = JSON.stringify({ error: { type: 'invalid_request', message, request_id: requestId } } satisfies ErrorBody);
+    const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n`;
+    socket.end(head + body);
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  } else socket.destroy();
+}
+
+function registerHandlers(app: FastifyInstance, send: (reply: FastifyReply, err: ServiceError) => FastifyReply): void {
   app.setNotFoundHandler((req, reply) => send(reply, routeNotFound(req)));
 
   app.setErrorHandler((error: FastifyError | ServiceError | Error, req, reply) => {
