@@ -25,6 +25,7 @@ function specRoutes(): string {
  * in the spec fails the check below.
  */
 const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
+  'GET /readyz': { auth: 'public', why: 'readiness for load balancers and scripts: 200 once work is taken (with npm start, once the local node agent is connected)' },
   'POST /v1/admin/nodes/gate': { auth: 'admin', why: 'admins drain and disable any node, house nodes included (the owner route takes only the owner\'s session)' },
 };
 

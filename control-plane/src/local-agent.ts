@@ -21,37 +21,81 @@ export function dockerAnswers(socketPath = '/var/run/docker.sock'): Promise<bool
   });
 }
 
+/** The readiness condition the local node agent holds (`/readyz`). */
+export const LOCAL_AGENT_READY = 'local_agent';
+/** How long a stop waits for the local agent to remove its sandboxes and exit before killing it. */
+const AGENT_STOP_MS = 60_000;
+
+export interface LocalAgent {
+  nodeId: string;
+  /**
+   * Stops the agent once (SIGTERM; a repeated signal is ignored by the agent, so one the terminal already sent
+   * to the whole process group does no harm) and resolves when it has exited: it removes its sandbox
+   * containers and volumes first. Killed after AGENT_STOP_MS.
+   */
+  stop(): Promise<void>;
+}
+
 /**
  * `npm start` convenience: where Docker is there, run a local node agent as a child process, enrolled once
  * as an approved house sandbox node whose configuration (and key, 0600) lives in the data directory.
+ * `/readyz` answers 200 only while it is connected and has heartbeated (it takes work from then on).
  */
-export async function startLocalAgent(gw: Gateway, url: string): Promise<(() => void) | null> {
+export async function startLocalAgent(gw: Gateway, url: string): Promise<LocalAgent | null> {
+  const readiness = gw.services.health.readiness;
   if (!(await dockerAnswers())) {
     gw.app.log.info('no Docker engine answers on /var/run/docker.sock: not starting a local node agent');
+    readiness.release(LOCAL_AGENT_READY);
     return null;
   }
   const dir = resolve(gw.config.dataDir, 'local-agent');
   const cfgPath = join(dir, 'agent.json');
+  let nodeId: string;
   if (!existsSync(cfgPath)) {
     const { node, node_key } = await gw.fleet.registry.enroll('', { kinds: ['sandbox'], name: 'local' }, true);
     await gw.fleet.registry.approve(node.id, true);
+    nodeId = node.id;
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(cfgPath, JSON.stringify({ url, node_key, node_id: node.id, data_dir: join(dir, 'data'), endpoint: null }, null, 2), { mode: 0o600 });
     chmodSync(cfgPath, 0o600);
   } else {
-    const cfg = JSON.parse(readFileSync(cfgPath, 'utf8')) as { url: string };
+    const cfg = JSON.parse(readFileSync(cfgPath, 'utf8')) as { url: string; node_id: string };
+    nodeId = cfg.node_id;
     if (cfg.url !== url) writeFileSync(cfgPath, JSON.stringify({ ...cfg, url }, null, 2), { mode: 0o600 });
   }
   const cli = fileURLToPath(new URL('../../node-agent/src/cli.ts', import.meta.url));
-  let child: ChildProcess | null = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--config-dir', dir], { stdio: ['ignore', 'inherit', 'inherit'] });
-  child.on('exit', (code) => {
-    if (child) gw.app.log.warn({ code }, 'local node agent exited');
-    child = null;
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--config-dir', dir], { stdio: ['ignore', 'inherit', 'inherit'] });
+  let stopping: Promise<void> | null = null;
+  const exited = new Promise<void>((done) =>
+    child.once('exit', (code, signal) => {
+      if (!stopping) gw.app.log.warn({ code, signal }, 'local node agent exited');
+      done();
+    }),
+  );
+  readiness.require(LOCAL_AGENT_READY, async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return 'the local node agent exited';
+    if (!gw.fleet.hub.isConnected(nodeId)) return 'the local node agent is not connected yet';
+    // Online for the scheduler: a heartbeat of this run (or one recent enough). A gate an admin set stays theirs.
+    const status = gw.fleet.registry.publicView(await gw.fleet.registry.get(nodeId)).status;
+    if (status === 'offline') return 'the local node agent has not sent its first heartbeat yet';
+    return status === 'pending_approval' ? 'the local node is not approved' : null;
   });
-  gw.app.log.info({ config: cfgPath }, 'local node agent started');
-  return () => {
-    const c = child;
-    child = null;
-    c?.kill('SIGTERM');
+  gw.app.log.info({ config: cfgPath, node_id: nodeId }, 'local node agent started');
+  return {
+    nodeId,
+    stop() {
+      stopping ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), AGENT_STOP_MS)));
+        if ((await Promise.race([exited, late])) === 'late') {
+          gw.app.log.warn(`the local node agent did not stop in ${AGENT_STOP_MS / 1000} s; killing it (its sandboxes are removed by the reaper at its next start)`);
+          child.kill('SIGKILL');
+          await exited;
+        }
+        clearTimeout(timer);
+      })();
+      return stopping;
+    },
   };
 }

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { createGateway } from './gateway.ts';
-import { startLocalAgent } from './local-agent.ts';
+import { LOCAL_AGENT_READY, startLocalAgent, type LocalAgent } from './local-agent.ts';
 
 /** Boots one control-plane process from the environment. */
 async function main(): Promise<void> {
@@ -15,20 +15,35 @@ async function main(): Promise<void> {
     throw e;
   }
   const gw = await createGateway(config);
+  const readiness = gw.services.health.readiness;
+  // Not ready until the local node agent (if one starts) is connected: the listener answers before it is.
+  if (config.localAgent) readiness.require(LOCAL_AGENT_READY, () => 'the local node agent is starting');
   const url = await gw.listen();
   gw.app.log.info(
     { url, storage: gw.database.kind, admin: Boolean(config.adminToken), metrics: Boolean(config.metricsToken) },
     `gateway listening on ${url} (storage: ${gw.database.kind === 'pglite' ? `embedded, ${config.dataDir}` : 'postgres'})`,
   );
-  const stopAgent = config.localAgent ? await startLocalAgent(gw, url.replace('0.0.0.0', '127.0.0.1')) : null;
+  // One orderly stop, whatever signals arrive: Ctrl-C reaches the whole process group (this process and the
+  // local agent) and `npm start` passes its own signal on, so a second signal only says that the stop goes on.
+  let stopping = false;
+  let agent: Promise<LocalAgent | null> = Promise.resolve(null);
   const stop = async (signal: string) => {
+    if (stopping) return gw.app.log.info({ signal }, 'already shutting down');
+    stopping = true;
     gw.app.log.info({ signal }, 'shutting down');
-    stopAgent?.();
-    await gw.close();
+    readiness.require('stopping', () => 'the gateway is stopping');
+    // The agent (once started, if it was starting) removes its sandbox containers and volumes while the
+    // gateway closes; both end before the exit.
+    const local = await agent.catch(() => null);
+    for (const r of await Promise.allSettled([local?.stop(), gw.close()])) if (r.status === 'rejected') gw.app.log.error({ err: r.reason }, 'error while shutting down');
     process.exit(0);
   };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (config.localAgent) {
+    agent = startLocalAgent(gw, url.replace('0.0.0.0', '127.0.0.1'));
+    await agent;
+  }
 }
 
 main().catch((e) => {

@@ -26,6 +26,8 @@ const FINISH_RETRY_MS = 2000;
 const OUTPUT_ATTEMPTS = 3;
 /** The abort reason of a job that went too long without output. */
 const IDLE = 'no output';
+/** How long a stop waits for cancelled jobs to end before removing their sandboxes itself. */
+const STOP_JOBS_MS = 10_000;
 
 const realTimers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
 
@@ -49,6 +51,8 @@ export interface AgentOptions {
 /** One node agent: heartbeats, the channel, and the jobs it runs. */
 export class Agent {
   private readonly running = new Map<string, AbortController>();
+  /** The job handlers still running (a stop waits for them to end). */
+  private readonly handling = new Set<Promise<unknown>>();
   private readonly handlers: Record<string, JobHandler>;
   private channel: Channel | undefined;
   private timer: unknown;
@@ -171,7 +175,7 @@ export class Agent {
     try {
       const handler = this.handlers[m.kind];
       if (!handler) throw new Error(`this agent does not run jobs of kind ${m.kind}`);
-      const out = await handler(m.payload, {
+      const call = handler(m.payload, {
         jobId: m.job_id,
         signal: ac.signal,
         emit: (stream, data) => {
@@ -181,6 +185,8 @@ export class Agent {
           return wait;
         },
       });
+      this.handling.add(call);
+      const out = await call.finally(() => this.handling.delete(call));
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
     } catch (e) {
       const timedOut = ac.signal.aborted && (ac.signal.reason === 'timed out' || ac.signal.reason === IDLE);
@@ -234,7 +240,11 @@ export class Agent {
     }
   }
 
-  /** Stops taking work; resolves when sandbox containers are removed (callers may ignore it). */
+  /**
+   * Stops taking work; resolves when sandbox containers and volumes are removed (callers may ignore it): the
+   * running jobs are cancelled and given STOP_JOBS_MS to end (a run removes its own container), sessions and
+   * the warm pool are removed, then whatever this agent process labelled and is still there.
+   */
   stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) (this.opts.timers ?? realTimers).clearTimeout(this.timer);
@@ -243,6 +253,16 @@ export class Agent {
     this.channel?.close();
     const s = this.sandbox;
     this.sandbox = undefined;
-    return s ? s.stop().catch((e: unknown) => this.log(`sandbox stop: ${(e as Error).message}`)) : Promise.resolve();
+    if (!s) return Promise.resolve();
+    const handlers = Promise.allSettled([...this.handling]);
+    let wait: NodeJS.Timeout | undefined;
+    const bounded = Promise.race([handlers, new Promise((r) => (wait = setTimeout(r, STOP_JOBS_MS)))]).finally(() => clearTimeout(wait));
+    return bounded
+      .then(() => s.stop())
+      .then(() => s.docker.removeAll())
+      .then((left) => {
+        if (left > 0) this.log(`removed ${left} leftover sandbox containers and volumes`);
+      })
+      .catch((e: unknown) => this.log(`sandbox stop: ${(e as Error).message}`));
   }
 }

@@ -52,12 +52,19 @@ program
       onNodeId: (nodeId) => writeConfig(dir(), { ...cfg, node_id: nodeId }),
       ...(o.protocolVersion !== undefined ? { protocolVersion: o.protocolVersion } : {}),
     });
-    const stop = () => {
-      // Remove this agent's containers before exiting (systemd stops and restarts send SIGTERM).
+    // Remove this agent's containers and volumes before exiting (systemd stops and restarts send SIGTERM).
+    // One stop, whatever signals follow the first: Ctrl-C reaches every process of the terminal's group, and a
+    // parent that started this agent (`npm start`) sends its own SIGTERM on top; a repeated signal must not
+    // cut the cleanup short. SIGKILL remains for an agent that has to go at once.
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return agent.log(`${signal} received; already stopping (removing this agent's sandboxes)`);
+      stopping = true;
+      agent.log(`${signal} received; stopping`);
       void Promise.resolve(agent.stop()).finally(() => process.exit(0));
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
     const fatal = await agent.run();
     // Exit 3 = refused for good (wrong or revoked node key, incompatible protocol version): retrying cannot
     // help, so the systemd unit does not restart on it (RestartPreventExitStatus=3).

@@ -163,6 +163,20 @@ export class SandboxDocker {
     if (volume) await ignoreGone(this.docker.getVolume(volume).remove({ force: true }));
   }
 
+  /**
+   * Removes every container and volume this agent process labelled (its instance), live or not: the last step
+   * of a stop, so that a run still being torn down, or a removal under way, leaves nothing behind.
+   */
+  async removeAll(): Promise<number> {
+    const filters = { label: [`${LABEL.instance}=${this.instance}`] };
+    const containers = await this.docker.listContainers({ all: true, filters });
+    await Promise.all(containers.map((c) => ignoreGone(this.docker.getContainer(c.Id).remove({ force: true, v: true }))));
+    const { Volumes: volumes } = await this.docker.listVolumes({ filters });
+    await Promise.all((volumes ?? []).map((v) => ignoreGone(this.docker.getVolume(v.Name).remove({ force: true }))));
+    this.live.clear();
+    return containers.length + (volumes ?? []).length;
+  }
+
   close(): void {
     this.oom.close();
   }

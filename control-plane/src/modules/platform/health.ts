@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
+import { Readiness } from './readiness.ts';
 
 const WINDOWS = [
   ['24h', 24 * 3600],
@@ -15,6 +16,8 @@ const WINDOWS = [
  */
 export class HealthService {
   readonly startedAt: Date;
+  /** What `/readyz` waits for beyond the process answering. */
+  readonly readiness = new Readiness();
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,

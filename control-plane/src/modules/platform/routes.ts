@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Clock } from '@svc/shared';
+import { ServiceError, type Clock } from '@svc/shared';
 import type { Metrics } from '../../metrics.ts';
 import type { HealthService } from './health.ts';
 
@@ -43,6 +43,23 @@ export function platformRoutes(app: FastifyInstance, deps: { health: HealthServi
 
   r.get('/healthz', { config: { auth: 'public' }, schema: { tags, summary: 'Liveness', response: { 200: z.literal('ok') } } }, async (_req, reply) =>
     reply.type('text/plain; charset=utf-8').send('ok'),
+  );
+
+  r.get(
+    '/readyz',
+    {
+      config: { auth: 'public' },
+      schema: {
+        tags,
+        summary: 'Readiness: 200 once this process takes work (with `npm start`, once its local node agent is connected); 503 in the error envelope before, and while stopping',
+        response: { 200: z.literal('ok') },
+      },
+    },
+    async (_req, reply) => {
+      const why = await deps.health.readiness.unmet();
+      if (why) throw new ServiceError('unavailable', `Not ready: ${why}`, { retry_after: 1 });
+      return reply.type('text/plain; charset=utf-8').send('ok');
+    },
   );
 
   r.get(

@@ -1,0 +1,118 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { SvcClient } from '@svc/shared/client';
+import { ADMIN_TOKEN, freePort } from './support/gateway.ts';
+import { until } from './support/agent.ts';
+import { freshDatabase, type TestDatabase } from './support/database.ts';
+import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+
+/**
+ * `npm start` as an operator runs it: the real control-plane process, which starts a local node agent where
+ * Docker answers. `/readyz` answers 503 until that agent is connected, then 200 (and work is taken at once);
+ * a SIGTERM to the process group (what Ctrl-C does with SIGINT) stops both in order, and the agent's
+ * containers and volumes are gone when the gateway has exited.
+ */
+const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const docker = (...args: string[]) => spawnSync('docker', args, { encoding: 'utf8' }).stdout.trim();
+/** Containers and volumes labelled by the agent process `pid` (svc.agent.pid), as `docker ... -q` lists them. */
+const leftovers = (pid: number) => ({
+  containers: docker('ps', '-aq', '--filter', `label=svc.agent.pid=${pid}`),
+  volumes: docker('volume', 'ls', '-q', '--filter', `label=svc.agent.pid=${pid}`),
+});
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function startGateway(): Promise<{ url: string; child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-start-'));
+  const db: TestDatabase = await freshDatabase();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // `npm start`'s command, in its own process group (as a terminal runs it).
+  const child = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', 'control-plane/src/main.ts'], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      SVC_PUBLIC_URL: url,
+      SVC_DATA_DIR: dataDir,
+      ...(db.url ? { DATABASE_URL: db.url } : {}),
+      SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+      SVC_LOG_LEVEL: 'info',
+      SVC_SANDBOX_IMAGE: SMALL_IMAGE,
+      SVC_SANDBOX_POOL: '1',
+    },
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+      await exited;
+    }
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return { url, child, output: () => out, exited };
+}
+
+describe.skipIf(!enabled)('npm start with a local node agent', () => {
+  it('is ready only once its agent is connected, and a SIGTERM to its group leaves no container or volume', async () => {
+    const gw = await startGateway();
+    await until('the gateway answers /healthz', async () => (await fetch(`${gw.url}/healthz`).catch(() => null))?.ok, 120_000);
+    // Live, not yet ready: the local agent is still starting (a process of its own).
+    const early = await fetch(`${gw.url}/readyz`);
+    expect(early.status, gw.output()).toBe(503);
+    expect(early.headers.get('retry-after')).toBe('1');
+    expect(((await early.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: 'unavailable', message: expect.stringMatching(/local node agent/) });
+
+    await until('the gateway is ready', async () => (await fetch(`${gw.url}/readyz`)).status === 200, 120_000);
+    const ready = await fetch(`${gw.url}/readyz`);
+    expect(await ready.text()).toBe('ok');
+
+    // Ready means work is taken now: a one-shot run, then a session so that something exists to clean up.
+    const anon = new SvcClient({ baseUrl: gw.url });
+    const { client } = await anon.signIn(privateKeyToAccount(generatePrivateKey()));
+    const api = anon.withCredential({ kind: 'key', token: (await client.createKey({ scopes: ['sandboxes'] })).key });
+    const run = await api.request<{ status: string; stdout: string }>('POST', '/v1/sandboxes', { body: { code: 'echo ready' } });
+    expect(run).toMatchObject({ status: 'succeeded', stdout: 'ready\n' });
+    const session = await api.request<{ id: string; status: string }>('POST', '/v1/sandboxes/sessions', { body: {} });
+    expect(session.status).toBe('running');
+
+    // The gateway's child running node-agent/src/cli.ts (tsx has a child of its own too).
+    const children = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(gw.child.pid)], { encoding: 'utf8' }).stdout.trim().split('\n');
+    const agentPid = Number(children.find((l) => l.includes('node-agent/src/cli.ts'))?.trim().split(/\s+/)[0]);
+    expect(agentPid).toBeGreaterThan(0);
+    expect(leftovers(agentPid).containers).not.toBe(''); // the session's container (and the warm one)
+    expect(leftovers(agentPid).volumes).not.toBe('');
+
+    // What a service manager or `kill -TERM -<pgid>` does; Ctrl-C sends SIGINT the same way.
+    process.kill(-gw.child.pid!, 'SIGTERM');
+    const code = await Promise.race([gw.exited, new Promise<'late'>((r) => setTimeout(() => r('late'), 90_000))]);
+    expect(code, gw.output()).toBe(0);
+    expect(alive(agentPid), 'the local agent outlived the gateway').toBe(false);
+    expect(leftovers(agentPid), gw.output()).toEqual({ containers: '', volumes: '' });
+  }, 300_000);
+});
