@@ -52,6 +52,11 @@ beforeEach(() => up.reset());
 
 const funded = (micro: number) => fundedKey(t, micro);
 const position = (id: string) => t.gw.services.metering.position(id);
+/** Balance and holds, without what leases set aside (a lease unused for 2 s is given back at any moment). */
+const money = async (id: string) => {
+  const { leased_micro_usd: _, ...rest } = await position(id);
+  return rest;
+};
 const sha256 = (b: Uint8Array | string) => createHash('sha256').update(b).digest('hex');
 async function post(path: string, body: unknown, key?: string) {
   const res = await fetch(t.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
@@ -127,7 +132,7 @@ describe('catalogs', () => {
 
 describe('POST /v1/images/generations (openai client)', () => {
   it('holds n images, charges per image at the size price, embeds a signed manifest in each PNG with correct CRCs', async () => {
-    const before = await position(acct.accountId);
+    const before = await money(acct.accountId);
     const { data, response } = await oa.images.generate({ model: 'test-image', prompt: 'a red fox', n: 2, size: '512x512' as '1024x1024' }).withResponse();
     expect(data.data).toHaveLength(2);
     const seen = up.requests.at(-1)!;
@@ -161,7 +166,7 @@ describe('POST /v1/images/generations (openai client)', () => {
 
   it('charges only the images the provider returned; a model that refuses response_format is not sent it', async () => {
     up.switches.imageCount = 1;
-    const before = await position(acct.accountId);
+    const before = await money(acct.accountId);
     const { data, response } = await oa.images.generate({ model: 'test-image', prompt: 'three owls', n: 3 }).withResponse();
     expect(data.data).toHaveLength(1);
     expect(response.headers.get(RECEIPT_HEADERS.cost)).toBe(String(PER_IMAGE));
@@ -183,7 +188,7 @@ describe('POST /v1/images/generations (openai client)', () => {
   });
 
   it('refuses bad input with 4xx naming the field, before holding or calling upstream', async () => {
-    const before = await position(acct.accountId);
+    const before = await money(acct.accountId);
     const cases: Array<[Record<string, unknown>, number, string]> = [
       [{ model: 'test-image', prompt: 'x', n: 0 }, 400, 'n'],
       [{ model: 'test-image', prompt: 'x', n: 5 }, 400, 'n'],
@@ -200,16 +205,16 @@ describe('POST /v1/images/generations (openai client)', () => {
       expect(r.body.error.request_id).toMatch(/^req_/);
     }
     expect(up.requests).toHaveLength(0);
-    expect(await position(acct.accountId)).toEqual(before);
+    expect(await money(acct.accountId)).toEqual(before);
   });
 
   it('an upstream failure releases the hold and charges nothing (5xx -> 502, refusal -> 400)', async () => {
-    const before = await position(acct.accountId);
+    const before = await money(acct.accountId);
     up.switches.failWith = 500;
     expect(await oa.images.generate({ model: 'test-image', prompt: 'x' }).catch((e) => e)).toMatchObject({ status: 502, error: { type: 'upstream_error' } });
     up.switches.failWith = 400;
     expect(await oa.images.generate({ model: 'test-image', prompt: 'x' }).catch((e) => e)).toMatchObject({ status: 400, error: { type: 'invalid_request', message: expect.stringContaining('rejected by the safety system') } });
-    expect(await position(acct.accountId)).toEqual(before);
+    expect(await money(acct.accountId)).toEqual(before);
   });
 
   it('a non-PNG image keeps its bytes and carries the manifest beside it', async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { call } from './support/call.ts';
 import { fundedKey, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { HOLD, PRICE, RENDER_LIMIT, a, b, env, funded, job, loops, position, row, sha256, start, t, up, useVideoGateway } from './support/videos.ts';
+import { HOLD, PRICE, RENDER_LIMIT, a, b, env, funded, job, loops, money, position, row, sha256, start, t, up, useVideoGateway } from './support/videos.ts';
 
 /**
  * Video jobs at their edges, against a real OpenAI Videos API server on loopback (test/support/videos.ts):
@@ -15,7 +15,7 @@ describe('late polls, failed downloads, a crash after the charge', () => {
   const LEASE_MS = 2 * 5_000 + 60_000; // 2 x SVC_MEDIA_TIMEOUT_SECONDS + 60 s
 
   it('a render that finished is delivered and billed however late the poll comes; one whose file cannot be fetched is given up before its hold ends', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const done = await start(a, { seconds: 4 });
     up.advance(done.upstream.id, { status: 'completed', progress: 100 });
     t.clock.advance(RENDER_LIMIT * 1000); // the leader was away past the time limit
@@ -41,7 +41,7 @@ describe('late polls, failed downloads, a crash after the charge', () => {
   });
 
   it('cancel of a finished render whose file cannot be fetched now is a 409, and the render is then delivered and billed', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const { id, upstream } = await start(a, { seconds: 4 });
     up.advance(upstream.id, { status: 'completed', progress: 100 });
     up.switches.contentFailWith = 503;
@@ -57,7 +57,7 @@ describe('late polls, failed downloads, a crash after the charge', () => {
 
   it('a process that died after the charge committed and before the job row was written: the next pass finishes the job on that charge', async () => {
     const db = t.gw.database.db;
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const { id, upstream } = await start(a, { seconds: 8 });
     // The first write of `succeeded` fails, as if the process died right after the settle committed.
     await sql`create sequence crash_once`.execute(db);
@@ -101,7 +101,7 @@ describe('admission and access', () => {
   });
 
   it('bad input is a 4xx naming the field, with nothing held or written; an upstream refusal leaves nothing behind', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const count = async () => (await t.gw.database.db.selectFrom('video_jobs').select('id').where('account_id', '=', a.accountId).execute()).length;
     const rows = await count();
     const cases: Array<[Record<string, unknown>, number, string]> = [
@@ -126,7 +126,7 @@ describe('admission and access', () => {
     up.switches.failWith = 503;
     expect((await call(a.c, 'POST', '/v1/videos/generations', { model: 'test-video', prompt: 'x' })).status).toBe(502);
     expect(await count()).toBe(rows);
-    expect(await position(a.accountId)).toEqual(before);
+    expect(await money(a.accountId)).toEqual(before);
   });
 
   it("lists the caller's jobs newest first, ?limit= 1-200 (default 50); another account's job is 404 everywhere", async () => {

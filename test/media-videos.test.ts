@@ -5,7 +5,7 @@ import { Sealer } from '@svc/shared';
 import { call } from './support/call.ts';
 import { storedChunks } from './support/chunks.ts';
 import { makePng } from './support/media-upstream.ts';
-import { HOLD, PRICE, RENDER_LIMIT, TTL, a, job, loops, position, row, sha256, start, t, up, useVideoGateway } from './support/videos.ts';
+import { HOLD, PRICE, RENDER_LIMIT, TTL, a, job, loops, money, position, row, sha256, start, t, up, useVideoGateway } from './support/videos.ts';
 
 /**
  * Video jobs from creation to download, and their failure, cancel, delete and expiry, against a real OpenAI
@@ -16,7 +16,7 @@ useVideoGateway();
 
 describe('a render from creation to download', () => {
   it('holds the maximum duration, follows the upstream, settles on the actual duration, seals the file, signs a manifest', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const { id, view, upstream } = await start(a);
     expect(id).toMatch(/^vid_[0-9a-z]{24}$/);
     expect(view).toMatchObject({ object: 'video.generation', model: 'test-video', status: 'queued', progress: 0, seconds: 8, size: '1280x720', reserved_micro_usd: HOLD, cost_micro_usd: null, billed: false, asset_available: false, receipt: null, manifest: null });
@@ -81,16 +81,16 @@ describe('a render from creation to download', () => {
 
 describe('failure, cancel, delete, expiry', () => {
   it('an upstream failure releases the hold and bills nothing', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const { id, upstream } = await start(a);
     up.advance(upstream.id, { status: 'failed', error: { code: 'moderation', message: 'blocked by moderation' } });
     await loops();
     expect((await job(a, id)).body).toMatchObject({ status: 'failed', billed: false, cost_micro_usd: 0, error: { type: 'upstream_error', message: 'blocked by moderation' }, receipt: null, asset_available: false });
-    expect(await position(a.accountId)).toEqual(before);
+    expect(await money(a.accountId)).toEqual(before);
   });
 
   it('cancel while rendering: stopped upstream, hold released, nothing billed; idempotent', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const { id, upstream } = await start(a);
     up.advance(upstream.id, { status: 'in_progress', progress: 10 });
     await loops();
@@ -98,14 +98,14 @@ describe('failure, cancel, delete, expiry', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'canceled', billed: false, cost_micro_usd: 0, receipt: null });
     expect(up.requests.at(-1)).toMatchObject({ method: 'DELETE', path: `/v1/videos/${upstream.id}` });
-    expect(await position(a.accountId)).toEqual(before);
+    expect(await money(a.accountId)).toEqual(before);
     await loops();
     expect((await call(a.c, 'POST', `/v1/videos/generations/${id}/cancel`)).body).toMatchObject({ status: 'canceled', billed: false });
-    expect(await position(a.accountId)).toEqual(before);
+    expect(await money(a.accountId)).toEqual(before);
   });
 
   it('cancel after the render finished: delivered and billed (billed: true)', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const { id, upstream } = await start(a, { seconds: 12 });
     up.advance(upstream.id, { status: 'completed', progress: 100 }); // finished upstream; the loop has not seen it yet
     const r = await call(a.c, 'POST', `/v1/videos/generations/${id}/cancel`);
@@ -148,13 +148,13 @@ describe('failure, cancel, delete, expiry', () => {
   });
 
   it('a render past the time limit fails, is deleted upstream, and bills nothing', async () => {
-    const before = await position(a.accountId);
+    const before = await money(a.accountId);
     const { id, upstream } = await start(a);
     up.advance(upstream.id, { status: 'in_progress', progress: 90 });
     t.clock.advance(RENDER_LIMIT * 1000);
     await loops();
     expect((await job(a, id)).body).toMatchObject({ status: 'failed', billed: false, cost_micro_usd: 0, error: { type: 'upstream_timeout' } });
     expect(up.videos.get(upstream.id)!.deleted).toBe(true);
-    expect(await position(a.accountId)).toEqual(before);
+    expect(await money(a.accountId)).toEqual(before);
   });
 });

@@ -56,6 +56,11 @@ export async function funded(micro: number): Promise<Caller> {
   return { accountId, key, c: t.client.withCredential({ kind: 'key', token: key }) };
 }
 export const position = (id: string) => t.gw.services.metering.position(id);
+/** An account's balance and holds, without what its leases set aside (a lease unused for 2 s is given back at any moment). */
+export const money = async (id: string) => {
+  const { leased_micro_usd: _, ...rest } = await position(id);
+  return rest;
+};
 export const sha256 = (x: Uint8Array) => createHash('sha256').update(x).digest('hex');
 export const job = (who: Caller, id: string) => call(who.c, 'GET', `/v1/videos/generations/${id}`);
 export const loops = async () => expect(await t.gw.leader.runAllOnce()).toBe(true);
