@@ -193,6 +193,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   });
 
   hub.log = app.log;
+  hub.sessionsHeld = (nodeId, held) => sandboxes.sessions.held(nodeId, held);
   await hub.start();
   const detachChannel = attachAgentChannel(app, hub, registry);
 

@@ -110,6 +110,8 @@ export class Agent {
     this.channel = new Channel(this.cfg.url, this.cfg.node_key, AGENT_VERSION, {
       onMessage: (m) => this.onMessage(m),
       runningJobs: () => [...this.running.keys()],
+      // Sandboxes start before the channel: an agent without them (no Docker) holds no session.
+      heldSessions: () => this.sandbox?.sessions.held() ?? [],
       connection: () => this.connections.next(),
       onFatal: (m) => this.fatal?.(m),
       log: this.log,

@@ -6,6 +6,8 @@ import type { AgentRouter } from '../../control-plane/src/fleet/channel.ts';
 export interface ChannelHandlers {
   onMessage(msg: ServerMessage): void;
   runningJobs(): string[];
+  /** The sandbox sessions this agent holds (Hello.sessions). */
+  heldSessions(): string[];
   /** The number of the connection being opened (ConnectionParams.connection; see ConnectionNumbers). */
   connection(): number;
   /** A refusal retrying cannot fix (bad key, wrong protocol version). */
@@ -32,7 +34,7 @@ const RESUBSCRIBE_MS = 1000;
 /**
  * The agent end of the channel: dials the control plane (so nodes behind NAT work), authenticates with the
  * node key in the connection params, reconnects with capped backoff, and on every (re)connect tells the
- * control plane which jobs it still runs. Jobs arrive over a subscription; output goes back as mutations.
+ * control plane which jobs it still runs and which sandbox sessions it still holds. Jobs arrive over a subscription; output goes back as mutations.
  */
 export class Channel {
   private readonly ws: ReturnType<typeof createWSClient>;
@@ -61,7 +63,7 @@ export class Channel {
         // A subscription that a refusal ended (FORBIDDEN) is made again on the new connection.
         if (this.wanted && !this.sub) this.subscribe();
         void this.client.hello
-          .mutate({ running_jobs: h.runningJobs() })
+          .mutate({ running_jobs: h.runningJobs(), sessions: h.heldSessions() })
           .then((r) => r.cancelled.length && h.log(`control plane cancelled orphaned jobs: ${r.cancelled.join(', ')}`))
           .catch((e: unknown) => this.fail(e));
       },

@@ -93,4 +93,11 @@ export const JobFinish = z.object({
 export type JobOutput = z.infer<typeof JobOutput>;
 export type JobFinish = z.infer<typeof JobFinish>;
 
-export const Hello = z.object({ running_jobs: z.array(z.string()).max(10_000) });
+export const Hello = z.object({
+  running_jobs: z.array(z.string()).max(10_000),
+  /**
+   * The sandbox sessions the agent holds (their containers live, or being created): the control plane marks
+   * the node's other running sessions lost. Absent from agents before it; nothing is marked then.
+   */
+  sessions: z.array(z.string().max(64)).max(10_000).optional(),
+});

@@ -218,7 +218,8 @@ export interface SandboxSessionsTable {
   account_id: string;
   key_id: string | null;
   node_id: string | null;
-  status: 'starting' | 'running' | 'stopped' | 'failed';
+  /** `lost`: its node no longer holds its container (the agent restarted, or said so); final, like stopped. */
+  status: 'starting' | 'running' | 'stopped' | 'failed' | 'lost';
   network: boolean;
   idle_timeout_seconds: number;
   snapshot_id: string | null;

@@ -24,7 +24,12 @@ const agentProcedure = t.procedure.use(({ ctx, next }) => {
 
 function makeRouter(hub: AgentHub) {
   return t.router({
-    hello: agentProcedure.input(Hello).mutation(async ({ ctx, input }) => ({ node_id: ctx.nodeId, protocol_version: PROTOCOL_VERSION, ...(await hub.hello(ctx.nodeId, input.running_jobs, ctx.connection)) })),
+    hello: agentProcedure.input(Hello).mutation(async ({ ctx, input }) => {
+      const answer = await hub.hello(ctx.nodeId, input.running_jobs, ctx.connection);
+      // The sessions it no longer holds are lost; a failure here is logged, the connection goes on.
+      if (input.sessions) await hub.sessionsHeld?.(ctx.nodeId, input.sessions).catch((e: unknown) => hub.log.error({ err: e, node_id: ctx.nodeId }, 'could not record the sessions an agent holds'));
+      return { node_id: ctx.nodeId, protocol_version: PROTOCOL_VERSION, ...answer };
+    }),
     jobs: agentProcedure.subscription(async function* ({ ctx, signal }) {
       const conn = hub.attach(ctx.nodeId, ctx.connection);
       try {

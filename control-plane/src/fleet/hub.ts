@@ -71,6 +71,9 @@ export class AgentHub {
   /** Each node's latest numbered connection whose hello said which jobs the agent runs. */
   private readonly hellos = new Map<string, number>();
 
+  /** Told which sandbox sessions an agent holds when its hello says (Hello.sessions); set by the gateway. */
+  sessionsHeld: ((nodeId: string, sessions: string[]) => Promise<void>) | null = null;
+
   /** Set to the app's logger once it exists; silent until then. */
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'> = { info: () => undefined, warn: () => undefined, error: () => undefined };
 

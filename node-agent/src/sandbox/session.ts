@@ -36,6 +36,11 @@ export class Sessions {
     return this.sessions.size;
   }
 
+  /** The sessions this agent holds: live ones and those being created (reported to the control plane on connect). */
+  held(): string[] {
+    return [...new Set([...[...this.sessions.values()].filter((s) => !s.stopping).map((s) => s.id), ...this.creating.keys()])];
+  }
+
   /** The session's box, or `sandbox_not_found`. */
   box(id: string): Box {
     const s = this.sessions.get(id);

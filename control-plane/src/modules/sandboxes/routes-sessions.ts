@@ -7,7 +7,7 @@ import { runIdOf } from '../../http/run-id.ts';
 import type { SandboxDeps } from './deps.ts';
 import { respondExec, withIdempotency } from './respond.ts';
 import { ExecBody, RunResult, SessionBody, SessionView, SnapshotView } from './schemas.ts';
-import { sandboxError, snapshotView } from './sessions.ts';
+import { snapshotView } from './sessions.ts';
 
 const Id = z.object({ id: z.string().max(64) });
 const cfg = { auth: 'key' as const, scope: 'sandboxes' as const };
@@ -68,7 +68,7 @@ export function sandboxSessionRoutes(app: FastifyInstance, d: SandboxDeps): void
           await s.recordExec(session.id, out.result.cost_micro_usd);
           return out;
         } catch (e) {
-          sandboxError(e);
+          return s.execFailed(session.id, e);
         }
       });
     },

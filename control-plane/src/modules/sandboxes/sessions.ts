@@ -23,6 +23,11 @@ import type { NodeRegistry } from '../../fleet/registry.ts';
 
 type SessionRow = Selectable<SandboxSessionsTable>;
 const JOB_TIMEOUT_MS = 60_000;
+/** A session this close to its idle timeout may have been ended by its agent already: not counted lost. */
+const IDLE_MARGIN_MS = 5_000;
+
+const lostError = (id: string) =>
+  new ServiceError('conflict', `Sandbox session ${id} was lost: its node no longer holds its container (the node agent restarted or lost it); open a new session`, { reason: 'session_lost' });
 
 /** Maps a sandbox job's failure message to a clear status. */
 export function sandboxError(e: unknown): never {
@@ -43,21 +48,29 @@ export class SandboxSessions {
     private readonly cfg: SandboxConfig,
   ) {}
 
-  private async nodeOnline(nodeId: string | null): Promise<boolean> {
-    if (!nodeId) return false;
+  /**
+   * Whether the session's node can take its work now: its channel is up (on this process or another) and it
+   * heartbeats. Read at once from the channel, so a session whose agent dropped reads node_offline right away.
+   */
+  private async nodeUp(nodeId: string | null): Promise<boolean> {
+    if (!nodeId || !(await this.hub.reachable(nodeId))) return false;
     const n = await this.registry.get(nodeId).catch(() => null);
     return n !== null && isOnline({ lastHeartbeatAt: n.last_heartbeat_at }, this.clock.now());
   }
 
-  private expired(r: SessionRow, now: Date): boolean {
-    return r.status === 'running' && now.getTime() - r.last_active_at.getTime() > r.idle_timeout_seconds * 1000;
+  private expired(r: SessionRow, now: Date, marginMs = 0): boolean {
+    return r.status === 'running' && now.getTime() - r.last_active_at.getTime() > r.idle_timeout_seconds * 1000 - marginMs;
   }
 
-  async view(r: SessionRow) {
+  /** The session as the API shows it; `nodes` shares node lookups across the rows of one answer. */
+  async view(r: SessionRow, nodes = new Map<string, Promise<boolean>>()) {
     const now = this.clock.now();
     const stoppedAt = r.stopped_at ?? (this.expired(r, now) ? new Date(r.last_active_at.getTime() + r.idle_timeout_seconds * 1000) : null);
-    let status: 'starting' | 'running' | 'stopped' | 'failed' | 'node_offline' = stoppedAt ? 'stopped' : r.status;
-    if (status === 'running' && !(await this.nodeOnline(r.node_id))) status = 'node_offline';
+    let status: SessionRow['status'] | 'node_offline' = r.status === 'lost' ? 'lost' : stoppedAt ? 'stopped' : r.status;
+    if (status === 'running' && r.node_id) {
+      if (!nodes.has(r.node_id)) nodes.set(r.node_id, this.nodeUp(r.node_id));
+      if (!(await nodes.get(r.node_id))) status = 'node_offline';
+    }
     return {
       id: r.id,
       object: 'sandbox.session' as const,
@@ -76,6 +89,35 @@ export class SandboxSessions {
     };
   }
 
+  /**
+   * An agent said on connect which sessions it holds: the node's other running sessions are lost (their
+   * containers went with an agent restart, say). Not those idle-expired, or about to be (the agent ends a
+   * session at its idle timeout too), nor one that became active after the agent said so.
+   */
+  async held(nodeId: string, held: string[]): Promise<void> {
+    const now = this.clock.now();
+    const keep = new Set(held);
+    const rows = await this.db.selectFrom('sandbox_sessions').selectAll().where('node_id', '=', nodeId).where('status', '=', 'running').where('stopped_at', 'is', null).execute();
+    const lost = rows.filter((r) => !keep.has(r.id) && !this.expired(r, now, IDLE_MARGIN_MS)).map((r) => r.id);
+    if (lost.length === 0) return;
+    await this.db
+      .updateTable('sandbox_sessions')
+      .set({ status: 'lost', stopped_at: now })
+      .where('id', 'in', lost)
+      .where('status', '=', 'running')
+      .where('stopped_at', 'is', null)
+      .where('last_active_at', '<=', now)
+      .execute();
+  }
+
+  /** A job found the session gone from its node (`no session ... on this node`): it is lost; a 409 says so. */
+  private async lostOnNode(id: string, e: unknown): Promise<void> {
+    const msg = e instanceof Error ? e.message : String(e);
+    if (!msg.includes(SANDBOX_ERRORS.notFound) || !msg.includes(`no session ${id} on this node`)) return;
+    await this.db.updateTable('sandbox_sessions').set({ status: 'lost', stopped_at: this.clock.now() }).where('id', '=', id).where('status', '=', 'running').where('stopped_at', 'is', null).execute();
+    throw lostError(id);
+  }
+
   async row(accountId: string, id: string): Promise<SessionRow> {
     const r = await this.db.selectFrom('sandbox_sessions').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
     if (!r) throw notFound('Sandbox session');
@@ -85,6 +127,7 @@ export class SandboxSessions {
   /** A session that can take work now: running, not idle-expired, its node reachable. */
   async live(accountId: string, id: string): Promise<SessionRow> {
     const r = await this.row(accountId, id);
+    if (r.status === 'lost') throw lostError(id);
     if (r.status !== 'running' || r.stopped_at || this.expired(r, this.clock.now())) throw new ServiceError('conflict', `Sandbox session ${id} is stopped`);
     if (!(await this.hub.reachable(r.node_id ?? ''))) throw new ServiceError('no_capacity', `The node running session ${id} is offline; the session is reported as node_offline`, { retry_after: 30 });
     return r;
@@ -130,7 +173,8 @@ export class SandboxSessions {
 
   async list(accountId: string) {
     const rows = await this.db.selectFrom('sandbox_sessions').selectAll().where('account_id', '=', accountId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(100).execute();
-    return Promise.all(rows.map((r) => this.view(r)));
+    const nodes = new Map<string, Promise<boolean>>();
+    return Promise.all(rows.map((r) => this.view(r, nodes)));
   }
 
   /** Stops a session; idempotent. The node is told when it is reachable; the reaper covers the rest. */
@@ -148,6 +192,12 @@ export class SandboxSessions {
     return this.view(row);
   }
 
+  /** An exec's failure: a session its node no longer holds is lost (409); the rest map as sandboxError does. */
+  async execFailed(id: string, e: unknown): Promise<never> {
+    await this.lostOnNode(id, e);
+    sandboxError(e);
+  }
+
   async recordExec(id: string, cost: number): Promise<void> {
     await this.db
       .updateTable('sandbox_sessions')
@@ -163,6 +213,7 @@ export class SandboxSessions {
       await this.db.updateTable('sandbox_sessions').set({ last_active_at: this.clock.now() }).where('id', '=', id).execute();
       return job.result;
     } catch (e) {
+      await this.lostOnNode(id, e);
       sandboxError(e);
     }
   }
