@@ -193,6 +193,23 @@ describe.skipIf(!up)('the warm pool and the reaper against the real Docker engin
     expect(docker('volume', 'ls', '-q', '--filter', `label=${LABEL.instance}=${sd.instance}`)).toBe('');
   });
 
+  it('removes every warm container when the sandbox stops, also while the pool is growing', async () => {
+    const sb = await startSandbox({ image: SMALL_IMAGE, poolSize: 2, poolMax: 6, dataDir: tempDataDir(), log: () => undefined });
+    if ('unavailable' in sb) throw new Error(sb.unavailable);
+    const filter = `label=${LABEL.instance}=${sb.docker.instance}`;
+    try {
+      await sb.ready;
+      await sb.pool.fill();
+      // Six runs at once: the target rises above the floor and refills start; stop comes while they are under way.
+      await Promise.all(Array.from({ length: 6 }, () => echo(sb)));
+      expect(sb.pool.target).toBeGreaterThan(2);
+    } finally {
+      await sb.stop();
+    }
+    expect(docker('ps', '-aq', '--filter', filter)).toBe('');
+    expect(docker('volume', 'ls', '-q', '--filter', filter)).toBe('');
+  });
+
   it('reaps an orphaned labelled container and volume, and spares live ones', async () => {
     const dead = spawnSync('true').pid!;
     const labels = (instance: string, pid: number) => [
