@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SvcClient } from '@svc/shared/client';
 import { expectApiError } from './support/expect-error.ts';
 import { TEST_DB_KIND } from './support/database.ts';
+import { ORG_ROUTE_ROLES } from '../control-plane/src/modules/orgs/roles.ts';
 import { ADMIN_TOKEN, startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
 
 interface Org { id: string; name: string; billing_account_id: string; role: string; member_count: number }
@@ -46,6 +47,11 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 describe('organizations', () => {
+  it('the role table names only session routes the gateway serves', () => {
+    const served = new Set(t.gw.app.routeTable.filter((r) => r.auth === 'session').map((r) => `${r.method} ${r.url}`));
+    expect(Object.keys(ORG_ROUTE_ROLES).filter((r) => !served.has(r))).toEqual([]);
+  });
+
   it('creates an org billed to its creator, lists it (bare array) and hides it from non-members with a uniform 404', async () => {
     org = await api<Org>(alice.client, 'POST', '/v1/orgs', { name: 'Acme' });
     expect(org).toMatchObject({ name: 'Acme', billing_account_id: alice.accountId, role: 'owner', member_count: 1 });

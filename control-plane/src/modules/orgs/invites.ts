@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { ServiceError, digestEquals, invalid, newId, newSecret, notFound, sha256Hex, type Clock } from '@svc/shared';
 import type { DB, OrgInvitesTable } from '../../db/schema.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { IdentityService } from '../identity/service.ts';
 import { rank, type OrgRole } from './roles.ts';
 import { memberCount, membership, orgView, requireRole } from './store.ts';
@@ -49,7 +50,7 @@ export class OrgInvites {
   /** Admin or higher; the invited role is never above the inviter's. Naming an account binds the invite to it. */
   async create(accountId: string, orgId: string, input: { role: OrgRole; account_id?: string | undefined }) {
     return this.db.transaction().execute(async (trx) => {
-      const { role } = await membership(trx, orgId, accountId);
+      const { role } = await membership(trx, orgId, accountId, true);
       requireRole(role, 'admin', 'invite members');
       if (rank(input.role) > rank(role)) {
         throw new ServiceError('forbidden', `role: you cannot invite as ${input.role}, a role above your own (${role})`, { param: 'role', role, requested_role: input.role });
@@ -110,7 +111,10 @@ export class OrgInvites {
   async accept(accountId: string, token: string) {
     const hash = sha256Hex(token);
     return this.db.transaction().execute(async (trx) => {
-      const inv = await trx.selectFrom('org_invites').selectAll().where('token_hash', '=', hash).forUpdate().executeTakeFirst();
+      const found = await trx.selectFrom('org_invites').select('org_id').where('token_hash', '=', hash).executeTakeFirst();
+      // The org first, then the invite: the order of role changes, removals and deletion, so none waits on the other in a cycle.
+      const orgLocked = found && (await trx.selectFrom('orgs').select('id').where('id', '=', found.org_id).forUpdate().executeTakeFirst());
+      const inv = orgLocked && (await trx.selectFrom('org_invites').selectAll().where('token_hash', '=', hash).forUpdate().executeTakeFirst());
       if (!inv || !digestEquals(inv.token_hash, hash)) throw notFound('Invite');
       const now = this.clock.now();
       const status = statusOf(inv, now);
@@ -121,7 +125,14 @@ export class OrgInvites {
       if (!(await this.identity.accountExists(trx, accountId))) throw notFound('Account');
       const already = await trx.selectFrom('org_members').select('role').where('org_id', '=', inv.org_id).where('account_id', '=', accountId).executeTakeFirst();
       if (already) throw new ServiceError('conflict', `You are already a member of this organization (${already.role})`, { status });
-      await trx.insertInto('org_members').values({ org_id: inv.org_id, account_id: accountId, role: inv.role, invited_by: inv.created_by, joined_at: now }).execute();
+      await trx
+        .insertInto('org_members')
+        .values({ org_id: inv.org_id, account_id: accountId, role: inv.role, invited_by: inv.created_by, joined_at: now })
+        .execute()
+        .catch((e: unknown) => {
+          // Another invite of the same org accepted by this account at the same moment.
+          throw isUniqueViolation(e) ? new ServiceError('conflict', 'You are already a member of this organization', { status }) : e;
+        });
       await trx.updateTable('org_invites').set({ accepted_at: now, accepted_by: accountId }).where('id', '=', inv.id).execute();
       const { org, role } = await membership(trx, inv.org_id, accountId);
       return orgView(org, role, await memberCount(trx, inv.org_id));
