@@ -19,10 +19,15 @@ export class Readiness {
     this.checks.delete(name);
   }
 
-  /** The first unmet condition's reason, or null when ready. */
+  /** The first unmet condition's reason, or null when ready. A check that fails counts as unmet. */
   async unmet(): Promise<string | null> {
-    for (const check of this.checks.values()) {
-      const why = await check();
+    for (const [name, check] of this.checks) {
+      let why: string | null;
+      try {
+        why = await check();
+      } catch {
+        why = `${name} could not be checked`;
+      }
       if (why) return why;
     }
     return null;
