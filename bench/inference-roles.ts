@@ -15,8 +15,8 @@ export const MODEL = 'bench-chat';
 const FLOOR = process.argv.includes('--floor');
 /**
  * `--proxy pipe` (the default) or `--proxy undici`: the bare reverse proxy's HTTP client (see role 'proxy').
- * The piped proxy is the one issue 7's figures were measured with, by the reference gateway measured in the
- * same run: the issue has the proxy carry 12.1x the reference gateway's req/s at c=64 (17,000 / 1,400) and add
+ * The piped proxy is the one the inference targets' figures were measured with, by the reference gateway measured in the
+ * same run: the targets have the proxy carry 12.1x the reference gateway's req/s at c=64 (17,000 / 1,400) and add
  * 0.19x its p50 at c=1 (143 / 758 µs); on 2026-11-24 the piped proxy did 12.3x and 0.17x, undici's 16.3x and
  * 0.16x. The script prints these calibration ratios in every run.
  */
@@ -62,7 +62,7 @@ async function role(name: string): Promise<void> {
     } else {
       // undici, the client the gateway calls providers with, bodies read whole (as the gateway reads them):
       // at concurrency 64 it carries a third more than node:http's client on this machine, more than the
-      // proxy of issue 7's figures did (see PROXY).
+      // proxy of the inference targets' figures did (see PROXY).
       const { Pool } = await import('undici');
       const pool = new Pool(`http://127.0.0.1:${target}`, { connections: 256 });
       server = http.createServer((req, res) => {

@@ -1,5 +1,5 @@
 /**
- * Inference overhead bench (issue 7): non-streamed chat completions with a small body against a
+ * Inference overhead bench: non-streamed chat completions with a small body against a
  * zero-latency local OpenAI-compatible upstream, sent
  *   1. directly to the upstream,
  *   2. through a bare Node reverse proxy (node:http's server and keep-alive client, piped both ways, no work
@@ -7,7 +7,7 @@
  *      concurrency 64),
  *   3. through a reference gateway: Portkey's AI gateway (`@portkey-ai/gateway`, a dev dependency pinned to
  *      1.15.2; `--reference none` leaves it out), a well-known TypeScript gateway whose figures here are close
- *      to those issue 7 gives for "a well-known TypeScript gateway" (1,400 req/s at c=64; at c=1, 758 µs
+ *      to those the inference targets give for "a well-known TypeScript gateway" (1,400 req/s at c=64; at c=1, 758 µs
  *      added to the p50 and 6.7 ms to the p99), scaled as the proxy's are (see PROXY),
  *   4. through the gateway (API-key auth, model resolution, hold, upstream call, settle with a signed
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
@@ -52,14 +52,14 @@ const ROUNDS = Number(arg('rounds', '5'));
 const CLIENT = arg('client', spawnSync('wrk', ['--version']).error ? 'node' : 'wrk');
 const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
 /**
- * Issue 7's targets as ratios to the bare proxy measured in the same run (the project measures targets
+ * The inference targets as ratios to the bare proxy measured in the same run (the project measures targets
  * against a baseline of the same run: this VM's speed drifts by tens of percent). At concurrency 1: the
- * gateway adds at most twice the proxy's p50. At 64: 5,600 req/s where, by the issue's figures for this kind
+ * gateway adds at most twice the proxy's p50. At 64: 5,600 req/s where, by the targets' figures for this kind
  * of machine, a bare Node proxy carries 17,000.
  */
 const TARGET_P50_RATIO = 2;
 const TARGET_RPS_RATIO = 5_600 / 17_000;
-/** Issue 7's c=64 target as written: "at least 5,600 req/s at concurrency 64 (4× that gateway)". */
+/** The c=64 inference target as written: "at least 5,600 req/s at concurrency 64 (4× that gateway)". */
 const TARGET_REFERENCE_RATIO = 4;
 const targetLine = (conc: number, what: string, value: string, met: boolean) => `${String(conc).padStart(4)} | ${what}: ${value} ${met ? 'met' : 'NOT met'}`;
 const BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 16 });
@@ -200,10 +200,10 @@ async function main() {
           const added = rounds.map((r) => (r.gateway.p50 - r.direct!.p50) / (r.reference!.p50 - r.direct!.p50));
           const times = rounds.map((r) => r.gateway.rps / r.reference!.rps);
           ratios.push(`${String(conc).padStart(4)} | added p50, gateway / reference: ${added.map((x) => x.toFixed(2)).join(', ')} (median ${median(added).toFixed(2)}); req/s, gateway / reference: ${times.map((x) => x.toFixed(2)).join(', ')} (median ${median(times).toFixed(2)})`);
-          // The baselines against each other, beside the same ratio of issue 7's figures: whether this run's proxy is the issue's.
+          // The baselines against each other, beside the same ratio of the inference targets' figures: whether this run's proxy is the targets'.
           const pp = rounds.map((r) => (r.proxy!.p50 - r.direct!.p50) / (r.reference!.p50 - r.direct!.p50));
           const pr = rounds.map((r) => r.proxy!.rps / r.reference!.rps);
-          const issue = conc === 1 ? ` (issue 7's figures: ${(143 / 758).toFixed(2)})` : conc === 64 ? ` (issue 7's figures: ${(17_000 / 1_400).toFixed(1)})` : '';
+          const issue = conc === 1 ? ` (the inference targets' figures: ${(143 / 758).toFixed(2)})` : conc === 64 ? ` (the inference targets' figures: ${(17_000 / 1_400).toFixed(1)})` : '';
           ratios.push(`${String(conc).padStart(4)} | calibration, proxy / reference: ${conc === 1 ? `added p50 ${median(pp).toFixed(2)}` : `req/s ${median(pr).toFixed(1)}`}${issue}`);
           if (conc === 64) targets.push(targetLine(conc, `req/s at least ${TARGET_REFERENCE_RATIO}x the reference gateway's ("5,600 req/s (4x that gateway)")`, median(times).toFixed(2), median(times) >= TARGET_REFERENCE_RATIO));
         }
@@ -222,7 +222,7 @@ async function main() {
     }
     if (reference) console.log(`\nreference gateway: ${reference.label}`);
     if (ratios.length) console.log(['', `conc | per round (${ROUNDS} rounds of direct, proxy,${reference ? ' reference,' : ''} gateway back to back)`, ...ratios].join('\n'));
-    if (targets.length) console.log(['', "conc | issue 7's targets, against this run's baselines (medians of the per-round ratios)", ...targets].join('\n'));
+    if (targets.length) console.log(['', "conc | the inference targets, against this run's baselines (medians of the per-round ratios)", ...targets].join('\n'));
     if (split.length) console.log(['', 'conc | CPU per gateway request (all threads of each process, while wrk ran)', ...split].join('\n'));
   } finally {
     for (const c of children.reverse()) { // the gateway first: what it still has in flight needs the upstream

@@ -30,7 +30,7 @@ const wrkMs = (v: string) => {
  * JSON POSTs of `body` (with `headers`) to `<url>/chat/completions` from wrk (C, epoll; Debian package `wrk`) in its own
  * process: one thread, `conc` keep-alive connections, for `secs` seconds after a 1 s warm-up. A Node client
  * spends more CPU per request than the proxy it measures, and on 2 cores that CPU is taken from the servers;
- * wrk is the method behind issue 7's reference figures. `around` runs just before and after the measured run.
+ * wrk is the method behind the inference targets' reference figures. `around` runs just before and after the measured run.
  */
 export async function loadWrk(url: string, body: string, headers: Record<string, string>, conc: number, secs: number, around?: { before(): void; after(): void }): Promise<LoadRow> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));

@@ -1,5 +1,5 @@
 /**
- * Money path bench (issue 3): hold + settle throughput and latency on the real Postgres server, against a
+ * Money path bench: hold + settle throughput and latency on the real Postgres server, against a
  * baseline of bare `UPDATE ... RETURNING` round trips measured in the same run, plus receipt signing rate.
  *   npx tsx bench/money.ts [--requests 4000] [--pg postgres://postgres@127.0.0.1:5432/postgres]
  */

@@ -34,8 +34,8 @@ import type { SubscriptionService } from './modules/subscriptions/service.ts';
 import { fleetRoutes } from './modules/fleet/routes.ts';
 import { sandboxRoutes } from './modules/sandboxes/routes.ts';
 import type { SandboxDeps } from './modules/sandboxes/deps.ts';
-import { inferenceRoutes } from './modules/inference/routes.ts'; // inference (issue 7)
-import type { InferenceService } from './modules/inference/service.ts'; // inference (issue 7)
+import { inferenceRoutes } from './modules/inference/routes.ts'; // inference
+import type { InferenceService } from './modules/inference/service.ts'; // inference
 import type { NodeRegistry } from './fleet/registry.ts';
 import { batchRoutes } from './modules/batches/routes.ts'; // files and batches
 import type { BatchDeps } from './modules/batches/deps.ts'; // files and batches
@@ -80,10 +80,10 @@ export interface AppDeps {
   database: Database;
   registry: NodeRegistry;
   sandboxes: SandboxDeps;
-  inference: InferenceService; // inference (issue 7)
-  webhooks: WebhookService; // webhooks (issue 4 item 3)
-  alerts: AlertsService; // balance alerts (issue 4 item 4)
-  subscriptions: SubscriptionService; // plans and subscriptions (issue 4 item 5)
+  inference: InferenceService; // inference
+  webhooks: WebhookService; // webhooks
+  alerts: AlertsService; // balance alerts
+  subscriptions: SubscriptionService; // plans and subscriptions
   batches: BatchDeps; // files and batches
   media: Media; // media (images, videos, assistant)
   orgs: { service: OrgsService; invites: OrgInvites; sessionEnds: OrgSessionEnds };
@@ -147,7 +147,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   notaryRoutes(app, d.notary, d.config.publicUrl);
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
-  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs }); // inference (issue 7)
+  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs }); // inference
   batchRoutes(app, d.batches); // files and batches
   mediaRoutes(app, d.media); // media (images, videos, assistant)
   moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });

@@ -62,7 +62,7 @@ const EnvSchema = z.object({
   SVC_USDT_CONTRACT: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address').optional(),
   SVC_USDT_DECIMALS: intWithDefault(6, 0, 36),
   SVC_PAYMENT_NETWORK: z.string().regex(/^[a-z0-9:-]+$/, 'must be a network name such as base or eip155:8453').default('base'),
-  // sandboxes (issue 6)
+  // sandboxes
   SVC_SANDBOX_PRICE_MICRO_USD_PER_SECOND: intWithDefault(100, 0),
   SVC_SANDBOX_MAX_TIMEOUT_SECONDS: intWithDefault(300, 1, 3600),
   SVC_SANDBOX_MEMORY_MB: intWithDefault(256, 16, 65536),
@@ -75,9 +75,9 @@ const EnvSchema = z.object({
   SVC_TERMINAL_DAILY_BUDGET_MICRO_USD: intWithDefault(1_000_000, 0),
   SVC_LOCAL_AGENT: z.enum(['auto', 'off']).default('auto'),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  ...billingChainsEnv, // billing chains (issue 4)
-  ...inferenceEnv, // inference (issue 7)
-  ...notificationsEnv, // webhooks, plans and alerts (issue 4, items 3-5)
+  ...billingChainsEnv, // billing chains
+  ...inferenceEnv, // inference
+  ...notificationsEnv, // webhooks, plans and alerts
   ...batchesEnv, // files and batches
   ...mediaEnv, // media: image and video providers, the keyless assistant
 });
@@ -123,17 +123,17 @@ export interface Config {
   sandbox: SandboxConfig;
   /** `npm start` runs a local node agent where Docker answers (auto), or never (off). */
   localAgent: boolean;
-  /** EVM chains for deposits and payment requests (billing chains, issue 4). */
+  /** EVM chains for deposits and payment requests (billing chains). */
   chains: ChainConfig[];
-  /** SVC_DEPOSIT_SENDERS (billing chains, issue 4). */
+  /** SVC_DEPOSIT_SENDERS (billing chains). */
   depositSenders: 'linked' | 'any';
-  /** Providers, node model prices and limits (inference, issue 7). */
+  /** Providers, node model prices and limits (inference). */
   inference: InferenceConfig;
-  /** SVC_PLANS (subscriptions, issue 4 item 5). */
+  /** SVC_PLANS (subscriptions). */
   plans: PlanConfig[];
-  /** SVC_BALANCE_LOW_DEFAULT_MICRO_USD (alerts, issue 4 item 4). */
+  /** SVC_BALANCE_LOW_DEFAULT_MICRO_USD (alerts). */
   balanceLowDefaultMicroUsd: number;
-  /** SVC_WEBHOOK_TIMEOUT_SECONDS (webhooks, issue 4 item 3). */
+  /** SVC_WEBHOOK_TIMEOUT_SECONDS (webhooks). */
   webhooks: WebhookConfig;
   /** SVC_FILE_*, SVC_BATCH_* (files and batches). */
   batches: BatchesConfig;
@@ -222,12 +222,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       usdtDecimals: e.SVC_USDT_DECIMALS,
       network: e.SVC_PAYMENT_NETWORK,
     },
-    chains: billingChains(e), // billing chains (issue 4)
-    depositSenders: e.SVC_DEPOSIT_SENDERS, // billing chains (issue 4)
-    inference: inferenceConfig(e), // inference (issue 7)
-    plans: e.SVC_PLANS, // subscriptions (issue 4 item 5)
-    balanceLowDefaultMicroUsd: e.SVC_BALANCE_LOW_DEFAULT_MICRO_USD, // alerts (issue 4 item 4)
-    webhooks: { timeoutMs: e.SVC_WEBHOOK_TIMEOUT_SECONDS * 1000, allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE }, // webhooks (issue 4 item 3)
+    chains: billingChains(e), // billing chains
+    depositSenders: e.SVC_DEPOSIT_SENDERS, // billing chains
+    inference: inferenceConfig(e), // inference
+    plans: e.SVC_PLANS, // subscriptions
+    balanceLowDefaultMicroUsd: e.SVC_BALANCE_LOW_DEFAULT_MICRO_USD, // alerts
+    webhooks: { timeoutMs: e.SVC_WEBHOOK_TIMEOUT_SECONDS * 1000, allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE }, // webhooks
     batches: batchesConfig(e), // files and batches
     media: mediaConfig(e), // media (images, videos, assistant)
   };

@@ -30,7 +30,7 @@ import { RunRecords } from './modules/sandboxes/records.ts';
 import { SandboxSessions } from './modules/sandboxes/sessions.ts';
 import { ensureTerminalAccount } from './modules/sandboxes/terminal.ts';
 import type { SandboxDeps } from './modules/sandboxes/deps.ts';
-import { createInference } from './modules/inference/deps.ts'; // inference (issue 7)
+import { createInference } from './modules/inference/deps.ts'; // inference
 import type { InferenceService } from './modules/inference/service.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
 import { WebhookSender } from './modules/webhooks/sender.ts';
@@ -144,8 +144,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     publicUrl: config.publicUrl,
   };
   if (config.sandbox.terminal.enabled) await ensureTerminalAccount(db, clock.now());
-  const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference (issue 7)
-  // webhooks, balance alerts, plans and subscriptions (issue 4, items 3-5)
+  const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference
+  // webhooks, balance alerts, plans and subscriptions
   const self = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate };
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
@@ -170,7 +170,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     database,
     registry,
     sandboxes,
-    inference, // inference (issue 7)
+    inference, // inference
     webhooks,
     alerts,
     subscriptions,

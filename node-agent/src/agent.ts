@@ -70,7 +70,7 @@ export class Agent {
   ) {
     this.log = opts.log ?? ((m) => console.log(`[svc-node] ${new Date().toISOString()} ${m}`));
     this.connections = new ConnectionNumbers(join(cfg.data_dir, 'connection-number'));
-    // Inference jobs (issue 7) where SVC_INFERENCE_URL names a local OpenAI-compatible server.
+    // Inference jobs where SVC_INFERENCE_URL names a local OpenAI-compatible server.
     const inference = inferenceOptionsFromEnv(process.env);
     this.handlers = { 'diag.echo': echo, 'diag.wait': wait, ...inferenceHandlers(inference && { ...inference, nodeId: () => this.last?.node_id ?? this.cfg.node_id }), ...opts.handlers };
   }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Inference over the agent channel (issue 7). The control plane dispatches `inference.chat` and
+ * Inference over the agent channel. The control plane dispatches `inference.chat` and
  * `inference.embeddings` jobs to inference nodes; the agent proxies them to a local OpenAI-compatible
  * server (Ollama, vLLM, llama.cpp) and streams the server's SSE `data:` payloads back as `data` outputs,
  * one output per SSE event (the JSON text of a chunk, or `[DONE]`).

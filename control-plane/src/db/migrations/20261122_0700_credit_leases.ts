@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { runStatements } from '../statements.ts';
 
 /**
- * Credit leases (issue 3's throughput target). A gateway process may hold a lease: a slice of an account's
+ * Credit leases (the money path's throughput target). A gateway process may hold a lease: a slice of an account's
  * credit, and of every limit on the key chain, set aside for it (a `holds` row with `lease` set, counted in
  * `leased_micro_usd` on the account and on each key of the chain). The process admits that chain's requests
  * from the lease in memory, with no round trip, and each settle uses the request's cost out of the lease in
