@@ -13,8 +13,8 @@ import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
 /**
  * `npm start` as an operator runs it: the real control-plane process, which starts a local node agent where
  * Docker answers. `/readyz` answers 503 until that agent is connected, then 200 (and work is taken at once);
- * a SIGTERM to the process group (what Ctrl-C does with SIGINT) stops both in order, and the agent's
- * containers and volumes are gone when the gateway has exited.
+ * a SIGTERM or SIGINT (Ctrl-C) to the process group stops both in order, and the agent's containers and
+ * volumes are gone when the gateway has exited.
  */
 const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
 
@@ -79,7 +79,8 @@ async function startGateway(): Promise<{ url: string; child: ChildProcess; outpu
 }
 
 describe.skipIf(!enabled)('npm start with a local node agent', () => {
-  it('is ready only once its agent is connected, and a SIGTERM to its group leaves no container or volume', async () => {
+  // SIGTERM to the group is what a service manager or `kill -TERM -<pgid>` does; Ctrl-C sends SIGINT the same way.
+  it.each(['SIGTERM', 'SIGINT'] as const)('is ready only once its agent is connected, and a %s to its group leaves no container or volume', async (signal) => {
     const gw = await startGateway();
     await until('the gateway answers /healthz', async () => (await fetch(`${gw.url}/healthz`).catch(() => null))?.ok, 120_000);
     // Live, not yet ready: the local agent is still starting (a process of its own).
@@ -108,8 +109,7 @@ describe.skipIf(!enabled)('npm start with a local node agent', () => {
     expect(leftovers(agentPid).containers).not.toBe(''); // the session's container (and the warm one)
     expect(leftovers(agentPid).volumes).not.toBe('');
 
-    // What a service manager or `kill -TERM -<pgid>` does; Ctrl-C sends SIGINT the same way.
-    process.kill(-gw.child.pid!, 'SIGTERM');
+    process.kill(-gw.child.pid!, signal);
     const code = await Promise.race([gw.exited, new Promise<'late'>((r) => setTimeout(() => r('late'), 90_000))]);
     expect(code, gw.output()).toBe(0);
     expect(alive(agentPid), 'the local agent outlived the gateway').toBe(false);
