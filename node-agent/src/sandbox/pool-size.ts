@@ -2,8 +2,8 @@
 export const RATE_TAU_MS = 1000;
 /** The pool holds this long of the recent demand: a refill takes hundreds of ms on a busy 2-core engine. */
 export const LEAD_MS = 2000;
-/** Once demand stops, what the pool holds above its floor halves this often. */
-export const HALF_LIFE_MS = 15_000;
+/** Once demand stops, what the pool holds above its floor halves this often (a full pool takes the engine tens of seconds to refill). */
+export const HALF_LIFE_MS = 60_000;
 /** Warm boxes together may claim (by their memory limits) at most this share of the node's available memory. */
 export const MEMORY_SHARE = 0.25;
 
@@ -24,8 +24,9 @@ export interface PoolSizeOptions {
  * How many warm boxes the pool should hold: enough for LEAD_MS of the recent arrival rate of runs, never
  * fewer than the floor nor more than the ceiling (maxBoxes, and MEMORY_SHARE of the node's available memory
  * at the warm boxes' memory limit). A rise in demand raises the target at once, so refills start while the
- * pool still has boxes; after a burst the target comes down gradually (HALF_LIFE_MS), so the next burst
- * soon after finds the pool still large, and an idle pool is back at its floor within a couple of minutes.
+ * pool still has boxes, and a run that finds the pool empty doubles it. After a burst the target comes down
+ * gradually (HALF_LIFE_MS), so the next burst soon after finds the pool still large, and an idle pool is
+ * back at its floor within minutes (from 32 boxes: about six).
  */
 export class PoolSize {
   private rateAt = 0;
@@ -48,6 +49,17 @@ export class PoolSize {
     this.rateAt = now;
     const want = this.fromRate(now);
     if (want > this.held(now)) [this.peak, this.peakAt] = [want, now];
+  }
+
+  /**
+   * A run found the pool empty: the stock was short of the demand, whatever the rate says (runs that wait
+   * for a cold container arrive less often, so the rate undercounts what the caller would send). The target
+   * doubles, within the ceiling.
+   */
+  missed(): void {
+    const now = this.o.now();
+    const was = Math.max(this.o.floor, this.fromRate(now), this.held(now));
+    [this.peak, this.peakAt] = [Math.min(2 * was, this.ceiling()), now];
   }
 
   /** Runs per second, recently. */
@@ -79,6 +91,6 @@ export class PoolSize {
   /** The last peak, its excess over the floor decayed since. */
   private held(now: number): number {
     const excess = Math.max(0, this.peak - this.o.floor);
-    return this.o.floor + Math.floor(excess * 2 ** (-(now - this.peakAt) / HALF_LIFE_MS));
+    return this.o.floor + Math.round(excess * 2 ** (-(now - this.peakAt) / HALF_LIFE_MS));
   }
 }

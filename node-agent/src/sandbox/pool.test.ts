@@ -64,6 +64,24 @@ describe('pool sizing from the arrival rate of runs (injected clock)', () => {
     expect(size.target()).toBeGreaterThan(6);
   });
 
+  it('doubles the target when a run finds the pool empty, within the ceiling', () => {
+    const { size, clock, arrive } = sizing({ maxBoxes: 20 });
+    arrive(1, 3000); // runs that wait for cold containers arrive seldom: the rate alone keeps the floor
+    expect(size.target()).toBe(3);
+    size.missed();
+    expect(size.target()).toBe(6);
+    clock.t += 3000;
+    arrive(1, 0);
+    size.missed();
+    expect(size.target()).toBe(12);
+    size.missed();
+    expect(size.target()).toBe(20);
+    size.missed();
+    expect(size.target()).toBe(20);
+    clock.t += 10 * 60_000;
+    expect(size.target()).toBe(3);
+  });
+
   it('comes down gradually when demand stops, and is back at the floor when idle', () => {
     const { size, clock, arrive } = sizing();
     arrive(40, 50);
@@ -150,7 +168,9 @@ describe.skipIf(!up)('the warm pool and the reaper against the real Docker engin
 
   it('skips warm containers that died while they waited', async () => {
     await warm.pool.fill();
-    for (const id of docker('ps', '-q', '--filter', `label=${LABEL.instance}=${warm.docker.instance}`).split('\n').filter(Boolean)) docker('kill', id);
+    const warmBoxes = docker('ps', '-q', '--filter', `label=${LABEL.instance}=${warm.docker.instance}`, '--filter', `label=${LABEL.kind}=pool`).split('\n').filter(Boolean);
+    expect(warmBoxes).toHaveLength(2);
+    for (const id of warmBoxes) docker('kill', id);
     expect((await echo(warm)) > 0).toBe(true);
     await warm.pool.fill();
     expect(warm.pool.available).toBe(2);
@@ -196,7 +216,8 @@ describe.skipIf(!up)('the warm pool and the reaper against the real Docker engin
   it('removes every warm container when the sandbox stops, also while the pool is growing', async () => {
     const sb = await startSandbox({ image: SMALL_IMAGE, poolSize: 2, poolMax: 6, dataDir: tempDataDir(), log: () => undefined });
     if ('unavailable' in sb) throw new Error(sb.unavailable);
-    const filter = `label=${LABEL.instance}=${sb.docker.instance}`;
+    // The pool's own (a run's box is removed by its run, in the background).
+    const filter = [`label=${LABEL.instance}=${sb.docker.instance}`, '--filter', `label=${LABEL.kind}=pool`];
     try {
       await sb.ready;
       await sb.pool.fill();
@@ -206,8 +227,8 @@ describe.skipIf(!up)('the warm pool and the reaper against the real Docker engin
     } finally {
       await sb.stop();
     }
-    expect(docker('ps', '-aq', '--filter', filter)).toBe('');
-    expect(docker('volume', 'ls', '-q', '--filter', filter)).toBe('');
+    expect(docker('ps', '-aq', '--filter', ...filter)).toBe('');
+    expect(docker('volume', 'ls', '-q', '--filter', ...filter)).toBe('');
   });
 
   it('reaps an orphaned labelled container and volume, and spares live ones', async () => {

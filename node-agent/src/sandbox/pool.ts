@@ -143,6 +143,7 @@ export class WarmPool {
       }
       void this.sd.destroyBox(box).catch(() => undefined);
     }
+    if (this.size > 0) this.sizing.missed();
     this.kick();
     return undefined;
   }
