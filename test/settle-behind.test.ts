@@ -1,4 +1,4 @@
-import { closeSync, readdirSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverMessageAddress } from 'viem';
@@ -71,7 +71,12 @@ describe('write-behind settles', () => {
           return false;
         }
       });
+      // Closed, and its number held at once by a file every write to fails (ENOSPC): nothing else in this process
+      // (the embedded database opens files too) can be given the number and have the journal write into it.
       closeSync(Number(fd));
+      const spare: number[] = [];
+      for (let held = openSync('/dev/full', 'w'); held !== Number(fd); held = openSync('/dev/full', 'w')) spare.push(held);
+      for (const s of spare) closeSync(s);
       const failed = await chat(t.url, a.key);
       expect(failed.status).toBe(200);
       const after = await chat(t.url, a.key);
