@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { SandboxDocker } from './docker.ts';
 import { ignoreGone } from './errors.ts';
@@ -12,9 +13,18 @@ function agentAlive(pidLabel: string | undefined): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  return !zombie(pid);
+}
+
+/** A killed process its parent has not waited for yet still takes signals: it is gone all the same. */
+function zombie(pid: number): boolean {
+  try {
+    return /^\d+ \(.*\) Z /s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false; // no /proc to tell: alive, as the signal said
   }
 }
 
