@@ -109,7 +109,9 @@ async function main() {
     console.log(`  runs over ${cut.toFixed(0)} ms (half a raw docker run: pool misses): first stream ${slower(first, cut)}/${RUNS}, next ${slower(second, cut)}/${RUNS}, paced ${slower(paced, cut)}/${RUNS}`);
     console.log(`  one-shot p50 / raw docker run p50: first ${(percentile(first, 50) / percentile(raw, 50)).toFixed(2)}, next ${(percentile(second, 50) / percentile(raw, 50)).toFixed(2)}, paced ${(percentile(paced, 50) / percentile(raw, 50)).toFixed(2)}`);
     console.log(`  one-shot p50 / raw docker exec p50: first ${(percentile(first, 50) / percentile(rawExec, 50)).toFixed(2)}, next ${(percentile(second, 50) / percentile(rawExec, 50)).toFixed(2)}, paced ${(percentile(paced, 50) / percentile(rawExec, 50)).toFixed(2)}`);
-    console.log(`  one-shot p50 - engine exec API p50 (what the gateway, the agent and the pool add to a warm run): first ${(percentile(first, 50) - percentile(engineExec, 50)).toFixed(1)} ms, next ${(percentile(second, 50) - percentile(engineExec, 50)).toFixed(1)} ms, paced ${(percentile(paced, 50) - percentile(engineExec, 50)).toFixed(1)} ms`);
+    // A warm run needs no exec (the container's main process waits for the program on its stdin): the whole
+    // API call against the engine's bare exec.
+    console.log(`  one-shot p50 / engine exec API p50: first ${(percentile(first, 50) / percentile(engineExec, 50)).toFixed(2)}, next ${(percentile(second, 50) / percentile(engineExec, 50)).toFixed(2)}, paced ${(percentile(paced, 50) / percentile(engineExec, 50)).toFixed(2)}`);
     const [p50, p95] = [percentile(second, 50), percentile(second, 95)];
     const met = p50 < 60 && p95 < 2 * p50;
     console.log(`  target, back to back (next stream): p50 ${p50.toFixed(1)} ms < 60 ms and p95 ${p95.toFixed(1)} ms < 2 x p50 (p95/p50 ${(p95 / p50).toFixed(2)}): ${met ? 'met' : 'NOT met'}`);

@@ -16,7 +16,7 @@ export interface SandboxOptions {
   image?: string;
   /** Warm containers kept for one-shot runs with no demand; 0 turns the pool off. Default 3 (env `SVC_SANDBOX_POOL`). */
   poolSize?: number;
-  /** The most warm containers kept while runs arrive fast. Default 32, less when memory is short (env `SVC_SANDBOX_POOL_MAX`). */
+  /** The most warm containers kept while runs arrive fast. Default 64, less when memory is short (env `SVC_SANDBOX_POOL_MAX`). */
   poolMax?: number;
   socketPath?: string;
   reapEveryMs?: number;

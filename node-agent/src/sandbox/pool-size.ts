@@ -4,7 +4,7 @@ export const RATE_TAU_MS = 1000;
 export const LEAD_MS = 2000;
 /** Once demand stops, what the pool holds above its floor halves this often (a full pool takes the engine tens of seconds to refill). */
 export const HALF_LIFE_MS = 60_000;
-/** Warm boxes together may claim (by their memory limits) at most this share of the node's available memory. */
+/** Warm boxes together may hold at most this share of the node's available memory. */
 export const MEMORY_SHARE = 0.25;
 
 export interface PoolSizeOptions {
@@ -12,7 +12,7 @@ export interface PoolSizeOptions {
   floor: number;
   /** Boxes never kept above this, whatever the demand and memory. */
   maxBoxes: number;
-  /** The memory limit of one warm box, in bytes. */
+  /** The memory one warm box holds while it waits, in bytes. */
   boxBytes: () => number;
   /** Memory available on the node now, in bytes. */
   availableBytes: () => number;
@@ -23,10 +23,10 @@ export interface PoolSizeOptions {
 /**
  * How many warm boxes the pool should hold: enough for LEAD_MS of the recent arrival rate of runs, never
  * fewer than the floor nor more than the ceiling (maxBoxes, and MEMORY_SHARE of the node's available memory
- * at the warm boxes' memory limit). A rise in demand raises the target at once, so refills start while the
+ * at what one warm box holds). A rise in demand raises the target at once, so refills start while the
  * pool still has boxes, and a run that finds the pool empty doubles it. After a burst the target comes down
  * gradually (HALF_LIFE_MS), so the next burst soon after finds the pool still large, and an idle pool is
- * back at its floor within minutes (from 32 boxes: about six).
+ * back at its floor within minutes (from 64 boxes: about seven).
  */
 export class PoolSize {
   private rateAt = 0;

@@ -5,7 +5,7 @@ import { SANDBOX_JOBS, type ExecResult } from '@svc/shared';
 import { SandboxDocker } from './docker.ts';
 import { startSandbox, type Sandbox } from './index.ts';
 import { LABEL, OWNER } from './limits.ts';
-import { WarmPool } from './pool.ts';
+import { QUIET_MS, WarmPool } from './pool.ts';
 import { HALF_LIFE_MS, PoolSize, type PoolSizeOptions } from './pool-size.ts';
 import { reap } from './reaper.ts';
 import { call, docker, dockerForTests, LIMITS, SMALL_IMAGE, tempDataDir } from './testkit.ts';
@@ -211,6 +211,45 @@ describe.skipIf(!up)('the warm pool and the reaper against the real Docker engin
     expect(pool.available).toBe(0);
     expect(ours()).toBe(0);
     expect(docker('volume', 'ls', '-q', '--filter', `label=${LABEL.instance}=${sd.instance}`)).toBe('');
+  });
+
+  it('leaves the engine to runs under way: no refill while the stock lasts, used boxes removed in the next gap', async () => {
+    const clock = { t: 0 };
+    const sd = new SandboxDocker(SMALL_IMAGE);
+    const pool = new WarmPool(sd, 4, () => undefined, { maxBoxes: 4, now: () => clock.t });
+    const ours = () => docker('ps', '-aq', '--filter', `label=${LABEL.instance}=${sd.instance}`).split('\n').filter(Boolean).length;
+    try {
+      await pool.fill();
+      expect(pool.available).toBe(4);
+      // Three runs, one after the other, with no time passing between them (on the pool's clock).
+      for (let i = 0; i < 3; i++) {
+        pool.runStarted();
+        const box = await pool.take(LIMITS);
+        expect(box).toBeDefined();
+        // The stock (3, 2, 1 of 4) is not short: nothing is prepared while the run is under way.
+        expect(pool.preparingBoxes).toBe(0);
+        pool.runEnded(box);
+      }
+      // The used boxes wait (exited or stopping, not removed) while runs come close together.
+      expect(pool.pendingRemoval).toBe(3);
+      expect(ours()).toBe(4);
+      // The fourth run leaves the stock empty (short): one box is prepared, even with runs coming.
+      pool.runStarted();
+      const last = await pool.take(LIMITS);
+      expect(pool.available).toBe(0);
+      expect(pool.preparingBoxes).toBe(1);
+      pool.runEnded(last);
+      // A gap: the used boxes are removed and the pool is back at its target.
+      clock.t += QUIET_MS;
+      await pool.fill();
+      expect(pool.pendingRemoval).toBe(0);
+      expect(pool.available).toBe(4);
+      expect(ours()).toBe(4);
+    } finally {
+      await pool.close();
+      sd.close();
+    }
+    expect(ours()).toBe(0);
   });
 
   it('removes every warm container when the sandbox stops, also while the pool is growing', async () => {

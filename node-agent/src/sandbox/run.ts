@@ -1,6 +1,6 @@
 import { RunJob, type ExecResult } from '@svc/shared';
 import type { JobHandler } from '../jobs/types.ts';
-import type { SandboxDocker } from './docker.ts';
+import type { Box, SandboxDocker } from './docker.ts';
 import { decodeFile, writeFiles } from './files.ts';
 import type { WarmPool } from './pool.ts';
 import { envList, programArgv } from './program.ts';
@@ -18,12 +18,14 @@ export function runHandler(sd: SandboxDocker, pool: WarmPool | undefined): JobHa
     const job = RunJob.parse(payload);
     const files = job.files.map((f) => decodeFile(f.path, f.content_b64));
     const env = envList(job.env);
-    const box =
-      (!job.network && (await pool?.take(job.limits))) || (await sd.createBox({ kind: 'run', mode: 'runner', owner: ctx.jobId, network: job.network, limits: job.limits }));
+    pool?.runStarted();
+    let box: Box | undefined;
     try {
-      await writeFiles(box, files);
-      const argv = await programArgv(job, (path, content) => writeTmp(box, path, content));
-      const { canceled, ...outcome } = await runInRunner(sd, box, {
+      const b = (box =
+        (!job.network && (await pool?.take(job.limits))) || (await sd.createBox({ kind: 'run', mode: 'runner', owner: ctx.jobId, network: job.network, limits: job.limits })));
+      await writeFiles(b, files);
+      const argv = await programArgv(job, (path, content) => writeTmp(b, path, content));
+      const { canceled, ...outcome } = await runInRunner(sd, b, {
         argv,
         env,
         stdin: job.stdin,
@@ -31,13 +33,18 @@ export function runHandler(sd: SandboxDocker, pool: WarmPool | undefined): JobHa
         outputBytes: job.limits.output_bytes,
         emit: ctx.emit,
         signal: ctx.signal,
-        kill: () => sd.killBox(box),
+        kill: () => sd.killBox(b),
       });
       if (canceled !== undefined) throw new Error(`canceled: ${canceled}`);
-      const result: ExecResult = { ...outcome, image_digest: box.imageId };
+      const result: ExecResult = { ...outcome, image_digest: b.imageId };
       return { result };
     } finally {
-      void sd.destroyBox(box).catch((e: unknown) => sd.log(`sandbox: removing ${box.name} failed (the reaper will): ${(e as Error).message}`));
+      // Removed by the pool in the next gap between runs (at once without a pool).
+      if (pool) pool.runEnded(box);
+      else if (box) {
+        const name = box.name;
+        void sd.destroyBox(box).catch((e: unknown) => sd.log(`sandbox: removing ${name} failed (the reaper will): ${(e as Error).message}`));
+      }
     }
   };
 }
