@@ -122,7 +122,8 @@ describe('SIWE sign-in', () => {
   });
 
   it('reports capabilities', async () => {
-    expect(await t.client.request('GET', '/v1/auth/capabilities')).toEqual({ siwe: true, passkey: false, session_cookie: true });
+    // Test gateways configure passkeys; test/passkeys.test.ts checks `passkey: false` without them.
+    expect(await t.client.request('GET', '/v1/auth/capabilities')).toEqual({ siwe: true, passkey: true, session_cookie: true });
   });
 });
 

@@ -46,6 +46,8 @@ import type { OrgsService } from './modules/orgs/service.ts';
 import type { OrgInvites } from './modules/orgs/invites.ts';
 import type { OrgSessionEnds } from './modules/orgs/session-ends.ts';
 import { assertOrgRoute } from './modules/orgs/roles.ts';
+import { passkeyRoutes } from './modules/passkeys/routes.ts'; // passkeys
+import type { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 
 export const VERSION = '0.1.0';
 
@@ -87,6 +89,7 @@ export interface AppDeps {
   batches: BatchDeps; // files and batches
   media: Media; // media (images, videos, assistant)
   orgs: { service: OrgsService; invites: OrgInvites; sessionEnds: OrgSessionEnds };
+  passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   logger?: boolean | object;
 }
 
@@ -141,7 +144,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
 
   platformRoutes(app, { health: d.health, metrics: d.metrics, clock: d.clock, info: { name: 'svc gateway', version: VERSION, publicUrl: d.config.publicUrl } });
   adminRoutes(app, { identity: d.identity, denylist: d.denylist, metrics: d.adminMetrics });
-  identityRoutes(app, d.identity, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds });
+  identityRoutes(app, d.identity, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds, passkey: d.passkeys !== null });
+  passkeyRoutes(app, d.passkeys, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds }); // passkeys
   keysRoutes(app, d.keys);
   orgRoutes(app, d.orgs.service, d.orgs.invites);
   notaryRoutes(app, d.notary, d.config.publicUrl);

@@ -6,11 +6,13 @@ import { inferenceConfig, inferenceEnv, type InferenceConfig } from './config/in
 import { notificationsEnv, type PlanConfig, type WebhookConfig } from './config/notifications.ts';
 import { batchesConfig, batchesEnv, type BatchesConfig } from './config/batches.ts'; // files and batches
 import { mediaConfig, mediaEnv, type MediaConfig } from './config/media.ts'; // media (images, videos, assistant)
+import { passkeysConfig, passkeysEnv, type PasskeyConfig } from './config/passkeys.ts'; // passkeys
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
 export type { InferenceConfig, ModelPrice, OutputLimitField, ProviderConfig, ProviderModel } from './config/inference.ts';
 export { DEFAULT_PLANS, type PlanConfig, type WebhookConfig } from './config/notifications.ts';
+export type { PasskeyConfig } from './config/passkeys.ts';
 
 /**
  * The one environment schema of the control plane. It is parsed once at boot; nothing else reads
@@ -80,6 +82,7 @@ const EnvSchema = z.object({
   ...notificationsEnv, // webhooks, plans and alerts
   ...batchesEnv, // files and batches
   ...mediaEnv, // media: image and video providers, the keyless assistant
+  ...passkeysEnv, // passkeys: relying party id and origin
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -139,6 +142,8 @@ export interface Config {
   batches: BatchesConfig;
   /** SVC_IMAGE_PROVIDERS, SVC_VIDEO_PROVIDERS, SVC_VIDEO_*, SVC_ASSISTANT_* (media). */
   media: MediaConfig;
+  /** SVC_PASSKEY_RP_ID, SVC_PASSKEY_ORIGIN (passkeys); null: unconfigured, the passkey routes answer 404. */
+  passkeys: PasskeyConfig | null;
 }
 
 export interface SandboxConfig {
@@ -180,6 +185,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (e.SVC_BILLING_ENFORCED && (!e.SVC_TREASURY_ADDRESS || !e.SVC_USDT_CONTRACT)) {
     throw new ConfigError(['SVC_BILLING_ENFORCED: needs SVC_TREASURY_ADDRESS and SVC_USDT_CONTRACT for the 402 payment terms']);
   }
+  const passkeys = passkeysConfig(e); // passkeys
+  if (passkeys.problems.length) throw new ConfigError(passkeys.problems);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -230,5 +237,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhooks: { timeoutMs: e.SVC_WEBHOOK_TIMEOUT_SECONDS * 1000, allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE }, // webhooks
     batches: batchesConfig(e), // files and batches
     media: mediaConfig(e), // media (images, videos, assistant)
+    passkeys: passkeys.config, // passkeys
   };
 }

@@ -42,6 +42,7 @@ import { createMedia } from './modules/media/deps.ts'; // media (images, videos,
 import { OrgsService } from './modules/orgs/service.ts';
 import { OrgInvites } from './modules/orgs/invites.ts';
 import { OrgSessionEnds } from './modules/orgs/session-ends.ts';
+import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -106,6 +107,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const orgSessionEnds = new OrgSessionEnds();
   await orgSessionEnds.start(database);
   const orgs = { service: new OrgsService(db, clock, identity, orgSessionEnds), invites: new OrgInvites(db, clock, identity), sessionEnds: orgSessionEnds };
+  const passkeys = config.passkeys ? new PasskeysService(db, clock, identity, config.passkeys) : null; // passkeys
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
@@ -177,6 +179,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     batches, // files and batches
     media, // media (images, videos, assistant)
     orgs,
+    passkeys, // passkeys
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {
@@ -216,6 +219,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   }); // files and batches
   leader.add({ name: 'video_jobs', everyMs: config.media.video.pollSeconds * 1000, run: () => media.loop((err, id) => app.log.warn({ err, job: id }, 'video job poll failed')) }); // media
   leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
+  if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 
   let closed = false;

@@ -10,6 +10,8 @@ export const ERROR_TYPES = {
   invalid_credential: 401,
   wrong_credential_kind: 401,
   invalid_siwe: 401,
+  /** A passkey (WebAuthn) response that does not verify: wrong origin or RP id, unknown, used or expired challenge, bad signature, counter not increasing. */
+  invalid_passkey: 401,
   insufficient_credit: 402,
   spend_cap_reached: 402,
   circuit_breaker_tripped: 402,

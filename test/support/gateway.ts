@@ -77,6 +77,9 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     SVC_METRICS_TOKEN: METRICS_TOKEN,
     SVC_LOG_LEVEL: 'silent',
     SVC_WEBHOOK_ALLOW_PRIVATE: 'true', // receivers run on loopback; test/webhooks.test.ts checks the default (off)
+    // Passkeys mounted, like the admin and metrics groups; test/passkeys.test.ts checks them unset (404).
+    SVC_PASSKEY_RP_ID: 'localhost',
+    SVC_PASSKEY_ORIGIN: `http://localhost:${port}`,
     ...opts.env,
   });
   const clock = opts.clock ?? new ManualClock(Date.now());

@@ -3,10 +3,12 @@ import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, Webh
 import type { VideoJobsTable } from './schema-media.ts';
 import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
 import type { OrgInvitesTable, OrgMembersTable, OrgsTable } from './schema-orgs.ts';
+import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
+export type * from './schema-passkeys.ts';
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -318,6 +320,8 @@ export interface DB {
   orgs: OrgsTable;
   org_members: OrgMembersTable;
   org_invites: OrgInvitesTable;
+  passkeys: PasskeysTable;
+  passkey_challenges: PasskeyChallengesTable;
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

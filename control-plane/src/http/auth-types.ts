@@ -64,6 +64,11 @@ declare module 'fastify' {
     documentedBody?: { contentType: string; schema: Record<string, unknown> };
     /** Appended to the 413 when the body exceeds the route's limit: what to send instead. */
     tooLargeHint?: string;
+    /**
+     * The route's group is not configured (passkeys without their settings): it answers the unknown-route
+     * 404 before any credential is looked at, and stays in the OpenAPI document.
+     */
+    unmounted?: boolean;
   }
   interface FastifyRequest {
     principal: Principal;

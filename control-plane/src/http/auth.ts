@@ -113,6 +113,7 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
 function authenticate(req: FastifyRequest, opts: AuthOptions): Promise<void> | undefined {
   const cfg = req.routeOptions.config;
   req.principal = { kind: 'none' };
+  if (cfg?.unmounted) throw routeNotFound(req); // the very answer of an unknown route, whatever the credential
   switch (cfg?.auth) {
     case 'key': {
       const p = resolveKey(req, opts.resolvers);

@@ -6,8 +6,9 @@ import { ServiceError, type ErrorBody } from '@svc/shared';
 import { closeAfterAnswer } from './unread-body.ts';
 
 /**
- * The uniform answer for unknown routes and unmounted groups (admin and metrics without their tokens):
- * same status and body either way. Everything that answers "no such route" throws this one.
+ * The uniform answer for unknown routes and unmounted groups (admin and metrics without their tokens, passkeys
+ * without their settings): same status and body either way. Everything that answers "no such route" throws
+ * this one.
  */
 export function routeNotFound(req: FastifyRequest): ServiceError {
   return new ServiceError('not_found', `Route ${req.method} ${req.url.split('?')[0]} not found`);

@@ -10,7 +10,8 @@ const SiweBody = z.object({
   signature: z.string().min(1).max(200).describe('EIP-191 signature, 0x-hex, 65 bytes.'),
 });
 const Wallet = z.object({ address: z.string(), linked_at: z.string() });
-const SessionOut = z.object({
+/** What every sign-in answers (SIWE and passkeys alike). */
+export const SessionOut = z.object({
   token: z.string().describe('The sess_ token; also set as the HttpOnly svc_session cookie.'),
   session_id: z.string(),
   account_id: z.string(),
@@ -20,11 +21,15 @@ const SessionOut = z.object({
 });
 const Revoked = z.object({ revoked: z.number().int() });
 
-export function identityRoutes(app: FastifyInstance, identity: IdentityService, opts: { secureCookie: boolean; sessionTtlSeconds: number }): void {
+/** The Set-Cookie value of every sign-in (SIWE and passkeys alike) and of logout (empty, Max-Age 0). */
+export function sessionCookie(opts: { secureCookie: boolean }, value: string, maxAge: number): string {
+  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${opts.secureCookie ? '; Secure' : ''}`;
+}
+
+export function identityRoutes(app: FastifyInstance, identity: IdentityService, opts: { secureCookie: boolean; sessionTtlSeconds: number; passkey?: boolean }): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['identity'];
-  const cookie = (value: string, maxAge: number) =>
-    `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${opts.secureCookie ? '; Secure' : ''}`;
+  const cookie = (value: string, maxAge: number) => sessionCookie(opts, value, maxAge);
 
   r.post(
     '/v1/auth/nonce',
@@ -51,7 +56,7 @@ export function identityRoutes(app: FastifyInstance, identity: IdentityService, 
       config: { auth: 'public' },
       schema: { tags, summary: 'Sign-in methods offered', response: { 200: z.object({ siwe: z.boolean(), passkey: z.boolean(), session_cookie: z.boolean() }) } },
     },
-    async () => ({ siwe: true, passkey: false, session_cookie: true }),
+    async () => ({ siwe: true, passkey: opts.passkey ?? false, session_cookie: true }),
   );
 
   r.get(

@@ -156,6 +156,26 @@ export class IdentityService {
     return Number((await q.executeTakeFirst()).numUpdatedRows);
   }
 
+  /**
+   * A session for an account that proved itself without a wallet signature (a passkey), written on `db` (the
+   * caller's transaction): the same session, and the same answer, as a SIWE sign-in. The session row names no
+   * wallet (none signed); the answer's wallet_address is the account's first linked wallet, the one
+   * GET /v1/auth/me reports.
+   */
+  async signInAccount(db: Kysely<DB>, accountId: string, userAgent: string | undefined): Promise<NewSession> {
+    await this.assertNotSuspended(db, accountId);
+    const wallet = await db.selectFrom('wallets').select('address').where('account_id', '=', accountId).orderBy('linked_at').executeTakeFirst();
+    if (!wallet) throw new Error(`account ${accountId} has no linked wallet`); // every account is created by a wallet and keeps one
+    const s = await this.createSession(db, accountId, null, userAgent, this.clock.now());
+    return { ...s, wallet_address: checksumAddress(wallet.address), created_account: false };
+  }
+
+  /** Locks the account row for the rest of `db`'s transaction, so per-account limits of other modules hold under concurrency. */
+  async lockAccount(db: Kysely<DB>, accountId: string): Promise<void> {
+    const a = await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().executeTakeFirst();
+    if (!a) throw notFound('Account');
+  }
+
   /** Whether an account exists (invites name existing accounts only). */
   async accountExists(db: Kysely<DB>, accountId: string): Promise<boolean> {
     return (await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst()) !== undefined;
