@@ -27,6 +27,9 @@ function specRoutes(): string {
 const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
   'GET /readyz': { auth: 'public', why: 'readiness for load balancers and scripts: 200 once work is taken (with npm start, once the local node agent is connected)' },
   'POST /v1/admin/nodes/gate': { auth: 'admin', why: 'admins drain and disable any node, house nodes included (the owner route takes only the owner\'s session)' },
+  'GET /oauth/consent': { auth: 'public', why: 'the OAuth consent page (HTML) that GET /v1/oauth/authorize redirects the browser to; it calls POST /v1/oauth/authorize/approve' },
+  'GET /v1/oauth/consents': { auth: 'session', why: 'the account lists the OAuth clients it has authorized, with their scopes' },
+  'DELETE /v1/oauth/consents/:id': { auth: 'session', why: 'the account withdraws an OAuth consent: its tokens stop at once' },
 };
 
 const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');

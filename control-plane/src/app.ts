@@ -46,6 +46,9 @@ import type { OrgsService } from './modules/orgs/service.ts';
 import type { OrgInvites } from './modules/orgs/invites.ts';
 import type { OrgSessionEnds } from './modules/orgs/session-ends.ts';
 import { assertOrgRoute } from './modules/orgs/roles.ts';
+import { oauthRoutes } from './modules/oauth/routes.ts'; // oauth
+import type { OAuthService } from './modules/oauth/service.ts'; // oauth
+import type { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
 import { passkeyRoutes } from './modules/passkeys/routes.ts'; // passkeys
 import type { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 
@@ -89,6 +92,7 @@ export interface AppDeps {
   batches: BatchDeps; // files and batches
   media: Media; // media (images, videos, assistant)
   orgs: { service: OrgsService; invites: OrgInvites; sessionEnds: OrgSessionEnds };
+  oauth: { service: OAuthService; grants: OAuthGrants }; // oauth: the authorization server for connectors
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   logger?: boolean | object;
 }
@@ -120,7 +124,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   errors.register(app);
   registerBodyParsers(app, d.denylist);
   registerAuth(app, {
-    resolvers: { apiKey: (s) => d.keys.authenticate(s), session: async (t) => d.orgs.service.resolveSession(await d.identity.authenticate(t)), nodeKey: (s) => d.registry.authenticate(s) },
+    resolvers: { apiKey: (s) => d.keys.authenticate(s), session: async (t) => d.orgs.service.resolveSession(await d.identity.authenticate(t)), nodeKey: (s) => d.registry.authenticate(s), oauthAccessToken: (t) => d.oauth.service.authenticate(t) },
     adminToken: d.config.adminToken,
     metricsToken: d.config.metricsToken,
     publicOrigin: d.config.publicUrl.origin,
@@ -148,6 +152,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   passkeyRoutes(app, d.passkeys, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds }); // passkeys
   keysRoutes(app, d.keys);
   orgRoutes(app, d.orgs.service, d.orgs.invites);
+  oauthRoutes(app, { ...d.oauth, db: d.database.db, clock: d.clock, publicUrl: d.config.publicUrl }); // oauth
   notaryRoutes(app, d.notary, d.config.publicUrl);
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);

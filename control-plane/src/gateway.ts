@@ -42,6 +42,8 @@ import { createMedia } from './modules/media/deps.ts'; // media (images, videos,
 import { OrgsService } from './modules/orgs/service.ts';
 import { OrgInvites } from './modules/orgs/invites.ts';
 import { OrgSessionEnds } from './modules/orgs/session-ends.ts';
+import { OAuthService } from './modules/oauth/service.ts'; // oauth
+import { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
 import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 
 export interface GatewayOptions {
@@ -151,6 +153,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const self = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate };
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
+  const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
   const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
@@ -180,6 +183,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     media, // media (images, videos, assistant)
     orgs,
     passkeys, // passkeys
+    oauth, // oauth
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {
@@ -219,6 +223,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   }); // files and batches
   leader.add({ name: 'video_jobs', everyMs: config.media.video.pollSeconds * 1000, run: () => media.loop((err, id) => app.log.warn({ err, job: id }, 'video job poll failed')) }); // media
   leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
+  leader.add({ name: 'purge_oauth', everyMs: 3600_000, run: async () => void (await oauth.service.purgeExpired()) }); // oauth
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 

@@ -14,6 +14,10 @@ describe('PREFIX', () => {
       video: 'vid_',
       call: 'call_',
       request: 'req_',
+      oauthClient: 'oauthc_',
+      oauthCode: 'oac-svc_',
+      oauthAccessToken: 'oat-svc_',
+      oauthRefreshToken: 'ort-svc_',
     });
   });
 

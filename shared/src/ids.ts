@@ -12,6 +12,10 @@ export const PREFIX = {
   video: 'vid_',
   call: 'call_',
   request: 'req_',
+  oauthClient: 'oauthc_',
+  oauthCode: 'oac-svc_',
+  oauthAccessToken: 'oat-svc_',
+  oauthRefreshToken: 'ort-svc_',
 } as const;
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';

@@ -28,6 +28,7 @@ import * as fileUploads from './migrations/20261125_1200_file_uploads.ts';
 import * as orgs from './migrations/20261127_1400_orgs.ts';
 import * as passkeys from './migrations/20261127_1500_passkeys.ts';
 import * as idempotencyOwner from './migrations/20261126_1300_idempotency_owner.ts';
+import * as oauth from './migrations/20261127_1600_oauth.ts';
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261125_1200_file_uploads': fileUploads,
   '20261126_1300_idempotency_owner': idempotencyOwner,
   '20261127_1400_orgs': orgs,
+  '20261127_1600_oauth': oauth,
   '20261127_1500_passkeys': passkeys,
 };
 

@@ -3,11 +3,13 @@ import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, Webh
 import type { VideoJobsTable } from './schema-media.ts';
 import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
 import type { OrgInvitesTable, OrgMembersTable, OrgsTable } from './schema-orgs.ts';
+import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthConsentsTable, OAuthFamiliesTable, OAuthRefreshTokensTable, OAuthRequestsTable } from './schema-oauth.ts';
 import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
+export type * from './schema-oauth.ts';
 export type * from './schema-passkeys.ts';
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
@@ -320,6 +322,13 @@ export interface DB {
   orgs: OrgsTable;
   org_members: OrgMembersTable;
   org_invites: OrgInvitesTable;
+  oauth_clients: OAuthClientsTable;
+  oauth_requests: OAuthRequestsTable;
+  oauth_consents: OAuthConsentsTable;
+  oauth_families: OAuthFamiliesTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_refresh_tokens: OAuthRefreshTokensTable;
+  oauth_access_tokens: OAuthAccessTokensTable;
   passkeys: PasskeysTable;
   passkey_challenges: PasskeyChallengesTable;
 }

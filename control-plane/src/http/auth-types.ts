@@ -45,6 +45,8 @@ export interface CredentialResolvers {
   apiKey(secret: string): KeyPrincipal | Promise<KeyPrincipal>;
   session(token: string, meta: { userAgent: string | undefined }): Promise<SessionPrincipal>;
   nodeKey?(secret: string): Promise<NodePrincipal>;
+  /** An OAuth access token (oat-svc_...): acts as the consent's API key, narrowed to the token's scopes. */
+  oauthAccessToken?(token: string): Promise<KeyPrincipal>;
 }
 
 declare module 'fastify' {

@@ -44,6 +44,7 @@ function kindOf(credential: string): string {
   if (credential.startsWith(PREFIX.apiKeySecret)) return 'an API key (sk-svc_...)';
   if (credential.startsWith(PREFIX.session)) return 'a session token (sess_...)';
   if (credential.startsWith(PREFIX.nodeKey)) return 'a node key (nk-svc_...)';
+  if (credential.startsWith(PREFIX.oauthAccessToken)) return 'an OAuth access token (oat-svc_...)';
   return 'an unrecognised credential';
 }
 
@@ -58,6 +59,8 @@ export function resolveKey(req: FastifyRequest, r: CredentialResolvers): KeyPrin
   const apiKeyHeader = req.headers['x-api-key'];
   const cred = bearer(req) ?? (typeof apiKeyHeader === 'string' ? apiKeyHeader.trim() : undefined);
   if (!cred) throw new ServiceError('authentication_required', 'This route needs an API key: Authorization: Bearer sk-svc_...');
+  // An OAuth access token stands for the API key its consent acts through, with the token's scopes.
+  if (r.oauthAccessToken && cred.startsWith(PREFIX.oauthAccessToken)) return r.oauthAccessToken(cred);
   if (!cred.startsWith(PREFIX.apiKeySecret)) {
     throw new ServiceError('wrong_credential_kind', `This route takes an API key (sk-svc_...), not ${kindOf(cred)}`);
   }

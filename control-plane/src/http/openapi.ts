@@ -82,7 +82,7 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       servers: [{ url: '/' }],
       components: {
         securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'sk-svc_<API_KEY>' },
+          apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'sk-svc_<API_KEY>', description: 'An API key, or an OAuth access token (oat-svc_..., from /v1/oauth/token) with the route\'s scope.' },
           session: { type: 'http', scheme: 'bearer', bearerFormat: 'sess_<SESSION_TOKEN>' },
           sessionCookie: { type: 'apiKey', in: 'cookie', name: 'svc_session' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'Admin token; the group answers 404 where none is configured.' },

@@ -120,10 +120,11 @@ export class KeysService {
     return { row, secret };
   }
 
-  async create(accountId: string, input: KeyInput) {
+  /** A new key; inside the caller's transaction when `db` is one (a key minted together with what uses it). */
+  async create(accountId: string, input: KeyInput, db: Kysely<DB> = this.db) {
     const now = this.clock.now();
     const expires = this.parseExpiry(input.expires_at, now);
-    const { row, secret } = await this.insert(this.db, accountId, null, { ...input, scopes: input.scopes ?? [] }, expires, now);
+    const { row, secret } = await this.insert(db, accountId, null, { ...input, scopes: input.scopes ?? [] }, expires, now);
     return { ...this.view(row, now), key: secret };
   }
 

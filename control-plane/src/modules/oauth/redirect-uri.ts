@@ -1,0 +1,26 @@
+/** Hosts on which an `http:` redirect URI is accepted (RFC 8252 §7.3 loopback redirection), with any port. */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+export const MAX_REDIRECT_URI_LENGTH = 2000;
+
+/**
+ * What is wrong with a redirect URI offered at registration (or in a Client ID Metadata Document), or null.
+ * Accepted: `https:` on any host, and `http:` on a loopback host (127.0.0.1, localhost, [::1]) with any
+ * port. Never a fragment (RFC 6749 §3.1.2) or credentials; no other scheme.
+ */
+export function redirectUriProblem(raw: string): string | null {
+  if (raw.length > MAX_REDIRECT_URI_LENGTH) return `longer than ${MAX_REDIRECT_URI_LENGTH} characters`;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return 'not an absolute URL';
+  }
+  if (raw.includes('#')) return 'must not contain a fragment (#)';
+  if (u.username || u.password) return 'must not carry credentials (user:password@)';
+  if (u.protocol === 'https:') return u.hostname ? null : 'needs a host';
+  if (u.protocol === 'http:') {
+    return LOOPBACK_HOSTS.has(u.hostname) ? null : 'http is allowed only on a loopback host (127.0.0.1, localhost or [::1]); use https';
+  }
+  return `the ${u.protocol.replace(/:$/, '')} scheme is not allowed; use https, or http on a loopback host`;
+}
