@@ -30,6 +30,7 @@ export const BACKEND_TESTS = [
   'test/orgs.test.ts', // organizations seen from two processes
   'test/oauth.test.ts', // racing uses of one refresh token within the grace window rotate once (row locks)
   'test/passkeys.test.ts', // two registrations racing at the per-account limit (the account lock)
+  'test/anchors.test.ts', // two processes gathering queued hashes into batches at once (skip locked)
 ];
 
 const backendOnly = process.env.SVC_TEST_SET === 'backend';

@@ -51,6 +51,8 @@ import type { OAuthService } from './modules/oauth/service.ts'; // oauth
 import type { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
 import { passkeyRoutes } from './modules/passkeys/routes.ts'; // passkeys
 import type { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
+import { anchorsRoutes } from './modules/anchors/routes.ts'; // public anchors
+import type { Anchors } from './modules/anchors/service.ts'; // public anchors
 
 export const VERSION = '0.1.0';
 
@@ -93,6 +95,7 @@ export interface AppDeps {
   media: Media; // media (images, videos, assistant)
   orgs: { service: OrgsService; invites: OrgInvites; sessionEnds: OrgSessionEnds };
   oauth: { service: OAuthService; grants: OAuthGrants }; // oauth: the authorization server for connectors
+  anchors: Anchors; // public anchors of proof artifacts
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   logger?: boolean | object;
 }
@@ -165,7 +168,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   webhookRoutes(app, d.webhooks);
   alertRoutes(app, d.alerts);
   subscriptionRoutes(app, d.subscriptions);
-  proofsRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, health: d.health, publicUrl: d.config.publicUrl });
+  proofsRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, health: d.health, publicUrl: d.config.publicUrl, anchors: d.anchors });
+  anchorsRoutes(app, d.anchors); // public anchors
 
   await app.ready();
   return app;

@@ -7,6 +7,7 @@ import { notificationsEnv, type PlanConfig, type WebhookConfig } from './config/
 import { batchesConfig, batchesEnv, type BatchesConfig } from './config/batches.ts'; // files and batches
 import { mediaConfig, mediaEnv, type MediaConfig } from './config/media.ts'; // media (images, videos, assistant)
 import { passkeysConfig, passkeysEnv, type PasskeyConfig } from './config/passkeys.ts'; // passkeys
+import { anchorsConfig, anchorsEnv, type AnchorsConfig } from './config/anchors.ts'; // public anchors
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -83,6 +84,7 @@ const EnvSchema = z.object({
   ...batchesEnv, // files and batches
   ...mediaEnv, // media: image and video providers, the keyless assistant
   ...passkeysEnv, // passkeys: relying party id and origin
+  ...anchorsEnv, // public anchors: chains and the paying key
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -144,6 +146,8 @@ export interface Config {
   media: MediaConfig;
   /** SVC_PASSKEY_RP_ID, SVC_PASSKEY_ORIGIN (passkeys); null: unconfigured, the passkey routes answer 404. */
   passkeys: PasskeyConfig | null;
+  /** SVC_ANCHOR_* (public anchors). */
+  anchors: AnchorsConfig;
 }
 
 export interface SandboxConfig {
@@ -238,5 +242,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     batches: batchesConfig(e), // files and batches
     media: mediaConfig(e), // media (images, videos, assistant)
     passkeys: passkeys.config, // passkeys
+    anchors: anchorsConfig(e), // public anchors
   };
 }

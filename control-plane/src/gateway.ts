@@ -17,6 +17,7 @@ import { SettleJournal } from './modules/money/settle-journal.ts';
 import type { SettleItem } from './modules/money/batch-calls.ts';
 import { LEASES_CHANNEL } from './modules/money/leases.ts';
 import { ReceiptSigner } from './modules/money/signer.ts';
+import { Anchors } from './modules/anchors/service.ts'; // public anchors
 import { NotaryService } from './modules/notary/service.ts';
 import { Cursors } from './http/cursor.ts';
 import { UsageService } from './modules/money/usage.ts';
@@ -76,6 +77,8 @@ export interface Gateway {
     inference: InferenceService;
   };
   fleet: { registry: NodeRegistry; hub: AgentHub };
+  /** Public anchors of proof artifacts. */
+  anchors: Anchors;
   signerKey: `0x${string}`;
   sealKey: Uint8Array;
   /** Listens on config.host:config.port; returns the bound base URL. */
@@ -127,7 +130,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
   keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
   const unlistenLeases = await database.listen(LEASES_CHANNEL, (accountId) => void metering.leases.returnAccount(accountId));
-  const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd);
+  const anchors = new Anchors(db, clock, config.anchors, (err, msg) => app.log.warn({ err }, msg)); // public anchors
+  const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd, anchors);
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
@@ -184,6 +188,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     orgs,
     passkeys, // passkeys
     oauth, // oauth
+    anchors, // public anchors
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {
@@ -222,6 +227,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     },
   }); // files and batches
   leader.add({ name: 'video_jobs', everyMs: config.media.video.pollSeconds * 1000, run: () => media.loop((err, id) => app.log.warn({ err, job: id }, 'video job poll failed')) }); // media
+  leader.add({ name: 'anchors', everyMs: config.anchors.everyMs, run: async () => void (await anchors.gather(), await anchors.advance()) }); // public anchors
   leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
   leader.add({ name: 'purge_oauth', everyMs: 3600_000, run: async () => void (await oauth.service.purgeExpired()) }); // oauth
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
@@ -235,6 +241,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     leader,
     services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions, inference },
     fleet: { registry, hub },
+    anchors,
     signerKey: signer,
     sealKey: seal,
     async listen() {

@@ -100,9 +100,9 @@ export interface TestChain {
 }
 
 /** Starts anvil on a free loopback port (instant mining: one block per transaction). */
-export async function startChain(opts: { chainId?: number } = {}): Promise<TestChain> {
+export async function startChain(opts: { chainId?: number; port?: number } = {}): Promise<TestChain> {
   const chainId = opts.chainId ?? 31337;
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(anvilBinary(), ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId), '--accounts', '10', '--silent'], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -3,12 +3,14 @@ import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, Webh
 import type { VideoJobsTable } from './schema-media.ts';
 import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
 import type { OrgInvitesTable, OrgMembersTable, OrgsTable } from './schema-orgs.ts';
+import type { AnchorBatchesTable, AnchorLeavesTable, AnchorSubmissionsTable } from './schema-anchors.ts';
 import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthConsentsTable, OAuthFamiliesTable, OAuthRefreshTokensTable, OAuthRequestsTable } from './schema-oauth.ts';
 import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
+export type * from './schema-anchors.ts';
 export type * from './schema-oauth.ts';
 export type * from './schema-passkeys.ts';
 
@@ -322,6 +324,9 @@ export interface DB {
   orgs: OrgsTable;
   org_members: OrgMembersTable;
   org_invites: OrgInvitesTable;
+  anchor_leaves: AnchorLeavesTable;
+  anchor_batches: AnchorBatchesTable;
+  anchor_submissions: AnchorSubmissionsTable;
   oauth_clients: OAuthClientsTable;
   oauth_requests: OAuthRequestsTable;
   oauth_consents: OAuthConsentsTable;

@@ -5,6 +5,7 @@ import { requireKey } from '../../http/auth.ts';
 import { setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { runIdOf } from '../../http/run-id.ts';
 import type { NotaryService } from './service.ts';
+import { AnchorFieldSchema } from '../anchors/schemas.ts';
 
 const Sha256 = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be a sha256 digest: 64 hex digits');
 const NotaryReceipt = z.object({
@@ -16,7 +17,7 @@ const NotaryReceipt = z.object({
   cost_micro_usd: z.number(),
   created_at: z.string(),
   receipt: z.object({ payload: z.record(z.string(), z.unknown()), hash: z.string(), signature: z.string(), signer: z.string() }),
-  anchor: z.object({ state: z.literal('not_anchored'), hash: z.string() }),
+  anchor: AnchorFieldSchema,
 });
 
 export function notaryRoutes(app: FastifyInstance, notary: NotaryService, publicUrl: URL): void {
@@ -42,7 +43,7 @@ export function notaryRoutes(app: FastifyInstance, notary: NotaryService, public
       });
       setReceiptHeaders(reply, settled.receipt);
       const rc = settled.receipt;
-      return reply.code(201).send(notary.view({ id: rc.payload.id, payload: rc.canonical, hash: rc.hash, signature: rc.signature, created_at: new Date(rc.payload.created_at) }));
+      return reply.code(201).send(await notary.view({ id: rc.payload.id, payload: rc.canonical, hash: rc.hash, signature: rc.signature, created_at: new Date(rc.payload.created_at) }));
     },
   );
 

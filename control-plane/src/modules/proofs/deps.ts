@@ -3,6 +3,7 @@ import type { Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import type { HealthService } from '../platform/health.ts';
+import type { Anchors } from '../anchors/service.ts';
 
 export interface ProofsDeps {
   db: Kysely<DB>;
@@ -10,6 +11,7 @@ export interface ProofsDeps {
   signer: ReceiptSigner;
   health: HealthService;
   publicUrl: URL;
+  anchors: Anchors;
 }
 
 /** The public origin (and any path prefix) without a trailing slash, for absolute links. */

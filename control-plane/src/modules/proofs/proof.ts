@@ -1,6 +1,7 @@
 import { checkChain, type ChainCheck } from './integrity.ts';
 import type { RunReceiptRow, RunRow } from './runs.ts';
 import { spanSeconds } from './runs.ts';
+import type { AnchorField } from '../anchors/service.ts';
 
 export function chainOf(run: RunRow, receipts: RunReceiptRow[], signer: string): ChainCheck {
   return checkChain(
@@ -10,8 +11,11 @@ export function chainOf(run: RunRow, receipts: RunReceiptRow[], signer: string):
   );
 }
 
-/** The run proof document (signed by the caller): what the run records and whether its receipts recompute to it. */
-export function proofDocument(run: RunRow, receipts: RunReceiptRow[], signer: string, now: Date) {
+/**
+ * The run proof document (signed by the caller): what the run records, whether its receipts recompute to it,
+ * and the public anchor of its head hash (queued when a proof is first asked for at that head).
+ */
+export function proofDocument(run: RunRow, receipts: RunReceiptRow[], signer: string, now: Date, anchor: AnchorField) {
   const chain = chainOf(run, receipts, signer);
   return {
     type: 'svc.run_proof' as const,
@@ -24,7 +28,7 @@ export function proofDocument(run: RunRow, receipts: RunReceiptRow[], signer: st
     span: { first_at: run.first_at.toISOString(), last_at: run.last_at.toISOString(), seconds: spanSeconds(run) },
     chain_valid: chain.chain_valid,
     failures: chain.failures,
-    anchor: { state: 'not_anchored' as const },
+    anchor,
     signer,
     generated_at: now.toISOString(),
   };

@@ -48,7 +48,9 @@ export function runsRoutes(app: FastifyInstance, deps: ProofsDeps): void {
     },
     async (req) => {
       const { run, receipts } = await runs.load(requireSession(req).accountId, req.params.id);
-      const s = deps.signer.signDocument(proofDocument(run, receipts, signer, deps.clock.now()));
+      // Run ids are the caller's, unique per account: the anchor's (private) reference names both.
+      const anchor = await deps.anchors.track('run', `${run.account_id}/${run.id}`, run.head_hash);
+      const s = deps.signer.signDocument(proofDocument(run, receipts, signer, deps.clock.now(), anchor));
       return { proof: s.document, signature: s.signature, signer: s.signer, canonical: s.canonical, scheme: s.scheme };
     },
   );

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AnchorFieldSchema } from '../anchors/schemas.ts';
 import { dateTime } from '../../http/fields.ts';
 
 /** Zod schemas of the proofs routes. Response schemas are enforced (unknown keys are dropped), so they list every field. */
@@ -111,7 +112,7 @@ export const ProofDoc = z.object({
   span: Span,
   chain_valid: z.boolean(),
   failures: z.array(z.string()).describe('What did not recompute (empty when chain_valid); at most 50.'),
-  anchor: z.object({ state: z.literal('not_anchored') }),
+  anchor: AnchorFieldSchema,
   signer: z.string(),
   generated_at: z.string(),
 });
