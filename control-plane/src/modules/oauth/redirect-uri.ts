@@ -24,3 +24,28 @@ export function redirectUriProblem(raw: string): string | null {
   }
   return `the ${u.protocol.replace(/:$/, '')} scheme is not allowed; use https, or http on a loopback host`;
 }
+
+/**
+ * Whether `requested` is one of the `registered` redirect URIs: an exact match, or for a loopback `http:` URI
+ * the same host, path and query on any port (RFC 8252 section 7.3: a native app takes whatever port is free
+ * when it asks, so the server must allow any port at request time).
+ */
+export function redirectUriMatches(registered: readonly string[], requested: string): boolean {
+  if (registered.includes(requested)) return true;
+  const r = loopback(requested);
+  if (!r) return false;
+  return registered.some((x) => {
+    const u = loopback(x);
+    return u !== null && u.hostname === r.hostname && u.pathname === r.pathname && u.search === r.search;
+  });
+}
+
+function loopback(raw: string): URL | null {
+  if (raw.includes('#')) return null;
+  try {
+    const u = new URL(raw);
+    return u.protocol === 'http:' && LOOPBACK_HOSTS.has(u.hostname) && !u.username && !u.password ? u : null;
+  } catch {
+    return null;
+  }
+}

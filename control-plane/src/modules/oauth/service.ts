@@ -11,6 +11,7 @@ import { CONSENT_PAGE_PATH, type ConsentView } from './consent-page.ts';
 import { acceptedResources, issuerOf } from './metadata.ts';
 import { OAuthError, splitScope, type Params } from './params.ts';
 import { pkceRequestProblem } from './pkce.ts';
+import { redirectUriMatches } from './redirect-uri.ts';
 import { clientRow, consentView, liveConsent, purgeExpired, revokeFamily, type ConsentRow } from './store.ts';
 import { OAUTH_TTL, newCode, tokenHash } from './tokens.ts';
 
@@ -69,12 +70,12 @@ export class OAuthService {
       client_name: c.client_name,
       metadata_document: c.kind === 'metadata_document',
       redirect_uri: redirectUri ?? null,
-      redirect_uri_registered: redirectUri === undefined ? null : c.redirect_uris.includes(redirectUri),
+      redirect_uri_registered: redirectUri === undefined ? null : redirectUriMatches(c.redirect_uris, redirectUri),
     };
   }
 
   /**
-   * Validates an authorization request. The client and the redirect URI (an exact match of one registered)
+   * Validates an authorization request. The client and the redirect URI (one registered, exactly, or on any port for loopback http)
    * are checked first: until both hold, nothing is ever sent to the redirect URI and the error is shown here.
    * After that, every error goes back to the client (RFC 6749 §4.1.2.1), and a valid request is stored and
    * the browser sent to the consent page.
@@ -90,8 +91,8 @@ export class OAuthService {
       throw e;
     }
     if (!p.redirect_uri) return page('invalid_request', 'redirect_uri is required');
-    if (!client.redirect_uris.includes(p.redirect_uri)) {
-      return page('invalid_request', 'redirect_uri is not one of the redirect URIs registered for this client (they must match exactly)');
+    if (!redirectUriMatches(client.redirect_uris, p.redirect_uri)) {
+      return page('invalid_request', 'redirect_uri is not one of the redirect URIs registered for this client (they must match exactly; a loopback http URI may differ in its port)');
     }
     const back = (error: string, description: string): AuthorizeOutcome => ({
       kind: 'redirect',
