@@ -42,6 +42,8 @@ import type { BatchDeps } from './modules/batches/deps.ts'; // files and batches
 import { mediaRoutes } from './modules/media/routes.ts'; // media (images, videos, assistant)
 import type { Media } from './modules/media/deps.ts'; // media
 import { orgRoutes } from './modules/orgs/routes.ts';
+import { sourcesRoutes } from './modules/sources/routes.ts'; // source sets
+import type { SourcesService } from './modules/sources/service.ts'; // source sets
 import type { OrgsService } from './modules/orgs/service.ts';
 import type { OrgInvites } from './modules/orgs/invites.ts';
 import type { OrgSessionEnds } from './modules/orgs/session-ends.ts';
@@ -94,6 +96,7 @@ export interface AppDeps {
   batches: BatchDeps; // files and batches
   media: Media; // media (images, videos, assistant)
   orgs: { service: OrgsService; invites: OrgInvites; sessionEnds: OrgSessionEnds };
+  sources: SourcesService; // source sets
   oauth: { service: OAuthService; grants: OAuthGrants }; // oauth: the authorization server for connectors
   anchors: Anchors; // public anchors of proof artifacts
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
@@ -155,11 +158,12 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   passkeyRoutes(app, d.passkeys, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds }); // passkeys
   keysRoutes(app, d.keys);
   orgRoutes(app, d.orgs.service, d.orgs.invites);
+  sourcesRoutes(app, d.sources); // source sets
   oauthRoutes(app, { ...d.oauth, db: d.database.db, clock: d.clock, publicUrl: d.config.publicUrl }); // oauth
   notaryRoutes(app, d.notary, d.config.publicUrl);
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
-  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs }); // inference
+  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs, sources: d.sources }); // inference; a call may cite a source set
   batchRoutes(app, d.batches); // files and batches
   mediaRoutes(app, d.media); // media (images, videos, assistant)
   moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });

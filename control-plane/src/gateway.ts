@@ -43,6 +43,7 @@ import { createMedia } from './modules/media/deps.ts'; // media (images, videos,
 import { OrgsService } from './modules/orgs/service.ts';
 import { OrgInvites } from './modules/orgs/invites.ts';
 import { OrgSessionEnds } from './modules/orgs/session-ends.ts';
+import { SourcesService } from './modules/sources/service.ts'; // source sets
 import { OAuthService } from './modules/oauth/service.ts'; // oauth
 import { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
 import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
@@ -113,6 +114,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   await orgSessionEnds.start(database);
   const orgs = { service: new OrgsService(db, clock, identity, orgSessionEnds), invites: new OrgInvites(db, clock, identity), sessionEnds: orgSessionEnds };
   const passkeys = config.passkeys ? new PasskeysService(db, clock, identity, config.passkeys) : null; // passkeys
+  const sources = new SourcesService(db, clock, config.publicUrl); // source sets
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
@@ -186,6 +188,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     batches, // files and batches
     media, // media (images, videos, assistant)
     orgs,
+    sources, // source sets
     passkeys, // passkeys
     oauth, // oauth
     anchors, // public anchors

@@ -14,3 +14,9 @@ export const RECEIPT_HEADER_DOCS: Record<string, string> = {
   [RECEIPT_HEADERS.signer]: 'Address of the receipt signer; equals GET /v1/receipts/pubkey.',
   [RECEIPT_HEADERS.cost]: 'Cost charged for this response in micro-USD.',
 };
+
+/**
+ * The request header by which an inference call cites a source set of the caller's account (its id); the
+ * call's receipt then carries the set's ordered root as `context.root` inside the signed payload.
+ */
+export const SOURCE_SET_HEADER = 'x-svc-source-set';

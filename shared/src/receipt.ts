@@ -4,6 +4,15 @@ import type { Hex } from './crypto/hex.ts';
 import { sha256Hex } from './hash.ts';
 
 /**
+ * What a call's receipt cites beside the call itself, inside the signed payload: the ordered root of a
+ * source set the caller named (and the set's id). Absent from receipts that cite nothing.
+ */
+export interface ReceiptContext {
+  root: string;
+  source_set_id: string;
+}
+
+/**
  * A receipt: metadata of one billable response, never its content. Its RFC 8785 canonical JSON is
  * signed with EIP-191 (personal_sign) by the gateway's secp256k1 key; anyone verifies with any
  * Ethereum library by recovering the signer from the canonical bytes.
@@ -22,6 +31,7 @@ export interface ReceiptPayload {
   created_at: string;
   run: { id: string; seq: number; prev: string | null } | null;
   policy: string | null;
+  context?: ReceiptContext;
   signer: string;
   [extra: string]: unknown;
 }

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { SOURCE_SET_HEADER, type ReceiptContext } from '@svc/shared';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { requireKey } from '../../http/auth.ts';
 import { callerGone } from '../../http/caller-signal.ts';
@@ -6,7 +7,7 @@ import { setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { runIdOf } from '../../http/run-id.ts';
 import { MessagesSink, chatToMessage, messagesToChat } from './anthropic.ts';
 import { ResponsesSink, chatToResponse, responsesToChat } from './responses.ts';
-import { AnthropicMessage, ChatBody, ChatCompletion, Embeddings, EmbeddingsBody, MessagesBody, ModelList, ResponseObject, ResponsesBody, RunHeader } from './schemas.ts';
+import { AnthropicMessage, ChatBody, ChatCompletion, Embeddings, EmbeddingsBody, InferenceHeaders, MessagesBody, ModelList, ResponseObject, ResponsesBody } from './schemas.ts';
 import type { CallContext, Endpoint, InferenceService } from './service.ts';
 import { ChatCompletionSink, LazySse, errorPayload, runStream } from './stream.ts';
 import { estimateChatInput } from './tokens.ts';
@@ -14,13 +15,40 @@ import { REQUEST_BODY_LIMIT } from './schemas.ts';
 
 const billable = { auth: 'key', scope: 'inference', billable: true } as const;
 
+/** The sources module's lookup of a set the caller cites (one primary-key read; a refusal is a ServiceError). */
+export interface SourceCitations {
+  citation(accountId: string, setId: string): Promise<ReceiptContext>;
+}
+
+/** The receipt context of each request that cites a source set, resolved by `citeSourceSet` before the handler runs. */
+const cited = new WeakMap<FastifyRequest, ReceiptContext>();
+
+/**
+ * The preHandler of every inference route: a request with the X-Svc-Source-Set header has its set looked up
+ * (the caller's own, live) before the handler places any hold, so a refusal charges nothing. A callback hook:
+ * a request without the header costs one header read, no promise and no database read.
+ */
+function citeSourceSet(sources: SourceCitations) {
+  return (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    const setId = req.headers[SOURCE_SET_HEADER];
+    if (typeof setId !== 'string') return done();
+    sources.citation(requireKey(req).accountId, setId).then(
+      (c) => {
+        cited.set(req, c);
+        done();
+      },
+      (e: Error) => done(e),
+    );
+  };
+}
+
 /** The absolute URL of each route, for 402 terms (a URL parsed per request cost measurable CPU at high rates). */
 const resources = new Map<string, string>();
 function context(req: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, path: string, publicUrl: URL): CallContext {
   const key = `${publicUrl.href} ${path}`;
   let resource = resources.get(key);
   if (resource === undefined) resources.set(key, (resource = new URL(path, publicUrl).toString()));
-  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource, endpoint, signal: callerGone(reply.raw), settleBehind: true };
+  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource, endpoint, signal: callerGone(reply.raw), settleBehind: true, receiptContext: cited.get(req) };
 }
 
 /**
@@ -38,10 +66,11 @@ async function anthropicErrors(_req: FastifyRequest, reply: FastifyReply, payloa
   return `{"type":"error",${payload.slice(1)}`;
 }
 
-export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceService; publicUrl: URL; stallMs: number }): void {
+export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceService; publicUrl: URL; stallMs: number; sources: SourceCitations }): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['inference'];
   const svc = d.service;
+  const preHandler = citeSourceSet(d.sources);
 
   r.get(
     '/v1/models',
@@ -51,7 +80,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
 
   r.post(
     '/v1/chat/completions',
-    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape chat completion; stream: true answers with SSE ending in the receipt event', headers: RunHeader, body: ChatBody, response: { 200: ChatCompletion } } },
+    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, preHandler, schema: { tags, summary: 'OpenAI-shape chat completion; stream: true answers with SSE ending in the receipt event', headers: InferenceHeaders, body: ChatBody, response: { 200: ChatCompletion } } },
     async (req, reply) => {
       const p = requireKey(req);
       const ctx = context(req, reply, 'chat.completions', '/v1/chat/completions', d.publicUrl);
@@ -65,7 +94,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
 
   r.post(
     '/v1/embeddings',
-    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, schema: { tags, summary: 'OpenAI-shape embeddings', headers: RunHeader, body: EmbeddingsBody, response: { 200: Embeddings } } },
+    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, preHandler, schema: { tags, summary: 'OpenAI-shape embeddings', headers: InferenceHeaders, body: EmbeddingsBody, response: { 200: Embeddings } } },
     async (req, reply) => sendJson(reply, await svc.embeddings(requireKey(req), req.body, context(req, reply, 'embeddings', '/v1/embeddings', d.publicUrl))),
   );
 
@@ -74,8 +103,9 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
     {
       config: billable,
       bodyLimit: REQUEST_BODY_LIMIT,
+      preHandler,
       onSend: anthropicErrors,
-      schema: { tags, summary: 'Anthropic Messages shape over chat completions; stream: true answers with the Messages event sequence ending in the receipt event', headers: RunHeader, body: MessagesBody, response: { 200: AnthropicMessage } },
+      schema: { tags, summary: 'Anthropic Messages shape over chat completions; stream: true answers with the Messages event sequence ending in the receipt event', headers: InferenceHeaders, body: MessagesBody, response: { 200: AnthropicMessage } },
     },
     async (req, reply) => {
       const p = requireKey(req);
@@ -93,7 +123,7 @@ export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceSer
 
   r.post(
     '/v1/responses',
-    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, schema: { tags, summary: 'OpenAI Responses shape over chat completions; previous_response_id is refused (nothing is stored)', headers: RunHeader, body: ResponsesBody, response: { 200: ResponseObject } } },
+    { config: billable, bodyLimit: REQUEST_BODY_LIMIT, preHandler, schema: { tags, summary: 'OpenAI Responses shape over chat completions; previous_response_id is refused (nothing is stored)', headers: InferenceHeaders, body: ResponsesBody, response: { 200: ResponseObject } } },
     async (req, reply) => {
       const p = requireKey(req);
       const chat = responsesToChat(req.body);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SOURCE_SET_HEADER } from '@svc/shared';
 
 /**
  * Request and response shapes of the inference routes (they generate the OpenAPI document). Known fields
@@ -120,3 +121,13 @@ export const ResponseObject = z
   .describe('An OpenAI Response; with `stream: true` an SSE stream of response.* events.');
 
 export const RunHeader = z.object({ 'x-svc-run-id': z.string().max(128).optional() });
+
+/** The inference routes' headers: the run, and the source set whose root the receipt cites. */
+export const InferenceHeaders = RunHeader.extend({
+  [SOURCE_SET_HEADER]: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe("A source set of your account (POST /v1/sources/sets) by id: the receipt carries its ordered root as `context.root` (and its id as `context.source_set_id`) in the signed payload. Unknown, taken down or another account's: 404, nothing charged."),
+});

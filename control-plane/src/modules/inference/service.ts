@@ -1,4 +1,4 @@
-import { ServiceError, deliveredText, estimateTokens, type SignedReceipt, type TokenUsage } from '@svc/shared';
+import { ServiceError, deliveredText, estimateTokens, type ReceiptContext, type SignedReceipt, type TokenUsage } from '@svc/shared';
 import type { InferenceConfig, ModelPrice } from '../../config.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { CallerSignal } from '../../http/caller-signal.ts';
@@ -21,6 +21,8 @@ export interface CallContext {
   signal: CallerSignal;
   /** Batches: the deployment discount (percent of the list price) on the hold and the charge. */
   discountPercent?: number;
+  /** What the receipt cites (the source set named by the caller's X-Svc-Source-Set header), signed in as `context`. */
+  receiptContext?: ReceiptContext;
   /** Batches: runs with the answer before the charge settles (a throw releases the hold, nothing is charged). */
   beforeSettle?: (body: Record<string, unknown>) => Promise<void>;
   /**
@@ -123,7 +125,8 @@ export class InferenceService {
   }
 
   /** `detail` comes with its keys in code-unit order, as the receipt's others (canonicalize then takes its JSON.stringify path). */
-  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, discountPercent = 0): Usage {
+  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, ctx: Pick<CallContext, 'discountPercent' | 'receiptContext'>): Usage {
+    const discountPercent = ctx.discountPercent ?? 0;
     const list = costMicroUsd(price, input, output);
     const cost = discounted(list, discountPercent);
     // `detail` is each call's own object: completed here rather than copied.
@@ -132,7 +135,7 @@ export class InferenceService {
       detail.list_cost_micro_usd = list;
     }
     if (cost > hold.amount) detail.capped_at_hold = true;
-    return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail };
+    return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail, context: ctx.receiptContext };
   }
 
   /**
@@ -151,7 +154,7 @@ export class InferenceService {
       const source = int(u?.prompt_tokens) !== undefined && int(u?.completion_tokens) !== undefined ? 'upstream' : 'estimated';
       if (!u) a.body.usage = toUsage(input, output);
       await ctx.beforeSettle?.(a.body);
-      return { result: unchanged(a, u), usage: this.usage(prep, hold, a.price, input, output, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: source }, ctx.discountPercent) };
+      return { result: unchanged(a, u), usage: this.usage(prep, hold, a.price, input, output, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: source }, ctx) };
     }, { behind: ctx.settleBehind });
     return { ...out.result, receipt: out.receipt };
   }
@@ -276,7 +279,7 @@ export class InferenceService {
     try {
       const settled = await this.metering.settle(
         hold,
-        this.usage(prep, hold, up.price, input, output, { backend, endpoint: ctx.endpoint, outcome, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }),
+        this.usage(prep, hold, up.price, input, output, { backend, endpoint: ctx.endpoint, outcome, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, { receiptContext: ctx.receiptContext }),
         { behind: ctx.settleBehind },
       );
       receipt = settled.receipt;
@@ -304,7 +307,7 @@ export class InferenceService {
       const input = int(u?.prompt_tokens) ?? inputTokens;
       if (!u) a.body.usage = { prompt_tokens: input, total_tokens: input };
       await ctx.beforeSettle?.(a.body);
-      return { result: unchanged(a, u), usage: this.usage(prep, hold, a.price, input, 0, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: int(u?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, ctx.discountPercent) };
+      return { result: unchanged(a, u), usage: this.usage(prep, hold, a.price, input, 0, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: int(u?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, ctx) };
     }, { behind: ctx.settleBehind });
     return { ...out.result, receipt: out.receipt };
   }

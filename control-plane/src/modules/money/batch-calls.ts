@@ -129,11 +129,12 @@ function answersInOrder(items: SettleItem[], out: SettleResult[]): SettleResult[
 /**
  * The receipt of a settle, to be signed by `signer` (`prev`, `count`: the run chain's head). Its keys are
  * written in canonical (code-unit) order, so that canonicalize can take its JSON.stringify path (which
- * drops a `detail` left undefined); any order would sign the same bytes.
+ * drops a `detail` or `context` left undefined); any order would sign the same bytes.
  */
 export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number, signer: string): ReceiptPayload {
   return {
     account_id: hold.accountId,
+    context: usage.context,
     cost_micro_usd: usage.costMicroUsd,
     created_at: now.toISOString(),
     detail: usage.detail,

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { ServiceError, newId, type Clock, type SignedReceipt } from '@svc/shared';
+import { ServiceError, newId, type Clock, type ReceiptContext, type SignedReceipt } from '@svc/shared';
 import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
@@ -51,6 +51,8 @@ export interface Usage {
   /** Extra metadata for the receipt (never content). */
   detail?: Record<string, unknown>;
   policy?: string | null;
+  /** What the call cites (a source set's root), signed into the receipt as `context`. */
+  context?: ReceiptContext;
 }
 
 export interface Settled {
