@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { freePort, startGatewayPair, startTestGateway, type TestGateway } from '
 import { TEST_DB_KIND } from './support/database.ts';
 import { startChain, type TestChain } from './support/chain.ts';
 import { notarize, notaryAccount, type ProofBody } from './support/notary.ts';
+import { decodeWire, startLocalSolana, type LocalSolana } from './support/solana-rpc.ts';
 
 /**
  * Public anchors end to end on a real local chain (anvil): run proofs and notary receipts are queued, the
@@ -181,11 +182,11 @@ describe('public anchors on a local chain', () => {
     const [root] = await anchors.gather();
     expect(root).toBeDefined();
     // What a process does before it dies: the transaction signed and stored, never sent.
-    const anvil = anchors.chains.find((c) => c.name === 'anvil')!;
+    const anvil = anchors.backends.find((c) => c.name === 'anvil')!;
     const nonceBefore = await chain.pub.getTransactionCount({ address: anchorer.address });
     const tx = await anvil.sign(root as Hex);
-    await anchors.store.update(root!, 'anvil', { raw_tx: tx.raw, tx_hash: tx.hash, nonce: tx.nonce });
-    expect(await chain.pub.getTransaction({ hash: tx.hash }).catch(() => null)).toBeNull();
+    await anchors.store.update(root!, 'anvil', { raw_tx: tx.raw, tx_hash: tx.hash, nonce: tx.validity });
+    expect(await chain.pub.getTransaction({ hash: tx.hash as Hex }).catch(() => null)).toBeNull();
     // The next leader finds it unknown to the chain and sends that same transaction.
     await t.gw.leader.runAllOnce();
     await chain.mine(1);
@@ -249,5 +250,78 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('public anchors gathered by two proce
     } finally {
       await pair.close();
     }
+  });
+});
+
+describe('public anchors on Solana (a local JSON-RPC speaking the cluster\'s wire format)', () => {
+  let sol: LocalSolana;
+  let t: TestGateway;
+  let payer: string;
+  const rpc = async <T>(method: string, params: unknown[]) => ((await (await fetch(sol.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })).json()) as { result: T }).result;
+
+  beforeAll(async () => {
+    sol = await startLocalSolana();
+    // A solana-keygen keypair file: the 32-byte seed, then the 32-byte public key.
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
+    const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+    const dir = mkdtempSync(join(tmpdir(), 'svc-anchor-sol-'));
+    writeFileSync(join(dir, 'id.json'), JSON.stringify([...seed, ...pub]));
+    const { getBase58Decoder } = await import('@solana/kit');
+    payer = getBase58Decoder().decode(pub);
+    t = await startTestGateway({ env: { SVC_ANCHOR_SOLANA: JSON.stringify({ rpc_url: sol.url }), SVC_ANCHOR_SOLANA_KEY_FILE: join(dir, 'id.json') } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await sol?.close();
+  });
+
+  it('writes the root as a memo signed by the anchoring keypair, anchored once finalized', async () => {
+    const a = await notaryAccount(t);
+    const r = await notarize(a.api);
+    await t.gw.leader.runAllOnce(); // batch, sign, send: landed, confirmed, not finalized
+    let n = await a.api.request<{ anchor: AnchorField; receipt: { hash: string } }>('GET', `/v1/notary/receipts/${r.id}`);
+    expect(n.anchor.state).toBe('pending');
+    sol.finalize();
+    await t.gw.leader.runAllOnce();
+    n = await a.api.request<{ anchor: AnchorField; receipt: { hash: string } }>('GET', `/v1/notary/receipts/${r.id}`);
+    expect(n.anchor.state).toBe('anchored');
+    const on = n.anchor.anchors[0]!;
+    expect(on).toMatchObject({ backend: 'solana', type: 'solana', chain_id: 0, state: 'anchored', from: payer });
+    expect(hex(rootFromPath(buf(n.receipt.hash), n.anchor.leaf_index!, n.anchor.tree_size!, n.anchor.proof.map(buf))!)).toBe(n.anchor.root);
+
+    // From the cluster alone: the transaction's fee payer and its Memo-program instruction carrying the root.
+    const got = await rpc<{ slot: number; transaction: [string, string] }>('getTransaction', [on.tx_hash, { encoding: 'base64' }]);
+    expect(got.slot).toBe(on.block_number);
+    const { message } = decodeWire(Buffer.from(got.transaction[0], 'base64'));
+    expect(message.staticAccounts[0]).toBe(payer);
+    const memo = message.instructions.find((i) => message.staticAccounts[i.programAddressIndex] === 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+    expect(Buffer.from(memo!.data!).toString('utf8')).toBe(`svc-anchor:v1:${n.anchor.root!.slice(2)}`);
+    const doc = (await (await fetch(`${t.url}/v1/anchors/${n.anchor.root}`)).json()) as AnchorDoc;
+    expect(doc.anchors[0]!.verify).toContain('Memo program');
+  });
+
+  it('signs again when the stored transaction\'s blockhash expired before it landed', async () => {
+    const a = await notaryAccount(t);
+    const r = await notarize(a.api);
+    const [root] = await t.gw.anchors.gather();
+    const backend = t.gw.anchors.backends[0]!;
+    const stale = await backend.sign(root as Hex); // signed and stored, then the process died
+    await t.gw.anchors.store.update(root!, 'solana', { raw_tx: stale.raw, tx_hash: stale.hash, nonce: stale.validity });
+    sol.advance(200); // past the blockhash's last valid height
+    await t.gw.leader.runAllOnce();
+    let doc = (await (await fetch(`${t.url}/v1/anchors/${root}`)).json()) as AnchorDoc;
+    expect(doc.anchors[0]).toMatchObject({ state: 'failed', attempts: 1 });
+    expect(doc.anchors[0]!.last_error).toMatch(/blockhash/);
+    t.clock.advance(30_000);
+    await t.gw.leader.runAllOnce(); // a new transaction, signed with a fresh blockhash
+    sol.finalize();
+    await t.gw.leader.runAllOnce();
+    doc = (await (await fetch(`${t.url}/v1/anchors/${root}`)).json()) as AnchorDoc;
+    expect(doc.anchors[0]!.state).toBe('anchored');
+    expect(doc.anchors[0]!.tx_hash).not.toBe(stale.hash);
+    expect(sol.landed.has(stale.hash)).toBe(false);
+    const n = await a.api.request<{ anchor: AnchorField }>('GET', `/v1/notary/receipts/${r.id}`);
+    expect(n.anchor.state).toBe('anchored');
   });
 });

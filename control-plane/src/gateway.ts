@@ -17,7 +17,7 @@ import { SettleJournal } from './modules/money/settle-journal.ts';
 import type { SettleItem } from './modules/money/batch-calls.ts';
 import { LEASES_CHANNEL } from './modules/money/leases.ts';
 import { ReceiptSigner } from './modules/money/signer.ts';
-import { Anchors } from './modules/anchors/service.ts'; // public anchors
+import { Anchors, anchorBackends } from './modules/anchors/service.ts'; // public anchors
 import { NotaryService } from './modules/notary/service.ts';
 import { Cursors } from './http/cursor.ts';
 import { UsageService } from './modules/money/usage.ts';
@@ -132,7 +132,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
   keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
   const unlistenLeases = await database.listen(LEASES_CHANNEL, (accountId) => void metering.leases.returnAccount(accountId));
-  const anchors = new Anchors(db, clock, config.anchors, (err, msg) => app.log.warn({ err }, msg)); // public anchors
+  const anchors = new Anchors(db, clock, config.anchors, await anchorBackends(config.anchors), (err, msg) => app.log.warn({ err }, msg)); // public anchors
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd, anchors);
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);

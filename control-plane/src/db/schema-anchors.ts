@@ -28,11 +28,15 @@ export type AnchorSubmissionState = 'pending' | 'anchored' | 'failed';
 
 /**
  * One batch root on one chain. The transaction is signed and stored (raw and hash) before it is sent, so a
- * process that dies between the two sends the same transaction again instead of a second one.
+ * process that dies between the two sends the same transaction again instead of a second one. `nonce` holds
+ * what bounds the stored transaction's life: its EVM nonce, or the last block height its Solana blockhash is
+ * valid to; `block_number` is the EVM block or the Solana slot.
  */
 export interface AnchorSubmissionsTable {
   root: string;
   backend: string;
+  type: 'evm' | 'solana';
+  /** The EVM chain id; 0 on Solana. */
   chain_id: number;
   state: AnchorSubmissionState;
   from_address: string;

@@ -27,6 +27,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     create table anchor_submissions (
       root text not null references anchor_batches(root),
       backend text not null,
+      type text not null check (type in ('evm', 'solana')),
       chain_id bigint not null,
       state text not null check (state in ('pending', 'anchored', 'failed')),
       from_address text not null,

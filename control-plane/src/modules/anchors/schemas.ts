@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 export const ChainAnchorSchema = z.object({
   backend: z.string(),
-  type: z.literal('evm'),
+  type: z.enum(['evm', 'solana']),
   chain_id: z.number(),
   state: z.enum(['pending', 'anchored', 'failed']),
   from: z.string(),

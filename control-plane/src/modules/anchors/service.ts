@@ -3,7 +3,9 @@ import { ServiceError, type Clock } from '@svc/shared';
 import type { Hex } from 'viem';
 import type { AnchorsConfig } from '../../config/anchors.ts';
 import type { DB } from '../../db/schema.ts';
-import { ANCHOR_TAG, EvmAnchorChain } from './evm.ts';
+import type { AnchorBackend } from './backend.ts';
+import { EvmAnchorChain } from './evm.ts';
+import { SolanaAnchor } from './solana.ts';
 import { inclusionProof, merkleRoot } from './merkle.ts';
 import { AnchorStore, type SubmissionRow } from './store.ts';
 
@@ -12,7 +14,7 @@ export type AnchorState = 'pending' | 'anchored' | 'failed' | 'not_anchored';
 /** One chain's record of a root, as artifacts and the anchor document show it. */
 export interface ChainAnchor {
   backend: string;
-  type: 'evm';
+  type: 'evm' | 'solana';
   chain_id: number;
   state: SubmissionRow['state'];
   from: string;
@@ -49,16 +51,16 @@ const hexRoot = (hashes: string[]) => `0x${merkleRoot(hashes.map((h) => Buffer.f
  */
 export class Anchors {
   readonly store: AnchorStore;
-  readonly chains: EvmAnchorChain[];
 
   constructor(
     db: Kysely<DB>,
     private readonly clock: Clock,
     private readonly config: AnchorsConfig,
+    /** Where roots are written (`anchorBackends(config)`). */
+    readonly backends: AnchorBackend[],
     private readonly log: (err: unknown, msg: string) => void = () => undefined,
   ) {
     this.store = new AnchorStore(db);
-    this.chains = config.privateKey ? config.chains.map((c) => new EvmAnchorChain(c, config.privateKey!)) : [];
   }
 
   /** Queues `hash` (0x-hex, 32 bytes) of the artifact `kind`/`ref` for the next batch; once per triple. */
@@ -90,7 +92,7 @@ export class Anchors {
     const batches = new Map(
       await Promise.all(roots.map(async (r) => [r, { hashes: (await this.store.batchLeaves(r)).map((x) => Buffer.from(x.slice(2), 'hex')), anchors: (await this.store.submissions(r)).map(chainAnchor) }] as const)),
     );
-    const configured = this.chains.length > 0;
+    const configured = this.backends.length > 0;
     return wanted.map((w) => {
       const leaf = leaves.find((l) => l.ref === w.ref && l.hash === w.hash);
       const batch = leaf?.batch_root ? batches.get(leaf.batch_root) : undefined;
@@ -112,7 +114,7 @@ export class Anchors {
   /** Gathers queued hashes into batches (the leader's loop); returns the roots made. */
   async gather(): Promise<string[]> {
     const roots: string[] = [];
-    const backends = this.chains.map((c) => ({ name: c.name, chainId: c.chain.chainId, from: c.account.address.toLowerCase() }));
+    const backends = this.backends.map((b) => ({ name: b.name, type: b.type, chainId: b.chainId, from: b.from }));
     for (;;) {
       const b = await this.store.gather(this.config.batchMax, this.clock.now(), hexRoot, backends);
       if (!b) return roots;
@@ -124,8 +126,8 @@ export class Anchors {
   /** Moves every due submission one step on (the leader's loop). */
   async advance(): Promise<void> {
     for (const s of await this.store.due(this.clock.now(), 100)) {
-      const chain = this.chains.find((c) => c.name === s.backend);
-      if (!chain) continue; // a chain no longer configured: left as it stands
+      const chain = this.backends.find((b) => b.name === s.backend);
+      if (!chain) continue; // a backend no longer configured: left as it stands
       await this.step(chain, s).catch(async (e: unknown) => {
         this.log(e, `anchor of ${s.root} on ${s.backend} failed; retrying`);
         const attempts = s.attempts + 1;
@@ -140,28 +142,28 @@ export class Anchors {
   }
 
   /** One step of one submission: sign and send, or look at what was sent. */
-  private async step(chain: EvmAnchorChain, s: SubmissionRow): Promise<void> {
+  private async step(chain: AnchorBackend, s: SubmissionRow): Promise<void> {
     const now = this.clock.now();
     if (!s.tx_hash || !s.raw_tx) {
       const tx = await chain.sign(s.root as Hex);
       // Stored before it is sent: a process that dies in between sends this same transaction next time.
-      await this.store.update(s.root, s.backend, { raw_tx: tx.raw, tx_hash: tx.hash, nonce: tx.nonce, from_address: chain.account.address.toLowerCase() });
+      await this.store.update(s.root, s.backend, { raw_tx: tx.raw, tx_hash: tx.hash, nonce: tx.validity, from_address: chain.from });
       await chain.send(tx.raw);
       await this.store.update(s.root, s.backend, { state: 'pending', last_error: null, next_attempt_at: now });
       return;
     }
-    const st = await chain.status(s.tx_hash as Hex);
+    const st = await chain.status(s.tx_hash);
     if (st.state === 'confirmed') {
       await this.store.update(s.root, s.backend, { state: 'anchored', block_number: st.blockNumber, block_hash: st.blockHash, anchored_at: now, last_error: null });
     } else if (st.state === 'waiting') {
       if (s.state === 'failed') await this.store.update(s.root, s.backend, { state: 'pending', last_error: null });
     } else if (st.state === 'reverted') {
-      throw await this.dropTx(s, `the anchor transaction ${s.tx_hash} reverted in block ${st.blockNumber}`);
-    } else if (s.nonce !== null && (await chain.minedNonce()) > s.nonce) {
-      // Its nonce was used by another transaction of the account: this one can never be mined.
-      throw await this.dropTx(s, `the anchor transaction ${s.tx_hash} was replaced (nonce ${s.nonce} used by another transaction)`);
+      throw await this.dropTx(s, `the anchor transaction ${s.tx_hash} failed in block ${st.blockNumber}`);
+    } else if (s.nonce !== null && (await chain.expired(Number(s.nonce)))) {
+      // Its nonce was used by another transaction of the account, or its blockhash expired: it can never be included.
+      throw await this.dropTx(s, `the anchor transaction ${s.tx_hash} can no longer be included (${chain.type === 'evm' ? `nonce ${s.nonce} used by another transaction` : `blockhash valid to height ${s.nonce} expired`})`);
     } else {
-      await chain.send(s.raw_tx as Hex);
+      await chain.send(s.raw_tx);
       if (s.state === 'failed') await this.store.update(s.root, s.backend, { state: 'pending', last_error: null });
     }
   }
@@ -185,9 +187,16 @@ export class Anchors {
       leaves,
       created_at: batch.created_at.toISOString(),
       tree: TREE,
-      state: stateOf(subs.map(chainAnchor), this.chains.length > 0),
-      anchors: subs.map((s) => ({ ...chainAnchor(s), attempts: s.attempts, last_error: s.last_error, verify: verifyEvm(s) })),
+      state: stateOf(subs.map(chainAnchor), this.backends.length > 0),
+      anchors: subs.map((s) => ({ ...chainAnchor(s), attempts: s.attempts, last_error: s.last_error, verify: this.howToVerify(s) })),
     };
+  }
+
+  private howToVerify(s: SubmissionRow): string {
+    if (s.state !== 'anchored') return `Not anchored on ${s.backend} yet (state ${s.state}).`;
+    const b = this.backends.find((x) => x.name === s.backend);
+    const a = { tx_hash: s.tx_hash, block_number: s.block_number === null ? null : Number(s.block_number), block_hash: s.block_hash, from: s.from_address, root: s.root };
+    return b ? b.verify(a) : `Anchored on ${s.backend} (no longer configured here) in transaction ${s.tx_hash}, block ${a.block_number}.`;
   }
 }
 
@@ -203,7 +212,7 @@ function chainAnchor(s: SubmissionRow): ChainAnchor {
   const anchored = s.state === 'anchored';
   return {
     backend: s.backend,
-    type: 'evm',
+    type: s.type,
     chain_id: Number(s.chain_id),
     state: s.state,
     from: s.from_address,
@@ -221,11 +230,9 @@ function stateOf(anchors: ChainAnchor[], configured = true): AnchorState {
   return anchors.every((a) => a.state === 'failed') ? 'failed' : 'pending';
 }
 
-function verifyEvm(s: SubmissionRow): string {
-  if (s.state !== 'anchored') return `Not on chain ${s.chain_id} yet (state ${s.state}).`;
-  return (
-    `On chain ${s.chain_id}: eth_getTransactionByHash(${s.tx_hash}) has from = ${s.from_address}, to = the same address, value 0, ` +
-    `and input = ${ANCHOR_TAG} followed by the root's 32 bytes; eth_getTransactionReceipt shows status 1 in block ${s.block_number} (${s.block_hash}). ` +
-    'Recompute the root from the leaves with the tree rules above.'
-  );
+/** The backends the configuration names: each EVM chain (with the anchoring key) and the Solana cluster. */
+export async function anchorBackends(config: AnchorsConfig): Promise<AnchorBackend[]> {
+  const out: AnchorBackend[] = config.privateKey ? config.chains.map((c) => new EvmAnchorChain(c, config.privateKey!)) : [];
+  if (config.solana) out.push(await SolanaAnchor.create(config.solana));
+  return out;
 }

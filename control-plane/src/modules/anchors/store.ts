@@ -60,7 +60,7 @@ export class AnchorStore {
     max: number,
     at: Date,
     rootOf: (hashes: string[]) => string,
-    backends: Array<{ name: string; chainId: number; from: string }>,
+    backends: Array<{ name: string; type: 'evm' | 'solana'; chainId: number; from: string }>,
   ): Promise<{ root: string; leaves: number } | null> {
     return this.db.transaction().execute(async (trx) => {
       const queued = await trx.selectFrom('anchor_leaves').select(['seq', 'hash']).where('batch_root', 'is', null).orderBy('seq').limit(max).forUpdate().skipLocked().execute();
@@ -74,7 +74,7 @@ export class AnchorStore {
       for (const b of backends) {
         await trx
           .insertInto('anchor_submissions')
-          .values({ root, backend: b.name, chain_id: b.chainId, state: 'pending', from_address: b.from, attempts: 0, next_attempt_at: at, created_at: at })
+          .values({ root, backend: b.name, type: b.type, chain_id: b.chainId, state: 'pending', from_address: b.from, attempts: 0, next_attempt_at: at, created_at: at })
           .onConflict((oc) => oc.columns(['root', 'backend']).doNothing())
           .execute();
       }
