@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { compareLabels, encodeMember, leafHash, nodeHash, orderMembers, orderedRoot, rootRecomputes, type Member } from './root.ts';
+import { leafHash as leafOf, nodeHash } from '../anchors/merkle.ts';
+import { compareLabels, encodeMember, orderMembers, orderedRoot, rootRecomputes, type Member } from './root.ts';
+
+const leafHash = (m: Member) => leafOf(encodeMember(m));
 
 const digest = (s: string) => createHash('sha256').update(s).digest('hex');
 const h = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();

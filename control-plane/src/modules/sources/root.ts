@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { merkleRoot } from '../anchors/merkle.ts';
 
 /**
  * The ordered root of a source set (docs/sources.md states it for third parties; `root_algorithm` names it):
@@ -29,9 +29,6 @@ export interface Member {
 }
 
 const DIGEST = /^[0-9a-f]{64}$/;
-const LEAF = Buffer.from([0]);
-const NODE = Buffer.from([1]);
-const sha256 = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
 
 /** Orders labels by their UTF-8 bytes (which is not JavaScript's UTF-16 order for characters past U+FFFF). */
 export function compareLabels(a: string, b: string): number {
@@ -58,9 +55,6 @@ export function encodeMember(m: Member): Buffer {
   return Buffer.concat([len, label, Buffer.from(m.sha256, 'hex'), size]);
 }
 
-export const leafHash = (m: Member): Buffer => sha256(LEAF, encodeMember(m));
-export const nodeHash = (left: Buffer, right: Buffer): Buffer => sha256(NODE, left, right);
-
 /** The ordered root of `members` (any order in; at least one, labels unique), as 64 lowercase hex. */
 export function orderedRoot(members: readonly Member[]): string {
   if (members.length === 0) throw new Error('a source set has at least one member');
@@ -68,14 +62,8 @@ export function orderedRoot(members: readonly Member[]): string {
   for (let i = 1; i < ordered.length; i++) {
     if (compareLabels(ordered[i - 1]!.label, ordered[i]!.label) === 0) throw new Error(`label ${JSON.stringify(ordered[i]!.label)} appears twice`);
   }
-  let level = ordered.map(leafHash);
-  while (level.length > 1) {
-    const next: Buffer[] = [];
-    for (let i = 0; i + 1 < level.length; i += 2) next.push(nodeHash(level[i]!, level[i + 1]!));
-    if (level.length % 2 === 1) next.push(level[level.length - 1]!);
-    level = next;
-  }
-  return level[0]!.toString('hex');
+  // The same tree as the public anchors' batches (anchors/merkle.ts).
+  return merkleRoot(ordered.map(encodeMember)).toString('hex');
 }
 
 /** Whether `members` (as stored, possibly altered since) still recompute to `root`; never throws. */
