@@ -55,6 +55,8 @@ import { passkeyRoutes } from './modules/passkeys/routes.ts'; // passkeys
 import type { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 import { anchorsRoutes } from './modules/anchors/routes.ts'; // public anchors
 import type { Anchors } from './modules/anchors/service.ts'; // public anchors
+import { explorerRoutes } from './modules/explorer/routes.ts'; // explorer
+import type { Explorer } from './modules/explorer/service.ts'; // explorer
 
 export const VERSION = '0.1.0';
 
@@ -99,6 +101,7 @@ export interface AppDeps {
   sources: SourcesService; // source sets
   oauth: { service: OAuthService; grants: OAuthGrants }; // oauth: the authorization server for connectors
   anchors: Anchors; // public anchors of proof artifacts
+  explorer: Explorer; // explorer
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   logger?: boolean | object;
 }
@@ -174,6 +177,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   subscriptionRoutes(app, d.subscriptions);
   proofsRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, health: d.health, publicUrl: d.config.publicUrl, anchors: d.anchors });
   anchorsRoutes(app, d.anchors); // public anchors
+  explorerRoutes(app, d.explorer); // explorer
 
   await app.ready();
   return app;

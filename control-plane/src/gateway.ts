@@ -18,6 +18,8 @@ import type { SettleItem } from './modules/money/batch-calls.ts';
 import { LEASES_CHANNEL } from './modules/money/leases.ts';
 import { ReceiptSigner } from './modules/money/signer.ts';
 import { Anchors, anchorBackends } from './modules/anchors/service.ts'; // public anchors
+import { Explorer } from './modules/explorer/service.ts'; // explorer
+import { publicBase } from './modules/proofs/deps.ts';
 import { NotaryService } from './modules/notary/service.ts';
 import { Cursors } from './http/cursor.ts';
 import { UsageService } from './modules/money/usage.ts';
@@ -133,6 +135,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
   const unlistenLeases = await database.listen(LEASES_CHANNEL, (accountId) => void metering.leases.returnAccount(accountId));
   const anchors = new Anchors(db, clock, config.anchors, await anchorBackends(config.anchors), (err, msg) => app.log.warn({ err }, msg)); // public anchors
+  const explorer = new Explorer(db, clock, publicBase(config.publicUrl)); // explorer
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd, anchors);
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
@@ -192,6 +195,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     passkeys, // passkeys
     oauth, // oauth
     anchors, // public anchors
+    explorer, // explorer
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {
