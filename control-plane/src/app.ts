@@ -22,6 +22,7 @@ import type { ReceiptSigner } from './modules/money/signer.ts';
 import type { NotaryService } from './modules/notary/service.ts';
 import { notaryRoutes } from './modules/notary/routes.ts';
 import { proofsRoutes } from './modules/proofs/routes.ts';
+import { escrowRoutes } from './modules/escrow/routes.ts'; // escrow claims
 import { moneyRoutes } from './modules/money/routes.ts';
 import { billingRoutes } from './modules/billing/routes.ts';
 import { payRoutes } from './modules/pay/routes.ts';
@@ -164,6 +165,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   sourcesRoutes(app, d.sources); // source sets
   oauthRoutes(app, { ...d.oauth, db: d.database.db, clock: d.clock, publicUrl: d.config.publicUrl }); // oauth
   notaryRoutes(app, d.notary, d.config.publicUrl);
+  escrowRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, publicUrl: d.config.publicUrl }); // escrow claims
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
   inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs, sources: d.sources }); // inference; a call may cite a source set

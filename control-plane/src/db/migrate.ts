@@ -26,6 +26,7 @@ import * as channelEpoch from './migrations/20261124_1000_channel_epoch.ts';
 import * as contentChunks from './migrations/20261125_1100_content_chunks.ts';
 import * as fileUploads from './migrations/20261125_1200_file_uploads.ts';
 import * as orgs from './migrations/20261127_1400_orgs.ts';
+import * as escrow from './migrations/20261127_1700_escrow.ts'; // escrow claims
 import * as sources from './migrations/20261127_1800_sources.ts'; // source sets
 import * as passkeys from './migrations/20261127_1500_passkeys.ts';
 import * as idempotencyOwner from './migrations/20261126_1300_idempotency_owner.ts';
@@ -62,6 +63,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261125_1200_file_uploads': fileUploads,
   '20261126_1300_idempotency_owner': idempotencyOwner,
   '20261127_1400_orgs': orgs,
+  '20261127_1700_escrow': escrow, // escrow claims
   '20261127_1800_sources': sources, // source sets
   '20261127_1600_oauth': oauth,
   '20261127_1500_passkeys': passkeys,

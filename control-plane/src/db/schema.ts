@@ -3,6 +3,7 @@ import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, Webh
 import type { VideoJobsTable } from './schema-media.ts';
 import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
 import type { OrgInvitesTable, OrgMembersTable, OrgsTable } from './schema-orgs.ts';
+import type { EscrowClaimsTable } from './schema-escrow.ts'; // escrow claims
 import type { SourceSetMembersTable, SourceSetsTable } from './schema-sources.ts';
 import type { AnchorBatchesTable, AnchorLeavesTable, AnchorSubmissionsTable } from './schema-anchors.ts';
 import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthConsentsTable, OAuthFamiliesTable, OAuthRefreshTokensTable, OAuthRequestsTable } from './schema-oauth.ts';
@@ -11,6 +12,7 @@ export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
+export type * from './schema-escrow.ts'; // escrow claims
 export type * from './schema-sources.ts';
 export type * from './schema-anchors.ts';
 export type * from './schema-oauth.ts';
@@ -326,6 +328,7 @@ export interface DB {
   orgs: OrgsTable;
   org_members: OrgMembersTable;
   org_invites: OrgInvitesTable;
+  escrow_claims: EscrowClaimsTable; // escrow claims
   source_sets: SourceSetsTable; // source sets
   source_set_members: SourceSetMembersTable; // source sets
   anchor_leaves: AnchorLeavesTable;
