@@ -58,6 +58,10 @@ import { anchorsRoutes } from './modules/anchors/routes.ts'; // public anchors
 import type { Anchors } from './modules/anchors/service.ts'; // public anchors
 import { explorerRoutes } from './modules/explorer/routes.ts'; // explorer
 import type { Explorer } from './modules/explorer/service.ts'; // explorer
+import { passportsRoutes } from './modules/passports/routes.ts'; // passports
+import type { PassportsService } from './modules/passports/service.ts'; // passports
+import { kyaRoutes } from './modules/kya/routes.ts'; // passports: KYA credentials
+import type { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
 
 export const VERSION = '0.1.0';
 
@@ -103,6 +107,7 @@ export interface AppDeps {
   oauth: { service: OAuthService; grants: OAuthGrants }; // oauth: the authorization server for connectors
   anchors: Anchors; // public anchors of proof artifacts
   explorer: Explorer; // explorer
+  passports: { passports: PassportsService; kya: KyaService }; // passports and KYA credentials
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   logger?: boolean | object;
 }
@@ -180,6 +185,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   proofsRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, health: d.health, publicUrl: d.config.publicUrl, anchors: d.anchors });
   anchorsRoutes(app, d.anchors); // public anchors
   explorerRoutes(app, d.explorer); // explorer
+  passportsRoutes(app, d.passports.passports, d.passports.kya); // passports
+  kyaRoutes(app, d.passports.kya); // passports: KYA credentials
 
   await app.ready();
   return app;

@@ -49,6 +49,8 @@ import { SourcesService } from './modules/sources/service.ts'; // source sets
 import { OAuthService } from './modules/oauth/service.ts'; // oauth
 import { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
 import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
+import { PassportsService } from './modules/passports/service.ts'; // passports
+import { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -137,6 +139,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const anchors = new Anchors(db, clock, config.anchors, await anchorBackends(config.anchors), (err, msg) => app.log.warn({ err }, msg)); // public anchors
   const explorer = new Explorer(db, clock, publicBase(config.publicUrl)); // explorer
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd, anchors);
+  const passportsSvc = new PassportsService({ db, clock, signer: signerSvc, anchors, publicUrl: config.publicUrl }); // passports
+  const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc }) }; // passports: KYA credentials
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
@@ -196,6 +200,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     oauth, // oauth
     anchors, // public anchors
     explorer, // explorer
+    passports, // passports and KYA credentials
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {

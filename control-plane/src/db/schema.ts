@@ -8,6 +8,7 @@ import type { SourceSetMembersTable, SourceSetsTable } from './schema-sources.ts
 import type { AnchorBatchesTable, AnchorLeavesTable, AnchorSubmissionsTable } from './schema-anchors.ts';
 import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthConsentsTable, OAuthFamiliesTable, OAuthRefreshTokensTable, OAuthRequestsTable } from './schema-oauth.ts';
 import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
+import type { KyaCredentialsTable, PassportHandlesTable, PassportsTable } from './schema-passports.ts'; // passports
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
@@ -17,6 +18,7 @@ export type * from './schema-sources.ts';
 export type * from './schema-anchors.ts';
 export type * from './schema-oauth.ts';
 export type * from './schema-passkeys.ts';
+export type * from './schema-passports.ts'; // passports
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -343,6 +345,9 @@ export interface DB {
   oauth_access_tokens: OAuthAccessTokensTable;
   passkeys: PasskeysTable;
   passkey_challenges: PasskeyChallengesTable;
+  passport_handles: PassportHandlesTable; // passports
+  passports: PassportsTable; // passports
+  kya_credentials: KyaCredentialsTable; // passports: KYA credentials
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */
