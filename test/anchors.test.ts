@@ -295,7 +295,9 @@ describe('public anchors on Solana (a local JSON-RPC speaking the cluster\'s wir
     expect(got.slot).toBe(on.block_number);
     const { message } = decodeWire(Buffer.from(got.transaction[0], 'base64'));
     expect(message.staticAccounts[0]).toBe(payer);
-    const memo = message.instructions.find((i) => message.staticAccounts[i.programAddressIndex] === 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+    expect(message.version).toBe('legacy');
+    const instructions = 'instructions' in message ? message.instructions : [];
+    const memo = instructions.find((i) => message.staticAccounts[i.programAddressIndex] === 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
     expect(Buffer.from(memo!.data!).toString('utf8')).toBe(`svc-anchor:v1:${n.anchor.root!.slice(2)}`);
     const doc = (await (await fetch(`${t.url}/v1/anchors/${n.anchor.root}`)).json()) as AnchorDoc;
     expect(doc.anchors[0]!.verify).toContain('Memo program');
