@@ -30,6 +30,9 @@ const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
   'GET /oauth/consent': { auth: 'public', why: 'the OAuth consent page (HTML) that GET /v1/oauth/authorize redirects the browser to; it calls POST /v1/oauth/authorize/approve' },
   'GET /v1/oauth/consents': { auth: 'session', why: 'the account lists the OAuth clients it has authorized, with their scopes' },
   'DELETE /v1/oauth/consents/:id': { auth: 'session', why: 'the account withdraws an OAuth consent: its tokens stop at once' },
+  'GET /c/:id': { auth: 'public', why: 'the sealed-call page (HTML) that the spec names beside GET /v1/calls/public/:id; its script verifies the receipt and commitment in the browser' },
+  'GET /r/:request_id': { auth: 'public', why: 'the shared-receipt page (HTML) that the spec names beside GET /v1/receipts/shared/:id; its script verifies the signature in the browser' },
+  'GET /assets/verify.js': { auth: 'public', why: 'the verification script the public pages load from the gateway\'s own origin (no external assets)' },
 };
 
 const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');

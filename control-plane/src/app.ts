@@ -56,6 +56,9 @@ import { passkeyRoutes } from './modules/passkeys/routes.ts'; // passkeys
 import type { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 import { anchorsRoutes } from './modules/anchors/routes.ts'; // public anchors
 import type { Anchors } from './modules/anchors/service.ts'; // public anchors
+import { callsRoutes } from './modules/calls/routes.ts'; // sealed calls
+import type { CallsService } from './modules/calls/service.ts'; // sealed calls
+import { pagesRoutes } from './modules/pages/routes.ts'; // sealed calls: public pages /c/{id}, /r/{request_id}
 import { explorerRoutes } from './modules/explorer/routes.ts'; // explorer
 import type { Explorer } from './modules/explorer/service.ts'; // explorer
 import { passportsRoutes } from './modules/passports/routes.ts'; // passports
@@ -106,6 +109,7 @@ export interface AppDeps {
   sources: SourcesService; // source sets
   oauth: { service: OAuthService; grants: OAuthGrants }; // oauth: the authorization server for connectors
   anchors: Anchors; // public anchors of proof artifacts
+  calls: CallsService; // sealed calls
   explorer: Explorer; // explorer
   passports: { passports: PassportsService; kya: KyaService }; // passports and KYA credentials
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
@@ -184,6 +188,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   subscriptionRoutes(app, d.subscriptions);
   proofsRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, health: d.health, publicUrl: d.config.publicUrl, anchors: d.anchors });
   anchorsRoutes(app, d.anchors); // public anchors
+  callsRoutes(app, d.calls); // sealed calls
+  pagesRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, calls: d.calls, anchors: d.anchors, publicUrl: d.config.publicUrl }); // sealed calls: public pages
   explorerRoutes(app, d.explorer); // explorer
   passportsRoutes(app, d.passports.passports, d.passports.kya); // passports
   kyaRoutes(app, d.passports.kya); // passports: KYA credentials

@@ -21,6 +21,7 @@ import { Anchors, anchorBackends } from './modules/anchors/service.ts'; // publi
 import { Explorer } from './modules/explorer/service.ts'; // explorer
 import { publicBase } from './modules/proofs/deps.ts';
 import { NotaryService } from './modules/notary/service.ts';
+import { CallsService } from './modules/calls/service.ts'; // sealed calls
 import { Cursors } from './http/cursor.ts';
 import { UsageService } from './modules/money/usage.ts';
 import { NodeRegistry } from './fleet/registry.ts';
@@ -139,6 +140,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const anchors = new Anchors(db, clock, config.anchors, await anchorBackends(config.anchors), (err, msg) => app.log.warn({ err }, msg)); // public anchors
   const explorer = new Explorer(db, clock, publicBase(config.publicUrl)); // explorer
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd, anchors);
+  const calls = new CallsService({ db, clock, signer: signerSvc, sealKey: seal, anchors, identity, publicUrl: config.publicUrl }); // sealed calls
   const passportsSvc = new PassportsService({ db, clock, signer: signerSvc, anchors, publicUrl: config.publicUrl }); // passports
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc }) }; // passports: KYA credentials
   const cursors = new Cursors(seal);
@@ -199,6 +201,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     passkeys, // passkeys
     oauth, // oauth
     anchors, // public anchors
+    calls, // sealed calls
     explorer, // explorer
     passports, // passports and KYA credentials
     logger: opts.logger,

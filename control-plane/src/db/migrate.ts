@@ -32,6 +32,7 @@ import * as passkeys from './migrations/20261127_1500_passkeys.ts';
 import * as idempotencyOwner from './migrations/20261126_1300_idempotency_owner.ts';
 import * as oauth from './migrations/20261127_1600_oauth.ts';
 import * as anchors from './migrations/20261127_1900_anchors.ts';
+import * as calls from './migrations/20261127_2000_calls.ts'; // sealed calls
 import * as passports from './migrations/20261127_2100_passports.ts'; // passports
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
@@ -69,6 +70,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_1600_oauth': oauth,
   '20261127_1500_passkeys': passkeys,
   '20261127_1900_anchors': anchors,
+  '20261127_2000_calls': calls, // sealed calls
   '20261127_2100_passports': passports, // passports
 };
 

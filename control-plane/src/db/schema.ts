@@ -6,6 +6,7 @@ import type { OrgInvitesTable, OrgMembersTable, OrgsTable } from './schema-orgs.
 import type { EscrowClaimsTable } from './schema-escrow.ts'; // escrow claims
 import type { SourceSetMembersTable, SourceSetsTable } from './schema-sources.ts';
 import type { AnchorBatchesTable, AnchorLeavesTable, AnchorSubmissionsTable } from './schema-anchors.ts';
+import type { SealedCallsTable } from './schema-calls.ts'; // sealed calls
 import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthConsentsTable, OAuthFamiliesTable, OAuthRefreshTokensTable, OAuthRequestsTable } from './schema-oauth.ts';
 import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
 import type { KyaCredentialsTable, PassportHandlesTable, PassportsTable } from './schema-passports.ts'; // passports
@@ -16,6 +17,7 @@ export type * from './schema-orgs.ts';
 export type * from './schema-escrow.ts'; // escrow claims
 export type * from './schema-sources.ts';
 export type * from './schema-anchors.ts';
+export type * from './schema-calls.ts'; // sealed calls
 export type * from './schema-oauth.ts';
 export type * from './schema-passkeys.ts';
 export type * from './schema-passports.ts'; // passports
@@ -336,6 +338,7 @@ export interface DB {
   anchor_leaves: AnchorLeavesTable;
   anchor_batches: AnchorBatchesTable;
   anchor_submissions: AnchorSubmissionsTable;
+  sealed_calls: SealedCallsTable; // sealed calls
   oauth_clients: OAuthClientsTable;
   oauth_requests: OAuthRequestsTable;
   oauth_consents: OAuthConsentsTable;

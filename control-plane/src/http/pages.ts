@@ -3,9 +3,10 @@ import type { FastifyReply } from 'fastify';
 
 /**
  * The one small template of the gateway's server-rendered public pages (the OAuth consent page and its error
- * page, and later the public receipt and verdict pages): a complete HTML document with no external assets.
- * Values are escaped by `html`; inline style and script run only under the response's CSP nonce, the page is
- * never framed (clickjacking), never cached, and sends no Referer.
+ * page, the sealed-call and shared-receipt pages, and later the verdict pages): a complete HTML document with
+ * no external assets. Values are escaped by `html`; inline style and scripts (inline, or a bundled script of
+ * this origin) run only under the response's CSP nonce, the page is never framed (clickjacking), never
+ * cached, and sends no Referer.
  */
 
 /** A fragment of HTML that is safe to insert as is: made only by `html`, which escapes what it interpolates. */
@@ -55,14 +56,18 @@ export interface Page {
   body: Html;
   /** Inline script (this codebase's own, never caller text); runs under the page's nonce. */
   script?: string;
+  /** A script of this origin (a bundled asset), loaded under the page's nonce. */
+  scriptSrc?: string;
+  /** CSS of the page beside the shared style (this codebase's own). */
+  style?: string;
 }
 
 export function sendPage(reply: FastifyReply, page: Page): FastifyReply {
   const nonce = randomBytes(16).toString('base64');
   const doc = html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${page.title}</title><style nonce="${nonce}">${new Html(STYLE)}</style></head>
-<body><main>${page.body}</main>${page.script ? html`<script nonce="${nonce}">${new Html(page.script)}</script>` : ''}</body></html>
+<title>${page.title}</title><style nonce="${nonce}">${new Html(STYLE + (page.style ?? ''))}</style></head>
+<body><main>${page.body}</main>${page.script ? html`<script nonce="${nonce}">${new Html(page.script)}</script>` : ''}${page.scriptSrc ? html`<script nonce="${nonce}" src="${page.scriptSrc}" defer></script>` : ''}</body></html>
 `;
   return reply
     .code(page.status ?? 200)
