@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { TEST_DB_KIND } from './support/database.ts';
 import { startChain, type TestChain } from './support/chain.ts';
 import { notarize, notaryAccount, type ProofBody } from './support/notary.ts';
 import { decodeWire, startLocalSolana, type LocalSolana } from './support/solana-rpc.ts';
+import { buf, hex, mth, rootFromPath } from './support/merkle.ts';
 
 /**
  * Public anchors end to end on a real local chain (anvil): run proofs and notary receipts are queued, the
@@ -18,29 +19,6 @@ import { decodeWire, startLocalSolana, type LocalSolana } from './support/solana
  * root, the artifact's audit path takes its hash to that root, and the chain holds a transaction from the
  * anchoring account whose input is the tag and the root.
  */
-
-// The verifier a third party would write from RFC 6962 / RFC 9162, independent of the gateway's code.
-const H = (...b: Buffer[]) => createHash('sha256').update(Buffer.concat(b)).digest();
-const hex = (b: Buffer) => `0x${b.toString('hex')}`;
-const buf = (h: string) => Buffer.from(h.slice(2), 'hex');
-function mth(d: Buffer[]): Buffer {
-  if (d.length === 1) return H(Buffer.from([0]), d[0]!);
-  let k = 1;
-  while (k * 2 < d.length) k *= 2;
-  return H(Buffer.from([1]), mth(d.slice(0, k)), mth(d.slice(k)));
-}
-function rootFromPath(leaf: Buffer, index: number, size: number, path: Buffer[]): Buffer | null {
-  let [fn, sn, r] = [index, size - 1, H(Buffer.from([0]), leaf)];
-  for (const p of path) {
-    if (sn === 0) return null;
-    if (fn % 2 === 1 || fn === sn) {
-      r = H(Buffer.from([1]), p, r);
-      while (fn % 2 === 0 && fn !== 0) [fn, sn] = [fn >> 1, sn >> 1];
-    } else r = H(Buffer.from([1]), r, p);
-    [fn, sn] = [fn >> 1, sn >> 1];
-  }
-  return sn === 0 ? r : null;
-}
 
 interface AnchorField {
   state: string;

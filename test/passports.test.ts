@@ -9,6 +9,7 @@ import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startChain, type TestChain } from './support/chain.ts';
 import { jcs, notarize, notaryAccount, sha } from './support/notary.ts';
 import { expectApiError } from './support/expect-error.ts';
+import { buf, hex, rootFromPath } from './support/merkle.ts';
 
 /**
  * Passports end to end on a real local chain (anvil): accounts with real receipts in runs claim handles, mint
@@ -17,24 +18,6 @@ import { expectApiError } from './support/expect-error.ts';
  * SHA-256, the inclusion with an RFC 6962 audit-path check written here, the signature recovered with viem,
  * and the root found on the chain. Then the registry document and KYA credentials with their real states.
  */
-
-// RFC 6962 / RFC 9162 as a third party would write it, independent of the gateway's code.
-const H = (...b: Buffer[]) => createHash('sha256').update(Buffer.concat(b)).digest();
-const buf = (h: string) => Buffer.from(h.slice(2), 'hex');
-const hex = (b: Buffer) => `0x${b.toString('hex')}`;
-function rootFromAuditPath(leaf: Buffer, index: number, size: number, path: Buffer[]): Buffer | null {
-  if (index < 0 || index >= size) return null;
-  let [fn, sn, r] = [index, size - 1, H(Buffer.from([0]), leaf)];
-  for (const p of path) {
-    if (sn === 0) return null;
-    if (fn % 2 === 1 || fn === sn) {
-      r = H(Buffer.from([1]), p, r);
-      while (fn % 2 === 0 && fn !== 0) [fn, sn] = [fn >> 1, sn >> 1];
-    } else r = H(Buffer.from([1]), r, p);
-    [fn, sn] = [fn >> 1, sn >> 1];
-  }
-  return sn === 0 ? r : null;
-}
 
 type Json = Record<string, any>;
 interface Signed {
@@ -204,9 +187,9 @@ describe('passports, the registry document and KYA credentials', () => {
     expect(p.commitment_inputs.run_heads).toHaveLength(doc.verified_runs);
     // 4. Inclusion: the audit path takes the commitment to the batch root.
     expect(p.anchor_state).toBe('anchored');
-    const root = rootFromAuditPath(buf(p.commitment), p.leaf_index!, p.tree_size!, p.audit_path.map(buf));
+    const root = rootFromPath(buf(p.commitment), p.leaf_index!, p.tree_size!, p.audit_path.map(buf));
     expect(root && hex(root)).toBe(p.batch_root);
-    expect(rootFromAuditPath(buf(sha('another leaf')), p.leaf_index!, p.tree_size!, p.audit_path.map(buf))).not.toEqual(buf(p.batch_root!));
+    expect(rootFromPath(buf(sha('another leaf')), p.leaf_index!, p.tree_size!, p.audit_path.map(buf))).not.toEqual(buf(p.batch_root!));
     // 5. The chain: a transaction from the anchoring account carrying the tag and the root.
     const on = p.anchors.find((x) => x.backend === 'anvil')!;
     expect(on).toMatchObject({ state: 'anchored', chain_id: chain.chainId, from: anchorer.address.toLowerCase() });
