@@ -49,7 +49,18 @@ describe('GET /v1/explorer', () => {
     expect(batch).toMatchObject({ leaf_count: 3, anchored_on: [] });
     const doc = await fetch(batch.url as string);
     expect(doc.status).toBe(200);
+    // Counts other proof modules register: passports (with the newest minted) and sealed calls.
+    await a.client.request('POST', '/v1/calls', { body: { text: 'counted, never listed' } });
+    const handle = `explorer-${Date.now().toString(36)}`;
+    await a.client.request('POST', '/v1/passport', { body: { handle } });
+    t.clock.advance(15_000);
+    const later = await explorer();
+    expect(later.counts.sealed_calls).toBe((now.counts.sealed_calls ?? 0) + 1);
+    expect(later.counts.passports).toBe((now.counts.passports ?? 0) + 1);
+    expect(later.recent.passports![0]).toMatchObject({ handle, verified_runs: 1 });
+    expect(later.recent.sealed_calls).toBeUndefined();
+
     // Public: no account id anywhere.
-    expect(JSON.stringify(now)).not.toContain(a.accountId);
+    expect(JSON.stringify(later)).not.toContain(a.accountId);
   });
 });

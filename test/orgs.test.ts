@@ -193,6 +193,14 @@ describe('organizations', () => {
     await api(alice.client, 'PATCH', `/v1/orgs/${org.id}/members/${carol.accountId}`, { role: 'member' });
     await expectApiError(api(asCarol, 'GET', '/v1/keys'), 403, 'forbidden');
 
+    // Proof products: a member commits a sealed call for the billing account, but only an admin withdraws it;
+    // the handle is the owner's to claim.
+    const call = await api<{ id: string }>(asCarol, 'POST', '/v1/calls', { text: 'sealed for the org' });
+    expect((await api<{ calls: Array<{ id: string }> }>(alice.client, 'GET', '/v1/calls')).calls.map((c) => c.id)).toContain(call.id);
+    expect((await expectApiError(api(asCarol, 'POST', `/v1/calls/${call.id}/withdraw`), 403, 'forbidden')).body?.error.required_role).toBe('admin');
+    await api(b, 'POST', `/v1/calls/${call.id}/withdraw`);
+    expect((await expectApiError(api(b, 'POST', '/v1/passport', { handle: 'org-handle' }), 403, 'forbidden')).body?.error.required_role).toBe('owner');
+
     // A suspended member's switched session is refused like the member's own sessions.
     const suspend = (suspended: boolean) =>
       t.client.request('POST', '/v1/admin/accounts/suspend', { body: { account_id: bob.accountId, suspended }, credential: { kind: 'bearer', token: ADMIN_TOKEN } });

@@ -141,7 +141,9 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const explorer = new Explorer(db, clock, publicBase(config.publicUrl)); // explorer
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd, anchors);
   const calls = new CallsService({ db, clock, signer: signerSvc, sealKey: seal, anchors, identity, publicUrl: config.publicUrl }); // sealed calls
+  explorer.register('sealed_calls', calls.explorerSource()); // explorer
   const passportsSvc = new PassportsService({ db, clock, signer: signerSvc, anchors, publicUrl: config.publicUrl }); // passports
+  explorer.register('passports', passportsSvc.explorerSource()); // explorer
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc }) }; // passports: KYA credentials
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);

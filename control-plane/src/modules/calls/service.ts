@@ -5,7 +5,7 @@ import type { Anchors, AnchorField } from '../anchors/service.ts';
 import type { IdentityService } from '../identity/service.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { CALLS_CAP, COMMITMENT_SCHEME, SALT_BYTES, TRUST_MODEL, commit } from './commitment.ts';
-import { callById, callCount, insertCall, listCalls, markRevealed, markWithdrawn, ownedCall, type CallMeta, type CallRow } from './store.ts';
+import { allCallsCount, callById, callCount, insertCall, listCalls, markRevealed, markWithdrawn, ownedCall, type CallMeta, type CallRow } from './store.ts';
 
 /** The anchor kind of a call's commitment (the leaf is the commitment itself). */
 export const ANCHOR_KIND = 'call';
@@ -43,6 +43,11 @@ export class CallsService {
     this.sealer = new Sealer(d.sealKey);
     this.base = d.publicUrl.href.replace(/\/+$/, '');
   }
+  /** For the explorer: the number of sealed calls (their ids are not listed: each is public only to whoever holds it). */
+  explorerSource() {
+    return { count: () => allCallsCount(this.d.db) };
+  }
+
 
   async commit(who: Committer, text: string, ctx: { requestId: string; route: string }) {
     const { salt, commitment } = commit(text);

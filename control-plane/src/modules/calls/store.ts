@@ -30,6 +30,12 @@ export async function callCount(db: Kysely<DB>, accountId: string): Promise<numb
   return Number(r.n);
 }
 
+/** Sealed calls of every account (the explorer's total). */
+export async function allCallsCount(db: Kysely<DB>): Promise<number> {
+  const r = await db.selectFrom('sealed_calls').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
 /** The account's calls, newest first. */
 export async function listCalls(db: Kysely<DB>, accountId: string, limit: number): Promise<CallMeta[]> {
   return db.selectFrom('sealed_calls').select(META).where('account_id', '=', accountId).orderBy('seq', 'desc').limit(limit).execute();

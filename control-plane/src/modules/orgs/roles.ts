@@ -67,9 +67,26 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'DELETE /v1/receipts/:id/share': 'admin',
   'POST /v1/nodes/enroll': 'admin',
   'POST /v1/nodes/:id/:gate': 'admin',
-  // Change the plan.
+  // Proof products: members read, commit and reveal sealed calls, prepare escrow claims; admins manage
+  // source sets and KYA credentials and withdraw calls; the owner claims the account's handle (held for good).
+  'GET /v1/calls': 'member',
+  'POST /v1/calls': 'member',
+  'POST /v1/calls/:id/reveal': 'member',
+  'POST /v1/calls/:id/withdraw': 'admin',
+  'GET /v1/sources/sets': 'member',
+  'GET /v1/sources/sets/:id': 'member',
+  'POST /v1/sources/sets': 'admin',
+  'DELETE /v1/sources/sets/:id': 'admin',
+  'GET /v1/escrow/claims': 'member',
+  'GET /v1/escrow/claims/:request_id': 'member',
+  'POST /v1/escrow/claims': 'member',
+  'GET /v1/kya/credentials': 'member',
+  'POST /v1/kya/credentials': 'admin',
+  'DELETE /v1/kya/credentials/:id': 'admin',
+  // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',
+  'POST /v1/passport': 'owner',
 };
 
 /** The least role a switched session needs for a route, or undefined when no role may call it. */

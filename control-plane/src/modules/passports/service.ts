@@ -143,16 +143,27 @@ export class PassportsService {
 
   /** The public directory. */
   async directory() {
-    const rows = await this.store.directory();
-    const agents = rows.map((h) => ({
+    const agents = (await this.store.directory()).map((h) => this.entry(h));
+    return { agents, count: agents.length, ordered_by: DIRECTORY_ORDER };
+  }
+
+  /** For the explorer: how many passports, and the newest minted. */
+  explorerSource() {
+    return {
+      count: async () => (await this.store.minted(0)).count,
+      recent: async (limit: number) => (await this.store.minted(limit)).newest.map((h) => this.entry(h)),
+    };
+  }
+
+  private entry(h: { handle: string; current_version: number; verified_runs: number; receipts: number; updated_at: Date }) {
+    return {
       handle: h.handle,
       version: h.current_version,
       verified_runs: h.verified_runs,
       receipts: h.receipts,
       issued_at: h.updated_at.toISOString(),
       url: this.links(h.handle).url,
-    }));
-    return { agents, count: agents.length, ordered_by: DIRECTORY_ORDER };
+    };
   }
 
   /** Everything needed to recompute the commitment and check its inclusion offline. */

@@ -57,6 +57,15 @@ export class PassportStore {
       .executeTakeFirst();
   }
 
+  /** Handles with a passport: how many, and the newest minted (for the explorer). */
+  async minted(limit: number): Promise<{ count: number; newest: HandleRow[] }> {
+    const [c, newest] = await Promise.all([
+      this.db.selectFrom('passport_handles').select((eb) => eb.fn.countAll<number>().as('n')).where('current_version', '>', 0).executeTakeFirstOrThrow(),
+      this.db.selectFrom('passport_handles').selectAll().where('current_version', '>', 0).orderBy('updated_at', 'desc').orderBy('handle').limit(limit).execute(),
+    ]);
+    return { count: Number(c.n), newest };
+  }
+
   /** Handles with a passport, ranked by verified runs, then receipts, then handle (byte order); at most DIRECTORY_CAP. */
   async directory(): Promise<HandleRow[]> {
     return this.db
