@@ -1,0 +1,95 @@
+import { foldedView, originalSpan } from './normalize.ts';
+import { eachMatch, ordered, type Detector, type Match, type Severity } from './types.ts';
+
+/**
+ * Prompt-injection heuristics, run over the text folded (NFKC, case-folded, white space as single spaces:
+ * `ＩＧＮＯＲＥ   previous\ninstructions` reads as `ignore previous instructions`). They are phrase patterns,
+ * not a model: they catch the common wordings of each technique and miss paraphrases.
+ * - instruction_override: telling the model to ignore, disregard, forget, override or bypass its previous,
+ *   prior, above, earlier, original, initial, system or developer instructions (prompts, rules, guidelines,
+ *   context), or "everything above"; "do not follow your instructions"; "your new instructions are";
+ * - role_override: jailbreak personas and modes: "you are now DAN", "do anything now", "developer mode
+ *   enabled", "act as an unrestricted/unfiltered/jailbroken AI", "pretend you have no rules", "you are no
+ *   longer bound by";
+ * - system_prompt_override: a new or overriding system prompt ("new system prompt:", "system override"), and
+ *   chat-template control tokens written into content (`<|im_start|>`, `<|system|>`, `[INST]`, `<<SYS>>`,
+ *   `<|endoftext|>`, `### System:`);
+ * - prompt_exfiltration: asking to reveal, print or repeat the system prompt or hidden/initial instructions;
+ * - hidden_instruction: invisible carriers (three or more zero-width characters in a row, Unicode tag
+ *   characters), HTML comments addressed to an AI, "note to the AI", "hidden instructions:", "if you are an AI
+ *   (assistant) reading this".
+ */
+export const INJECTION_CATEGORIES = ['instruction_override', 'role_override', 'system_prompt_override', 'prompt_exfiltration', 'hidden_instruction'] as const;
+export type InjectionCategory = (typeof INJECTION_CATEGORIES)[number];
+
+export const INJECTION_SEVERITY: Record<InjectionCategory, Severity> = {
+  instruction_override: 'high',
+  role_override: 'high',
+  system_prompt_override: 'high',
+  prompt_exfiltration: 'medium',
+  hidden_instruction: 'medium',
+};
+
+const TARGET = '(?:instructions?|prompts?|rules|directions|directives|guidelines|guidance|constraints|restrictions|context|programming|commands|orders|training)';
+const QUALIFIER = '(?:previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|your|all|any|every|existing|current|safety|the|these|those|of|my)';
+const POINTING = /\b(?:previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|your|all|every|existing)\b/;
+
+const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: string) => boolean }> = [
+  { category: 'instruction_override', re: new RegExp(`\\b(?:ignore|disregard|forget|override|bypass|neglect|drop|abandon)(?: about)? (?:${QUALIFIER} ){1,4}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
+  { category: 'instruction_override', re: /\b(?:ignore|disregard|forget) (?:everything|anything|all|what(?:ever)? (?:was|you were) (?:said|told)) (?:above|before|previously|prior|so far|until now)\b/g },
+  { category: 'instruction_override', re: new RegExp(`\\b(?:do not|don't|never|stop|cease) (?:follow|following|obey|obeying|adhere to|adhering to) (?:${QUALIFIER} ){1,3}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
+  { category: 'instruction_override', re: /\byour (?:new|real|actual|true|updated) (?:instructions|task|rules|orders|objective) (?:are|is|will be)\b/g },
+  { category: 'role_override', re: /\byou are (?:now |going to be |henceforth )?(?:dan|stan|aim|dude|an? (?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|version))\b/g },
+  { category: 'role_override', re: /\b(?:act|behave|respond|answer|pretend|roleplay|role-play) (?:as|like) (?:if you (?:are|were) )?(?:an? )?(?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|character)\b/g },
+  { category: 'role_override', re: /\bpretend (?:that )?you (?:are|have|had) (?:not |no )(?:bound by )?(?:any )?(?:rules|restrictions|guidelines|filters|limits|limitations|content policy|policies)\b/g },
+  { category: 'role_override', re: /\byou (?:are|will be|were) no longer (?:bound|restricted|limited|constrained|governed) by\b/g },
+  { category: 'role_override', re: /\b(?:enable|activate|enter|switch to|turn on) (?:dan|developer|god|jailbreak|jailbroken|unrestricted|unfiltered) mode\b|\b(?:developer|dan|jailbreak|god) mode (?:enabled|activated|on)\b|\bdo anything now\b/g },
+  { category: 'system_prompt_override', re: /\b(?:new|updated|revised|override|real) system (?:prompt|message|instructions?)(?= ?:| is\b| are\b| follows?\b| below\b)|\bsystem (?:prompt )?override\b|\b(?:begin|start) (?:of )?(?:new )?system (?:prompt|message)\b/g },
+  { category: 'system_prompt_override', re: /<\|(?:im_start|im_end|system|endoftext|start_header_id|eot_id)\|>|\[\/?inst\]|<<\/?sys>>|(?:^|\n|\. )#{2,3} ?(?:system|instruction|instructions) ?:/g },
+  {
+    category: 'prompt_exfiltration',
+    re: /\b(?:reveal|show|print|repeat|output|display|dump|leak|tell|give|share|write out|recite|disclose|spell out)(?: me| us)? (?:(?:the|your|all|of|full|entire|exact|complete|hidden|secret|original|initial|verbatim|whole) ){0,4}(?:system prompt|system message|(?:initial|hidden|original|secret|system|developer) (?:prompt|instructions)|instructions you were given|prompt above|words above|text above)\b/g,
+  },
+  { category: 'prompt_exfiltration', re: /\bwhat (?:is|are|were|was) (?:your|the) (?:system prompt|(?:initial|original|hidden|secret|developer|system) (?:prompt|instructions))\b/g },
+  { category: 'hidden_instruction', re: /<!-- ?(?:ai|assistant|llm|chatgpt|claude|gpt|system|instructions?|note to (?:the )?(?:ai|assistant|llm|model))\b|\b(?:hidden|secret) instructions? ?:|\[(?:hidden|secret) instructions?\]/g },
+  { category: 'hidden_instruction', re: /\bnote to (?:the |any )?(?:ai|assistant|llm|model|language model|chatbot)s?\b|\bif you are an? (?:ai|llm|language model|ai assistant|assistant|chatbot)(?: model)? (?:reading|processing|summari[sz]ing|seeing) this\b|\b(?:ai|llm) (?:assistants?|agents?|models?) (?:reading|processing|summari[sz]ing) this (?:document|email|page|text|message)\b/g },
+];
+
+/** Invisible carriers, matched in the original text: runs of zero-width characters, Unicode tag characters. */
+const ZERO_WIDTH = /[\u200b-\u200f\u2060-\u2064\ufeff]{3}/g;
+const isZeroWidth = (c: number) => (c >= 0x200b && c <= 0x200f) || (c >= 0x2060 && c <= 0x2064) || c === 0xfeff;
+const TAGS = /(?:\udb40[\udc00-\udc7f]){2}/g;
+const isTagUnit = (c: number) => c === 0xdb40 || (c >= 0xdc00 && c <= 0xdc7f);
+
+/** Longest phrase any pattern above matches, in original characters (folded text is at most this long). */
+const MAX_SPAN = 160;
+
+export function injectionDetector(): Detector {
+  return {
+    type: 'prompt_injection',
+    key: 'prompt_injection',
+    maxSpan: MAX_SPAN,
+    find(text) {
+      const out: Match[] = [];
+      const v = foldedView(text);
+      for (const p of PATTERNS) {
+        eachMatch(p.re, v.text, (m) => {
+          if (p.check && !p.check(m[0])) return null;
+          const [start, end] = originalSpan(v, m.index, m.index + m[0].length);
+          return { start, end, category: p.category, severity: INJECTION_SEVERITY[p.category] };
+        }, out);
+      }
+      if (/[\u200b-\u200f\u2060-\u2064\ufeff\udb40]/.test(text)) {
+        for (const [re, tail] of [[ZERO_WIDTH, isZeroWidth], [TAGS, isTagUnit]] as const) {
+          eachMatch(re, text, (m) => {
+            let end = m.index + m[0].length;
+            while (end < text.length && tail(text.charCodeAt(end))) end++;
+            re.lastIndex = end;
+            return { start: m.index, end, category: 'hidden_instruction', severity: INJECTION_SEVERITY.hidden_instruction, tail };
+          }, out);
+        }
+      }
+      return ordered(out);
+    },
+  };
+}

@@ -1,0 +1,155 @@
+import { ACTION_RANK, type Action, type Detector, type Direction, type Match, type Severity } from './types.ts';
+
+/** One detector of one rule set, with the action its rule set takes on one direction. */
+export interface RuleEntry {
+  /** `<rule set id>/<detector type>`, as findings name it. */
+  rule: string;
+  detector: Detector;
+  action: Action;
+}
+
+/** A span of text that one or more detectors matched (overlapping matches merged), with the action that wins. */
+export interface Hit {
+  start: number;
+  end: number;
+  /** The category of the earliest (then longest) match: what the placeholder names. */
+  category: string;
+  action: Action;
+  /** Every rule entry that matched inside the span, with its category. */
+  parts: Array<{ entry: RuleEntry; category: string; severity: Severity }>;
+  /** See Match: the span runs on in a stream (the last merged match's). */
+  tail?: Match['tail'];
+  until?: Match['until'];
+}
+
+export type Mode = 'enforce' | 'monitor' | 'off';
+export type Decision = 'allowed' | 'redacted' | 'blocked' | 'would_redact' | 'would_block';
+
+export const placeholder = (category: string) => `[REDACTED:${category}]`;
+
+/** What happens to a hit's text in a mode. */
+export function decisionOf(action: Action, mode: Mode): Decision {
+  if (action === 'allow') return 'allowed';
+  if (mode === 'enforce') return action === 'redact' ? 'redacted' : 'blocked';
+  return action === 'redact' ? 'would_redact' : 'would_block';
+}
+
+/**
+ * The detectors of one direction of a policy's rule sets. Each distinct detector configuration runs once per
+ * text, whatever number of rule sets use it; its matches count for each of them.
+ */
+export class DirectionPlan {
+  readonly detectors: Detector[];
+  private readonly entriesOf = new Map<Detector, RuleEntry[]>();
+  /** What a stream holds back: the longest span any detector must see at once, and a margin for boundaries. */
+  readonly holdback: number;
+  /** Some entry redacts or blocks (otherwise a stream need not hold anything back). */
+  readonly rewrites: boolean;
+
+  constructor(readonly entries: readonly RuleEntry[]) {
+    const byKey = new Map<string, Detector>();
+    for (const e of entries) {
+      const d = byKey.get(e.detector.key) ?? e.detector;
+      byKey.set(d.key, d);
+      const list = this.entriesOf.get(d) ?? [];
+      list.push(e);
+      this.entriesOf.set(d, list);
+    }
+    this.detectors = [...byKey.values()];
+    this.holdback = Math.max(0, ...this.detectors.map((d) => d.maxSpan)) + 2;
+    this.rewrites = entries.some((e) => e.action !== 'allow');
+  }
+
+  /** Every hit in `text`, ordered, not overlapping. */
+  scan(text: string): Hit[] {
+    const tagged: Array<Match & { d: Detector }> = [];
+    for (const d of this.detectors) for (const m of d.find(text)) tagged.push({ ...m, d });
+    if (tagged.length === 0) return [];
+    tagged.sort((a, b) => a.start - b.start || b.end - a.end);
+    const hits: Hit[] = [];
+    let cur: Hit | null = null;
+    for (const m of tagged) {
+      const entries = this.entriesOf.get(m.d)!;
+      if (cur && m.start < cur.end) {
+        if (m.end > cur.end) {
+          cur.end = m.end;
+          cur.tail = m.tail;
+          cur.until = m.until;
+        }
+      } else {
+        cur = { start: m.start, end: m.end, category: m.category, action: 'allow', parts: [], tail: m.tail, until: m.until };
+        hits.push(cur);
+      }
+      for (const entry of entries) {
+        cur.parts.push({ entry, category: m.category, severity: m.severity });
+        if (ACTION_RANK[entry.action] > ACTION_RANK[cur.action]) cur.action = entry.action;
+      }
+    }
+    return hits;
+  }
+}
+
+export interface Finding {
+  rule: string;
+  direction: Direction;
+  category: string;
+  count: number;
+  severity: Severity;
+  action: Action;
+  decision: Decision;
+}
+
+/** Findings of one request, counted per rule, direction, category, action and decision. Never any text. */
+export class FindingsLog {
+  private readonly map = new Map<string, Finding>();
+  /** The first hit that blocked (enforce mode), for the refusal. */
+  blockedBy: Finding | null = null;
+
+  constructor(readonly mode: Mode) {}
+
+  add(direction: Direction, hit: Hit): void {
+    const decision = decisionOf(hit.action, this.mode);
+    const seen = new Set<string>();
+    for (const p of hit.parts) {
+      const k = `${p.entry.rule}\u0000${direction}\u0000${p.category}\u0000${p.entry.action}\u0000${decision}`;
+      if (seen.has(k)) continue; // one hit counts once for each rule, however many of its matches merged
+      seen.add(k);
+      const f = this.map.get(k);
+      if (f) f.count++;
+      else this.map.set(k, { rule: p.entry.rule, direction, category: p.category, count: 1, severity: p.severity, action: p.entry.action, decision });
+    }
+    if (decision === 'blocked' && !this.blockedBy) {
+      const p = hit.parts.find((x) => x.entry.action === 'block') ?? hit.parts[0]!;
+      this.blockedBy = this.map.get(`${p.entry.rule}\u0000${direction}\u0000${p.category}\u0000${p.entry.action}\u0000${decision}`) ?? null;
+    }
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  /** In a stable order (rule, direction, category), for the receipt. */
+  list(): Finding[] {
+    return [...this.map.values()].sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : a.direction < b.direction ? -1 : a.direction > b.direction ? 1 : a.category < b.category ? -1 : a.category > b.category ? 1 : 0));
+  }
+}
+
+/**
+ * Scans a whole text: records every hit, and returns the text as it goes on (redacted where a hit redacts, in
+ * enforce mode; unchanged otherwise) and whether a hit blocks it.
+ */
+export function scanText(plan: DirectionPlan, text: string, direction: Direction, log: FindingsLog): { text: string; blocked: boolean } {
+  const hits = plan.scan(text);
+  if (hits.length === 0) return { text, blocked: false };
+  let out = '';
+  let pos = 0;
+  let blocked = false;
+  for (const h of hits) {
+    log.add(direction, h);
+    if (log.mode !== 'enforce' || h.action === 'allow') continue;
+    if (h.action === 'block') blocked = true;
+    out += text.slice(pos, h.start) + placeholder(h.category);
+    pos = h.end;
+  }
+  return { text: pos === 0 ? text : out + text.slice(pos), blocked };
+}

@@ -1,0 +1,200 @@
+import { eachMatch, isAlnum, isTokenChar, ordered, type Detector, type Match, type Severity } from './types.ts';
+
+/**
+ * Credentials (docs/guardrails.md lists each format and where it comes from):
+ * - private_key: a PEM or OpenSSH private key block (`-----BEGIN ... PRIVATE KEY-----` or `-----BEGIN PGP
+ *   PRIVATE KEY BLOCK-----`) through its END line, or to the end of the text when it has none;
+ * - evm_private_key: `0x` and exactly 64 hex digits (a secp256k1 key as wallets export it). A transaction
+ *   hash has the same form and is matched too: the two cannot be told apart;
+ * - aws_access_key: `AKIA` or `ASIA` and 16 upper-case letters or digits;
+ * - github_token: `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` and 36 letters or digits; `github_pat_` and 82;
+ * - slack_token: `xoxb-`, `xoxp-`, `xoxa-`, `xoxr-`, `xoxs-`, `xoxo-` and at least 10 more token characters;
+ * - stripe_key: `sk_live_`, `rk_live_` (and the `_test_` forms) and at least 24 letters or digits;
+ * - openai_api_key: `sk-`, `sk-proj-`, `sk-svcacct-`, `sk-admin-` and at least 20 token characters;
+ * - svc_api_key: this gateway's own `sk-svc_` secrets;
+ * - google_api_key: `AIza` and 35 token characters;
+ * - jwt: three base64url segments, the first two starting `eyJ` (a JSON object), dot-separated;
+ * - high_entropy_token: a run of at least 32 token characters (letters, digits, `+/=_-`) with upper-case
+ *   letters, lower-case letters and digits whose first 40 characters carry at least 4.3 bits of Shannon
+ *   entropy per character (random base64 carries about 5; hex digests at most 4, so they are never matched);
+ *   a whole line of a PEM body (a certificate's, a public key's: 64 base64 characters, or a line ending the
+ *   block) is not one.
+ * A token whose length is not fixed runs on to the end of its characters.
+ */
+export const SECRET_CATEGORIES = [
+  'private_key',
+  'evm_private_key',
+  'aws_access_key',
+  'github_token',
+  'slack_token',
+  'stripe_key',
+  'openai_api_key',
+  'svc_api_key',
+  'google_api_key',
+  'jwt',
+  'high_entropy_token',
+] as const;
+export type SecretCategory = (typeof SECRET_CATEGORIES)[number];
+
+export const SECRET_SEVERITY: Record<SecretCategory, Severity> = {
+  private_key: 'critical',
+  evm_private_key: 'critical',
+  aws_access_key: 'high',
+  github_token: 'high',
+  slack_token: 'high',
+  stripe_key: 'critical',
+  openai_api_key: 'high',
+  svc_api_key: 'high',
+  google_api_key: 'high',
+  jwt: 'medium',
+  high_entropy_token: 'medium',
+};
+
+/** Entropy (bits per character) a high_entropy_token's first ENTROPY_WINDOW characters must reach. */
+export const ENTROPY_THRESHOLD = 4.3;
+export const ENTROPY_WINDOW = 40;
+export const ENTROPY_MIN_LENGTH = 32;
+
+const PEM_BEGIN = /-----BEGIN (?:(?:RSA|EC|DSA|OPENSSH|ENCRYPTED|ED25519) )?PRIVATE KEY-----|-----BEGIN PGP PRIVATE KEY BLOCK-----/g;
+const PEM_END = /-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----/;
+
+/** Characters that continue a token of each kind. */
+const alnum = isAlnum;
+const word = (c: number) => isAlnum(c) || c === 95 || c === 45; // base64url and key alphabets: letters, digits, _ -
+const jwtChar = (c: number) => word(c) || c === 46;
+
+interface TokenRule {
+  category: SecretCategory;
+  /** The decisive prefix, bounded; a `g` regex. */
+  re: RegExp;
+  /** Continues the token past the prefix (variable-length tokens); absent: the prefix is the whole token. */
+  tail?: (c: number) => boolean;
+  /** What may not follow a fixed-length token. */
+  after?: (c: number) => boolean;
+  span: number;
+  /** A quick test: the text cannot hold this token without it. */
+  needle: string;
+}
+
+const RULES: TokenRule[] = [
+  { category: 'evm_private_key', re: /(?<![0-9A-Za-z])0x[0-9a-fA-F]{64}/g, after: alnum, span: 67, needle: '0x' },
+  { category: 'aws_access_key', re: /(?<![0-9A-Za-z])(?:AKIA|ASIA)[0-9A-Z]{16}/g, after: alnum, span: 21, needle: 'A' },
+  { category: 'github_token', re: /(?<![0-9A-Za-z_])gh[pousr]_[A-Za-z0-9]{36}/g, after: alnum, span: 41, needle: 'gh' },
+  { category: 'github_token', re: /(?<![0-9A-Za-z_])github_pat_[A-Za-z0-9_]{82}/g, after: word, span: 94, needle: 'github_pat_' },
+  { category: 'slack_token', re: /(?<![0-9A-Za-z_-])xox[abposr]-[A-Za-z0-9-]{10}/g, tail: (c) => alnum(c) || c === 45, span: 16, needle: 'xox' },
+  { category: 'stripe_key', re: /(?<![0-9A-Za-z_])[sr]k_(?:live|test)_[A-Za-z0-9]{24}/g, tail: alnum, span: 33, needle: 'k_' },
+  { category: 'svc_api_key', re: /(?<![0-9A-Za-z_-])sk-svc_[A-Za-z0-9]{16}/g, tail: word, span: 24, needle: 'sk-svc_' },
+  { category: 'openai_api_key', re: /(?<![0-9A-Za-z_-])sk-(?!svc_)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20}/g, tail: word, span: 33, needle: 'sk-' },
+  { category: 'google_api_key', re: /(?<![0-9A-Za-z_-])AIza[0-9A-Za-z_-]{35}/g, after: word, span: 40, needle: 'AIza' },
+  { category: 'jwt', re: /(?<![0-9A-Za-z_.-])eyJ[A-Za-z0-9_-]{10,100}\.eyJ[A-Za-z0-9_-]{4}/g, tail: jwtChar, span: 112, needle: 'eyJ' },
+];
+
+/** Shannon entropy in bits per character of s[from, to). */
+export function entropy(s: string, from = 0, to = s.length): number {
+  const counts = new Map<number, number>();
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
+    counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  const n = to - from;
+  let h = 0;
+  for (const k of counts.values()) {
+    const p = k / n;
+    h -= p * Math.log2(p);
+  }
+  return h;
+}
+
+const isBase64 = (c: number) => isAlnum(c) || c === 43 || c === 47 || c === 61;
+
+/**
+ * A whole line of a PEM body (RFC 7468 writes base64 in lines of 64): a certificate's or public key's, which are
+ * not secrets (a private key's block is matched as a whole by `pem`). Decided within 12 characters after the run.
+ */
+function pemBodyLine(text: string, i: number, j: number): boolean {
+  if (i > 0 && text.charCodeAt(i - 1) !== 10) return false;
+  for (let k = i; k < j; k++) if (!isBase64(text.charCodeAt(k))) return false;
+  return (j - i === 64 && text.charCodeAt(j) === 10) || text.startsWith('\n-----END ', j) || text.startsWith('-----END ', j);
+}
+
+/** Runs of token characters at least ENTROPY_MIN_LENGTH long whose head looks random. */
+function highEntropy(text: string, out: Match[]): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    if (!isTokenChar(text.charCodeAt(i))) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < n && isTokenChar(text.charCodeAt(j))) j++;
+    if (j - i >= ENTROPY_MIN_LENGTH) {
+      const head = Math.min(j, i + ENTROPY_WINDOW);
+      let upper = false;
+      let lower = false;
+      let digit = false;
+      for (let k = i; k < head; k++) {
+        const c = text.charCodeAt(k);
+        if (c >= 65 && c <= 90) upper = true;
+        else if (c >= 97 && c <= 122) lower = true;
+        else if (c >= 48 && c <= 57) digit = true;
+      }
+      if (upper && lower && digit && !pemBodyLine(text, i, j) && entropy(text, i, head) >= ENTROPY_THRESHOLD) {
+        out.push({ start: i, end: j, category: 'high_entropy_token', severity: SECRET_SEVERITY.high_entropy_token, tail: isTokenChar });
+      }
+    }
+    i = j;
+  }
+}
+
+function pem(text: string, out: Match[]): void {
+  if (text.indexOf('-----BEGIN ') < 0) return;
+  eachMatch(PEM_BEGIN, text, (m) => {
+    const rest = text.slice(m.index + m[0].length);
+    const end = PEM_END.exec(rest);
+    const stop = end ? m.index + m[0].length + end.index + end[0].length : text.length;
+    PEM_BEGIN.lastIndex = stop;
+    return { start: m.index, end: stop, category: 'private_key', severity: SECRET_SEVERITY.private_key, ...(end ? {} : { until: PEM_END }) };
+  }, out);
+}
+
+function tokens(text: string, rules: readonly TokenRule[], out: Match[]): void {
+  for (const r of rules) {
+    if (text.indexOf(r.needle) < 0) continue;
+    eachMatch(r.re, text, (m) => {
+      let end = m.index + m[0].length;
+      if (r.after && r.after(text.charCodeAt(end))) return null;
+      if (r.tail) while (end < text.length && r.tail(text.charCodeAt(end))) end++;
+      r.re.lastIndex = end;
+      return { start: m.index, end, category: r.category, severity: SECRET_SEVERITY[r.category], ...(r.tail ? { tail: r.tail } : {}) };
+    }, out);
+  }
+}
+
+const PEM_SPAN = 40;
+
+export function secretsDetector(categories: readonly SecretCategory[] = SECRET_CATEGORIES): Detector {
+  const cats = [...new Set(categories)].sort();
+  const rules = RULES.filter((r) => cats.includes(r.category));
+  const withPem = cats.includes('private_key');
+  const withEntropy = cats.includes('high_entropy_token');
+  // A run's PEM-body-line exception looks 12 characters past a run of up to 64.
+  const spans = [...rules.map((r) => r.span), withPem ? PEM_SPAN : 0, withEntropy ? 64 + 12 : 0];
+  return {
+    type: 'secrets',
+    key: `secrets:${cats.join(',')}`,
+    maxSpan: Math.max(...spans),
+    find(text) {
+      const out: Match[] = [];
+      if (withPem) pem(text, out);
+      tokens(text, rules, out);
+      if (withEntropy) {
+        // A run already matched as a named token (or inside a key block) keeps its name.
+        const runs: Match[] = [];
+        highEntropy(text, runs);
+        for (const r of runs) if (!out.some((m) => m.start < r.end && r.start < m.end)) out.push(r);
+      }
+      return ordered(out);
+    },
+  };
+}
