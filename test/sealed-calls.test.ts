@@ -7,6 +7,7 @@ import { SvcClient, type ApiError } from '@svc/shared/client';
 import { startTestGateway } from './support/gateway.ts';
 import { TEST_DB_KIND } from './support/database.ts';
 import { expectApiError } from './support/expect-error.ts';
+import { buf, hex, rootFromPath } from './support/merkle.ts';
 
 /**
  * Sealed calls end to end: commit with a session and with a key, content-free lists, reveal (idempotent),
@@ -37,20 +38,6 @@ interface CallList { calls: Call[]; count: number; cap: number; trust_model: str
 const sha256 = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
 /** sha256(salt || UTF-8 text), as docs/sealed-calls.md defines it. */
 const commitmentOf = (saltHex: string, text: string) => `0x${sha256(Buffer.from(saltHex, 'hex'), Buffer.from(text, 'utf8')).toString('hex')}`;
-
-// RFC 9162 section 2.1.3.2, written from the RFC.
-function rootFromPath(leaf: Buffer, index: number, size: number, path: Buffer[]): string | null {
-  let [fn, sn, r] = [index, size - 1, sha256(Buffer.from([0]), leaf)];
-  for (const p of path) {
-    if (sn === 0) return null;
-    if (fn % 2 === 1 || fn === sn) {
-      r = sha256(Buffer.from([1]), p, r);
-      while (fn % 2 === 0 && fn !== 0) [fn, sn] = [fn >> 1, sn >> 1];
-    } else r = sha256(Buffer.from([1]), r, p);
-    [fn, sn] = [fn >> 1, sn >> 1];
-  }
-  return sn === 0 ? `0x${r.toString('hex')}` : null;
-}
 
 let t: Awaited<ReturnType<typeof startTestGateway>>;
 let signer: string;
@@ -320,7 +307,8 @@ describe('sealed calls', () => {
     const anchor = (await publicCall(c.id)).anchor;
     expect(anchor).toMatchObject({ state: 'not_anchored', hash: c.commitment });
     expect(anchor.root).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(rootFromPath(Buffer.from(c.commitment.slice(2), 'hex'), anchor.leaf_index!, anchor.tree_size!, anchor.proof.map((p) => Buffer.from(p.slice(2), 'hex')))).toBe(anchor.root);
+    const root = rootFromPath(buf(c.commitment), anchor.leaf_index!, anchor.tree_size!, anchor.proof.map(buf));
+    expect(root && hex(root)).toBe(anchor.root);
     const doc = await t.client.request<{ root: string; leaves: string[]; leaf_count: number }>('GET', `/v1/anchors/${anchor.root}`, { credential: null });
     expect(doc.leaves[anchor.leaf_index!]).toBe(c.commitment);
     expect(doc.leaf_count).toBe(anchor.tree_size);
