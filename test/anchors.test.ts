@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,6 +121,24 @@ describe('public anchors on a local chain', () => {
 
     // The signed proof document carries the anchor as signed.
     expect(proof.anchor).toEqual(anchor);
+  });
+
+  it('anchors a sealed call: its commitment recomputes from the public record after reveal and is included under a root on the chain', async () => {
+    const a = await notaryAccount(t);
+    const c = await a.api.request<{ id: string; commitment: string }>('POST', '/v1/calls/commit', { body: { text: 'the forecast: rain on Tuesday' } });
+    await a.api.request('POST', `/v1/calls/commit/${c.id}/reveal`);
+    await t.gw.leader.runAllOnce();
+    await chain.mine(1);
+    await t.gw.leader.runAllOnce();
+    // From public data alone: the call's record, the anchor document, and the chain.
+    const pub = (await (await fetch(`${t.url}/v1/calls/public/${c.id}`)).json()) as { commitment: string; text: string; salt_hex: string; anchor: AnchorField };
+    expect(`0x${createHash('sha256').update(Buffer.concat([buf(pub.salt_hex), Buffer.from(pub.text, 'utf8')])).digest('hex')}`).toBe(pub.commitment);
+    expect(pub.anchor.state).toBe('anchored');
+    expect(hex(rootFromPath(buf(pub.commitment), pub.anchor.leaf_index!, pub.anchor.tree_size!, pub.anchor.proof.map(buf))!)).toBe(pub.anchor.root);
+    const doc = await anchorDoc(pub.anchor.root!);
+    expect(hex(mth(doc.leaves.map(buf)))).toBe(pub.anchor.root);
+    const onAnvil = doc.anchors.find((x) => x.backend === 'anvil')!;
+    expect((await chain.pub.getTransaction({ hash: onAnvil.tx_hash as Hex })).input).toBe(`0x7376636101${pub.anchor.root!.slice(2)}`);
   });
 
   it('retries a chain that failed, with backoff on the injected clock, until it anchors', async () => {
