@@ -65,6 +65,10 @@ import { passportsRoutes } from './modules/passports/routes.ts'; // passports
 import type { PassportsService } from './modules/passports/service.ts'; // passports
 import { kyaRoutes } from './modules/kya/routes.ts'; // passports: KYA credentials
 import type { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
+import { mandatesRoutes } from './modules/mandates/routes.ts'; // mandates
+import type { MandatesService } from './modules/mandates/service.ts'; // mandates
+import { ghostRoutes } from './modules/ghost/routes.ts'; // mandates: ghost sessions
+import type { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 
 export const VERSION = '0.1.0';
 
@@ -113,6 +117,7 @@ export interface AppDeps {
   explorer: Explorer; // explorer
   passports: { passports: PassportsService; kya: KyaService }; // passports and KYA credentials
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
+  mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
   logger?: boolean | object;
 }
 
@@ -170,6 +175,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   identityRoutes(app, d.identity, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds, passkey: d.passkeys !== null });
   passkeyRoutes(app, d.passkeys, { secureCookie: d.config.publicUrl.protocol === 'https:', sessionTtlSeconds: d.config.sessionTtlSeconds }); // passkeys
   keysRoutes(app, d.keys);
+  mandatesRoutes(app, d.mandates.mandates); // mandates
+  ghostRoutes(app, d.mandates.ghosts); // mandates: ghost sessions
   orgRoutes(app, d.orgs.service, d.orgs.invites);
   sourcesRoutes(app, d.sources); // source sets
   oauthRoutes(app, { ...d.oauth, db: d.database.db, clock: d.clock, publicUrl: d.config.publicUrl }); // oauth

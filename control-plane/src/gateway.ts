@@ -52,6 +52,8 @@ import { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
 import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 import { PassportsService } from './modules/passports/service.ts'; // passports
 import { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
+import { MandatesService } from './modules/mandates/service.ts'; // mandates
+import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -145,6 +147,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const passportsSvc = new PassportsService({ db, clock, signer: signerSvc, anchors, publicUrl: config.publicUrl }); // passports
   explorer.register('passports', passportsSvc.explorerSource()); // explorer
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc }) }; // passports: KYA credentials
+  const mandates = { mandates: new MandatesService({ db, clock, keys, identity, signer: signerSvc }), ghosts: new GhostService({ db, clock, keys, identity }) }; // mandates and ghost sessions
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
@@ -201,6 +204,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     orgs,
     sources, // source sets
     passkeys, // passkeys
+    mandates, // mandates and ghost sessions
     oauth, // oauth
     anchors, // public anchors
     calls, // sealed calls
@@ -247,6 +251,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'anchors', everyMs: config.anchors.everyMs, run: async () => void (await anchors.gather(), await anchors.advance()) }); // public anchors
   leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
   leader.add({ name: 'purge_oauth', everyMs: 3600_000, run: async () => void (await oauth.service.purgeExpired()) }); // oauth
+  leader.add({ name: 'purge_expired_ghosts', everyMs: 60_000, run: async () => void (await mandates.ghosts.purgeExpired()) }); // mandates: ghost sessions
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 

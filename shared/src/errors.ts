@@ -16,6 +16,10 @@ export const ERROR_TYPES = {
   spend_cap_reached: 402,
   circuit_breaker_tripped: 402,
   insufficient_scope: 403,
+  /** A mandate's key (or a key below one) naming a model outside its allow list. */
+  model_not_allowed: 403, // mandates
+  /** A mandate's key (or a key below one) calling a route outside its allow list. */
+  route_not_allowed: 403, // mandates
   account_suspended: 403,
   payload_denied: 403,
   /** An unsafe request authenticated by the session cookie that did not come from the gateway's own origin. */

@@ -34,6 +34,7 @@ import * as oauth from './migrations/20261127_1600_oauth.ts';
 import * as anchors from './migrations/20261127_1900_anchors.ts';
 import * as calls from './migrations/20261127_2000_calls.ts'; // sealed calls
 import * as passports from './migrations/20261127_2100_passports.ts'; // passports
+import * as mandates from './migrations/20261127_2200_mandates.ts'; // mandates
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -72,6 +73,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_1900_anchors': anchors,
   '20261127_2000_calls': calls, // sealed calls
   '20261127_2100_passports': passports, // passports
+  '20261127_2200_mandates': mandates, // mandates
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -10,6 +10,7 @@ import type { SealedCallsTable } from './schema-calls.ts'; // sealed calls
 import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthConsentsTable, OAuthFamiliesTable, OAuthRefreshTokensTable, OAuthRequestsTable } from './schema-oauth.ts';
 import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
 import type { KyaCredentialsTable, PassportHandlesTable, PassportsTable } from './schema-passports.ts'; // passports
+import type { GhostSessionsTable, MandatesTable } from './schema-mandates.ts'; // mandates
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-batches.ts';
@@ -21,6 +22,7 @@ export type * from './schema-calls.ts'; // sealed calls
 export type * from './schema-oauth.ts';
 export type * from './schema-passkeys.ts';
 export type * from './schema-passports.ts'; // passports
+export type * from './schema-mandates.ts'; // mandates
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -82,6 +84,9 @@ export interface ApiKeysTable {
   leased_micro_usd: Generated<number>;
   window_start: Date | null;
   window_spent_micro_usd: Generated<number>;
+  allowed_models: ColumnType<string[] | null, string | null | undefined, string | null>; // mandates: model allow list (JSON)
+  allowed_routes: ColumnType<string[] | null, string | null | undefined, string | null>; // mandates: route allow list (JSON)
+  managed_by: ColumnType<'mandate' | 'ghost' | null, 'mandate' | 'ghost' | null | undefined, 'mandate' | 'ghost' | null>; // mandates: the module whose resource the key is
 }
 
 export interface CreditAccountsTable {
@@ -351,6 +356,8 @@ export interface DB {
   passport_handles: PassportHandlesTable; // passports
   passports: PassportsTable; // passports
   kya_credentials: KyaCredentialsTable; // passports: KYA credentials
+  mandates: MandatesTable; // mandates
+  ghost_sessions: GhostSessionsTable; // mandates: ghost sessions
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

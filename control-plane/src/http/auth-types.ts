@@ -17,6 +17,14 @@ export interface KeyPrincipal {
   scopes: Scope[];
   spendCapMicroUsd: number | null;
   expiresAt: Date | null;
+  /** Allow lists along the chain (a mandate's key and keys below it); a request passes every one. Absent: none. */
+  allowLists?: KeyAllowList[]; // mandates
+}
+
+/** A key's allow lists (http/key-bounds.ts): models it may name, route patterns it may call; null: any. */
+export interface KeyAllowList {
+  models: string[] | null;
+  routes: string[] | null;
 }
 
 export interface SessionPrincipal {

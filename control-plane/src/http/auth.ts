@@ -3,6 +3,7 @@ import { PREFIX, ServiceError, sha256Hex, digestEquals } from '@svc/shared';
 import { AUTH_SCHEMES, type CredentialResolvers, type KeyPrincipal, type SessionPrincipal } from './auth-types.ts';
 import { routeNotFound } from './errors.ts';
 import { assertSameOrigin } from './csrf.ts';
+import { assertModelAllowed, assertRouteAllowed, modelsOf } from './key-bounds.ts'; // mandates
 
 export const SESSION_COOKIE = 'svc_session';
 
@@ -110,6 +111,18 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
     if (waiting) waiting.then(() => done(), done);
     else done();
   });
+
+  // A key with a model allow list (a mandate's): the models its parsed body names, before the route runs.
+  app.addHook('preValidation', (req, _reply, done) => {
+    const p = req.principal;
+    if (p.kind !== 'key' || !p.allowLists) return done();
+    try {
+      for (const m of modelsOf(req.body)) assertModelAllowed(p, m);
+    } catch (e) {
+      return done(e as Error);
+    }
+    done();
+  }); // mandates
 }
 
 /** Sets the request's principal by its route's scheme; a promise only when that has to wait. */
@@ -132,12 +145,13 @@ function authenticate(req: FastifyRequest, opts: AuthOptions): Promise<void> | u
   }
 }
 
-/** The key principal, once its scope is checked; then the read barrier of a non-billable route. */
+/** The key principal, once its scope and route allow list are checked; then the read barrier of a non-billable route. */
 function keyed(req: FastifyRequest, p: KeyPrincipal, opts: AuthOptions): Promise<void> | undefined {
   const cfg = req.routeOptions.config;
   if (cfg.scope && !p.scopes.includes(cfg.scope)) {
     throw new ServiceError('insufficient_scope', `This API key lacks the "${cfg.scope}" scope`, { required_scope: cfg.scope });
   }
+  if (p.allowLists) assertRouteAllowed(p, req.method, req.routeOptions.url); // mandates: the key's route allow list
   req.principal = p;
   return !cfg.billable && opts.readBarrier ? opts.readBarrier(p.accountId) : undefined;
 }

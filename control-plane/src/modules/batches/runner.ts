@@ -3,6 +3,7 @@ import { ServiceError, type Clock } from '@svc/shared';
 import type { BatchesConfig } from '../../config/batches.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
+import { assertKeyBounds } from '../../http/key-bounds.ts'; // mandates
 import type { FilesService } from '../files/service.ts';
 import type { BatchLine } from '../files/jsonl.ts';
 import type { CallContext, InferenceService } from '../inference/service.ts';
@@ -214,6 +215,7 @@ export class BatchRunner {
     try {
       const p = await this.d.principalOf(b.key_id);
       if (!p.scopes.includes('inference')) throw new ServiceError('insufficient_scope', 'This API key lacks the "inference" scope', { required_scope: 'inference' });
+      assertKeyBounds(p, 'POST', l.url, l.body); // mandates: the key's route and model allow lists, as on a request
       const ctx: CallContext = {
         requestId: c.requestId,
         runId: null,

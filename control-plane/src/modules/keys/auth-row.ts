@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { ServiceError, effectiveScopes } from '@svc/shared';
-import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { KeyAllowList, KeyPrincipal } from '../../http/auth-types.ts';
+import { allowListsOf } from '../../http/key-bounds.ts';
 import type { ApiKeysTable, DB } from '../../db/schema.ts';
 
 type KeyRow = Selectable<ApiKeysTable>;
@@ -31,6 +32,8 @@ export type AuthRow = Pick<KeyRow, 'id' | 'account_id' | 'parent_id' | 'scopes' 
   chain: string[];
   /** Every key id whose change invalidates this entry: the rotations walked and the live key's ancestors. */
   ids: string[];
+  /** The allow lists of the live key and its ancestors (mandate keys), when any carries one. */
+  allow_lists?: KeyAllowList[];
 };
 
 /** Authenticated keys, by secret hash; bounded and short-lived, invalidated by NOTIFY on any change. */
@@ -81,11 +84,11 @@ export async function loadAuthRow(db: Kysely<DB>, hash: string): Promise<AuthRow
     throw new ServiceError('invalid_credential', `This API key was rotated more than ${MAX_ROTATIONS} times since; use its live replacement`);
   }
   const earliest = (dates: Array<Date | null>) => dates.reduce<Date | null>((m, d) => (d && (!m || d < m) ? d : m), null);
-  const chain = await sql<{ id: string }>`
-    with recursive up(id, parent_id, d) as (
-      select id, parent_id, 0 from api_keys where id = ${head.id}
-      union all select k.id, k.parent_id, up.d + 1 from api_keys k join up on k.id = up.parent_id
-    ) select id from up order by d`.execute(db);
+  const chain = await sql<{ id: string; allowed_models: string[] | null; allowed_routes: string[] | null }>`
+    with recursive up(id, parent_id, allowed_models, allowed_routes, d) as (
+      select id, parent_id, allowed_models, allowed_routes, 0 from api_keys where id = ${head.id}
+      union all select k.id, k.parent_id, k.allowed_models, k.allowed_routes, up.d + 1 from api_keys k join up on k.id = up.parent_id
+    ) select id, allowed_models, allowed_routes from up order by d`.execute(db);
   const ids = chain.rows.map((r) => r.id);
   return {
     id: head.id,
@@ -101,6 +104,7 @@ export async function loadAuthRow(db: Kysely<DB>, hash: string): Promise<AuthRow
     suspended_at: presented.suspended_at,
     chain: ids,
     ids: [...walk.rows.map((r) => r.id), ...ids],
+    allow_lists: allowListsOf(chain.rows),
   };
 }
 
@@ -123,5 +127,6 @@ export function admitRow(row: AuthRow, now: Date): KeyPrincipal {
     scopes: effectiveScopes(row.scopes),
     spendCapMicroUsd: row.spend_cap_micro_usd,
     expiresAt: row.expires_at,
+    ...(row.allow_lists ? { allowLists: row.allow_lists } : {}),
   };
 }

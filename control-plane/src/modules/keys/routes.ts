@@ -36,6 +36,9 @@ const KeyView = z.object({
   frozen_reason: z.string().nullable(),
   rotated_to: z.string().nullable(),
   last_used_at: z.string().nullable(),
+  allowed_models: z.array(z.string()).nullable().describe("A mandate key's model allow list (keys below it are held to it too); null: any model."),
+  allowed_routes: z.array(z.string()).nullable().describe("A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open."),
+  managed_by: z.enum(['mandate', 'ghost']).nullable().describe('The mandate or ghost session this key belongs to; such a key is never rotated.'),
 });
 const NewKey = KeyView.extend({ key: z.string().describe('The sk-svc_ secret; shown this once, stored only as sha256.') });
 const IdParams = z.object({ id: z.string().max(64) });

@@ -28,6 +28,15 @@ export interface KeyInput {
   expires_at?: string | undefined;
 }
 
+/** What modules that mint keys for their own resources (mandates, ghost sessions) set beside a key's input. */
+export interface ManagedKeyInput extends KeyInput {
+  /** Allow lists (http/key-bounds.ts), checked on every request of the key and of keys below it; null: any. */
+  allowed_models?: string[] | null;
+  allowed_routes?: string[] | null;
+  /** The module whose resource the key is ('mandate', 'ghost'): it is never rotated, only revoked or expired. */
+  managed_by?: 'mandate' | 'ghost';
+}
+
 type KeyRow = Selectable<ApiKeysTable>;
 export type KeyStatus = 'active' | 'frozen' | 'expiring' | 'expired' | 'revoked';
 
@@ -74,6 +83,9 @@ export class KeysService {
       frozen_reason: k.frozen_reason,
       rotated_to: k.rotated_to,
       last_used_at: k.last_used_at?.toISOString() ?? null,
+      allowed_models: k.allowed_models ?? null,
+      allowed_routes: k.allowed_routes ?? null,
+      managed_by: k.managed_by ?? null,
     };
   }
 
@@ -89,7 +101,7 @@ export class KeysService {
     trx: Kysely<DB>,
     accountId: string,
     parentId: string | null,
-    input: Required<Pick<KeyInput, 'scopes'>> & KeyInput,
+    input: Required<Pick<KeyInput, 'scopes'>> & ManagedKeyInput,
     expires: Date | null,
     now: Date,
     carry?: Pick<KeyRow, 'spent_micro_usd' | 'window_start' | 'window_spent_micro_usd' | 'frozen_at' | 'frozen_reason'>,
@@ -113,6 +125,9 @@ export class KeysService {
         frozen_reason: null,
         rotated_to: null,
         last_used_at: null,
+        allowed_models: input.allowed_models ? JSON.stringify(input.allowed_models) : null,
+        allowed_routes: input.allowed_routes ? JSON.stringify(input.allowed_routes) : null,
+        managed_by: input.managed_by ?? null,
         ...carry,
       })
       .returningAll()
@@ -121,7 +136,7 @@ export class KeysService {
   }
 
   /** A new key; inside the caller's transaction when `db` is one (a key minted together with what uses it). */
-  async create(accountId: string, input: KeyInput, db: Kysely<DB> = this.db) {
+  async create(accountId: string, input: ManagedKeyInput, db: Kysely<DB> = this.db) {
     const now = this.clock.now();
     const expires = this.parseExpiry(input.expires_at, now);
     const { row, secret } = await this.insert(db, accountId, null, { ...input, scopes: input.scopes ?? [] }, expires, now);
@@ -172,22 +187,52 @@ export class KeysService {
    * this key through their grace windows). Revoking a rotated-out key leaves its replacement alone. Idempotent.
    */
   async revoke(accountId: string, id: string) {
-    const now = this.clock.now();
-    const res = await this.db.transaction().execute(async (trx) => {
-      await this.owned(trx, accountId, id);
-      const r = await sql<{ id: string }>`
-        with recursive tree(id) as (
-          select id from api_keys where id = ${id} and account_id = ${accountId}
-          union
-          select k.id from api_keys k join tree t on k.parent_id = t.id or k.rotated_to = t.id
-        )
-        update api_keys set revoked_at = ${now}
-        where id in (select id from tree) and revoked_at is null
-        returning id`.execute(trx);
-      return { id, revoked: true, revoked_ids: r.rows.map((x) => x.id) };
-    });
+    const res = await this.db.transaction().execute((trx) => this.revokeWithin(trx, accountId, id));
     await this.accountChanged(accountId);
     return res;
+  }
+
+  /**
+   * `revoke` inside the caller's transaction (a key revoked together with what it belongs to). The caller
+   * calls `accountChanged` once it committed, so no process keeps the key cached as live.
+   */
+  async revokeWithin(trx: Kysely<DB>, accountId: string, id: string) {
+    const now = this.clock.now();
+    await this.owned(trx, accountId, id);
+    const r = await sql<{ id: string }>`
+      with recursive tree(id) as (
+        select id from api_keys where id = ${id} and account_id = ${accountId}
+        union
+        select k.id from api_keys k join tree t on k.parent_id = t.id or k.rotated_to = t.id
+      )
+      update api_keys set revoked_at = ${now}
+      where id in (select id from tree) and revoked_at is null
+      returning id`.execute(trx);
+    return { id, revoked: true, revoked_ids: r.rows.map((x) => x.id) };
+  }
+
+  /** One key of the account as listed (its own spend not split from its subtree's), or 404. */
+  async get(accountId: string, id: string, db: Kysely<DB> = this.db) {
+    return this.view(await this.owned(db, accountId, id), this.clock.now());
+  }
+
+  /** Keys of the account by id, as `get` shows them; ids of other accounts are left out. */
+  async getMany(accountId: string, ids: readonly string[], db: Kysely<DB> = this.db) {
+    const now = this.clock.now();
+    const rows = ids.length ? await db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).where('id', 'in', [...ids]).execute() : [];
+    return new Map(rows.map((r) => [r.id, this.view(r, now)]));
+  }
+
+  /**
+   * Moves a live key's expiry (a ghost session extended), inside the caller's transaction; the caller calls
+   * `accountChanged` once it committed. A revoked or expired key is not revived: 409.
+   */
+  async setExpiryWithin(trx: Kysely<DB>, accountId: string, id: string, expiresAt: Date) {
+    const k = await trx.selectFrom('api_keys').selectAll().where('id', '=', id).where('account_id', '=', accountId).forUpdate().executeTakeFirst();
+    if (!k) throw notFound('API key');
+    const st = this.status(k, this.clock.now());
+    if (st === 'revoked' || st === 'expired') throw conflict(`API key ${id} is ${st}; its expiry cannot be moved`);
+    await trx.updateTable('api_keys').set({ expires_at: expiresAt }).where('id', '=', id).execute();
   }
 
   /**
@@ -225,11 +270,12 @@ export class KeysService {
       const st = this.status(old, now);
       if (st === 'revoked' || st === 'expired') throw conflict(`API key ${id} is ${st} and cannot be rotated`);
       if (old.rotated_to) throw conflict(`API key ${id} was already rotated to ${old.rotated_to}`);
+      if (old.managed_by) throw conflict(`API key ${id} belongs to a ${old.managed_by === 'ghost' ? 'ghost session' : old.managed_by} and is never rotated; revoke it there and create a new one`);
       const { row, secret } = await this.insert(
         trx,
         accountId,
         old.parent_id,
-        { name: old.name ?? undefined, scopes: old.scopes as Scope[], spend_cap_micro_usd: old.spend_cap_micro_usd ?? undefined },
+        { name: old.name ?? undefined, scopes: old.scopes as Scope[], spend_cap_micro_usd: old.spend_cap_micro_usd ?? undefined, allowed_models: old.allowed_models, allowed_routes: old.allowed_routes },
         old.expires_at,
         now,
         {
@@ -278,8 +324,11 @@ export class KeysService {
     return res;
   }
 
-  /** A bounded child of the calling key: scopes a subset, spend cap and expiry within the parent's. */
-  async delegate(parent: KeyPrincipal, input: KeyInput) {
+  /**
+   * A bounded child of the calling key: scopes a subset, spend cap and expiry within the parent's. Inside the
+   * caller's transaction when `db` is one (a mandate's key, written with the mandate).
+   */
+  async delegate(parent: KeyPrincipal, input: ManagedKeyInput, db?: Kysely<DB>) {
     const now = this.clock.now();
     const scopes = input.scopes ?? parent.scopes;
     const missing = scopes.filter((s) => !parent.scopes.includes(s));
@@ -291,7 +340,7 @@ export class KeysService {
       if (expires && expires > parent.expiresAt) throw invalid(`expires_at: must not be later than the parent key's expiry (${parent.expiresAt.toISOString()})`, 'expires_at');
       expires ??= parent.expiresAt;
     }
-    return this.db.transaction().execute(async (trx) => {
+    const mint = async (trx: Kysely<DB>) => {
       const p = await trx.selectFrom('api_keys').selectAll().where('id', '=', parent.keyId).forUpdate().executeTakeFirstOrThrow();
       let cap = input.spend_cap_micro_usd ?? null;
       if (p.spend_cap_micro_usd !== null) {
@@ -307,7 +356,8 @@ export class KeysService {
       if ((depth.rows[0]?.d ?? 1) >= MAX_DEPTH) throw invalid(`delegation is limited to ${MAX_DEPTH} levels`);
       const { row, secret } = await this.insert(trx, parent.accountId, parent.keyId, { ...input, scopes: effectiveScopesOf(scopes, parent.scopes), spend_cap_micro_usd: cap ?? undefined }, expires, now);
       return { ...this.view(row, now), key: secret };
-    });
+    };
+    return db ? mint(db) : this.db.transaction().execute(mint);
   }
 
   /**
