@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
 import { chromium } from 'playwright-core';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 
 /**
@@ -498,6 +499,62 @@ describe('the consent page in a real browser', () => {
       expect(landed.searchParams.get('code')).toMatch(/^oac-svc_/);
       const tokens = await exchange(client, landed, state, verifier);
       expect((await withToken(tokens.access_token, 'GET', '/v1/credit')).status).toBe(200);
+      await context.close();
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('a visitor with no session signs in on the page with a browser wallet (SIWE), then approves as that account', async () => {
+    const executablePath = execFileSync('which', ['chromium'], { encoding: 'utf8' }).trim();
+    const browser = await chromium.launch({
+      executablePath,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const wallet = privateKeyToAccount(generatePrivateKey());
+      const context = await browser.newContext(); // no cookie: not signed in
+      const page = await context.newPage();
+      const signed: string[] = [];
+      // An EIP-1193 wallet in the page, as an extension injects one: it answers with a lowercase address (as
+      // many do) and signs personal_sign requests with the test's key.
+      await page.exposeFunction('svcTestWalletSign', async (hex: `0x${string}`) => {
+        signed.push(Buffer.from(hex.slice(2), 'hex').toString('utf8'));
+        return wallet.signMessage({ message: { raw: hex } });
+      });
+      await page.addInitScript((address: string) => {
+        const w = globalThis as unknown as { ethereum: unknown; svcTestWalletSign(hex: string): Promise<string> };
+        w.ethereum = {
+          request: async ({ method, params }: { method: string; params?: string[] }) => {
+            if (method === 'eth_requestAccounts') return [address.toLowerCase()];
+            if (method === 'eth_chainId') return '0x1';
+            if (method === 'personal_sign') return w.svcTestWalletSign(params![0]!);
+            throw new Error(`unsupported ${method}`);
+          },
+        };
+      }, wallet.address);
+      const client = await register({ client_name: 'Wallet Connector' });
+      const { url, verifier, state } = await authorizationUrl(client, { scope: 'billing' });
+      await page.goto(url.toString());
+      await expect.poll(() => page.textContent('#status')).toMatch(/Sign in to this gateway/);
+      expect(await page.isDisabled('#approve')).toBe(true);
+      expect(await page.isVisible('#sign-in-wallet')).toBe(true);
+      expect(await page.isVisible('#sign-in-passkey')).toBe(true); // the test gateway has passkeys configured
+      await page.click('#sign-in-wallet');
+      await expect.poll(async () => (await page.textContent('#status'))?.toLowerCase()).toContain(`signed in as ${wallet.address.toLowerCase()}`);
+      // The message the wallet signed is EIP-4361 for this gateway, with the EIP-55 address.
+      expect(signed[0]).toContain(`${new URL(t.url).host} wants you to sign in with your Ethereum account:\n${wallet.address}\n`);
+      await page.click('#approve');
+      await page.waitForURL((u) => u.pathname === '/callback');
+      const landed = new URL(page.url());
+      expect(landed.searchParams.get('state')).toBe(state);
+      const tokens = await exchange(client, landed, state, verifier);
+      // The token acts as the wallet's account (created at its first sign-in), not the suite's user.
+      const me = await withToken(tokens.access_token, 'GET', '/v1/credit');
+      expect(me.status).toBe(200);
+      const [consent] = await t.gw.database.db.selectFrom('oauth_consents').selectAll().where('client_id', '=', client.client_id).execute();
+      const account = await t.gw.database.db.selectFrom('wallets').select('account_id').where('address', '=', wallet.address.toLowerCase()).executeTakeFirstOrThrow();
+      expect(consent!.account_id).toBe(account.account_id);
       await context.close();
     } finally {
       await browser.close();

@@ -33,6 +33,7 @@ const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
   'GET /c/:id': { auth: 'public', why: 'the sealed-call page (HTML) that the spec names beside GET /v1/calls/public/:id; its script verifies the receipt and commitment in the browser' },
   'GET /r/:request_id': { auth: 'public', why: 'the shared-receipt page (HTML) that the spec names beside GET /v1/receipts/shared/:id; its script verifies the signature in the browser' },
   'GET /assets/verify.js': { auth: 'public', why: 'the verification script the public pages load from the gateway\'s own origin (no external assets)' },
+  'GET /assets/consent.js': { auth: 'public', why: 'the OAuth consent page\'s script (sign-in in place with a passkey or a browser wallet, then the answer), from the gateway\'s own origin' },
 };
 
 const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');

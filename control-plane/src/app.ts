@@ -179,12 +179,11 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   ghostRoutes(app, d.mandates.ghosts); // mandates: ghost sessions
   orgRoutes(app, d.orgs.service, d.orgs.invites);
   sourcesRoutes(app, d.sources); // source sets
-  oauthRoutes(app, { ...d.oauth, db: d.database.db, clock: d.clock, publicUrl: d.config.publicUrl }); // oauth
+  oauthRoutes(app, { ...d.oauth, db: d.database.db, clock: d.clock, publicUrl: d.config.publicUrl, signIn: { chainIds: d.config.siweChainIds, passkey: d.passkeys !== null } }); // oauth
   notaryRoutes(app, d.notary, d.config.publicUrl);
   escrowRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, publicUrl: d.config.publicUrl }); // escrow claims
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
-  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs, sources: d.sources }); // inference; a call may cite a source set
   batchRoutes(app, d.batches); // files and batches
   mediaRoutes(app, d.media); // media (images, videos, assistant)
   moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });

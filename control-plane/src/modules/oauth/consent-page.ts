@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { SCOPES, type Scope } from '@svc/shared';
 import { html, sendPage } from '../../http/pages.ts';
+import { BrowserScript } from '../../http/scripts.ts';
 
 /** Where the authorization endpoint sends the browser: the consent page this gateway serves. */
 export const CONSENT_PAGE_PATH = '/oauth/consent';
@@ -15,47 +16,22 @@ export interface ConsentView {
   metadata_document: boolean;
 }
 
-/**
- * The browser half of consent: loads the signed-in account (`GET /v1/auth/me`, the session cookie), then
- * answers with `POST /v1/oauth/authorize/approve` and follows the `redirect_to` it returns. Same origin,
- * so the cookie session passes the gateway's CSRF check.
- */
-const SCRIPT = `
-const root = document.getElementById('consent');
-const status = document.getElementById('status');
-const buttons = Array.from(document.querySelectorAll('button'));
-const say = (text, error) => { status.textContent = text; status.className = error ? 'error' : 'muted'; };
-fetch('/v1/auth/me', { credentials: 'same-origin' }).then(async (r) => {
-  if (!r.ok) return say('You are not signed in to this gateway in this browser: sign in, then reload this page.', true);
-  const me = await r.json();
-  say('Signed in as ' + (me.wallet_address || me.account_id));
-  buttons.forEach((b) => { b.disabled = false; });
-}).catch(() => say('The gateway could not be reached; reload this page.', true));
-async function answer(approve) {
-  buttons.forEach((b) => { b.disabled = true; });
-  say(approve ? 'Approving...' : 'Declining...');
-  try {
-    const r = await fetch('/v1/oauth/authorize/approve', {
-      method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ request_id: root.dataset.request, approve }),
-    });
-    const body = await r.json().catch(() => null);
-    if (r.ok && body && body.redirect_to) { location.assign(body.redirect_to); return; }
-    say((body && body.error && body.error.message) || ('The gateway answered HTTP ' + r.status), true);
-  } catch (e) {
-    say('The gateway could not be reached: ' + e, true);
-  }
-}
-document.getElementById('approve').addEventListener('click', () => answer(true));
-document.getElementById('deny').addEventListener('click', () => answer(false));
-`;
+/** The browser half of consent (consent-browser.ts): sign-in in place when needed, then the answer. */
+export const consentScript = new BrowserScript('/assets/consent.js', new URL('./consent-browser.ts', import.meta.url));
 
-export function sendConsentPage(reply: FastifyReply, v: ConsentView): FastifyReply {
+/** How the page offers sign-in: the SIWE domain and origin, the accepted chains, and whether passkeys are on. */
+export interface SignInOptions {
+  publicUrl: URL;
+  chainIds: number[];
+  passkey: boolean;
+}
+
+export async function sendConsentPage(reply: FastifyReply, v: ConsentView, signIn: SignInOptions): Promise<FastifyReply> {
   const target = new URL(v.redirect_uri);
   const scopes = v.scopes.map((s) => html`<li><code>${s}</code>: ${SCOPES[s as Scope] ?? ''}</li>`);
   return sendPage(reply, {
     title: `Allow ${v.client_name}?`,
-    body: html`<div id="consent" data-request="${v.request_id}">
+    body: html`<div id="consent" data-request="${v.request_id}" data-domain="${signIn.publicUrl.host}" data-origin="${signIn.publicUrl.origin}" data-chains="${JSON.stringify(signIn.chainIds)}" data-passkey="${String(signIn.passkey)}">
 <h1>Allow <strong>${v.client_name}</strong> to use your account?</h1>
 <p class="muted">${v.metadata_document ? html`Client <code>${v.client_id}</code>` : html`Registered client <code>${v.client_id}</code>`};
 after you answer, your browser returns to <code>${target.origin}</code>.</p>
@@ -63,9 +39,10 @@ after you answer, your browser returns to <code>${target.origin}</code>.</p>
 <ul>${scopes}</ul>
 <p class="muted">You can withdraw this at any time: <code>DELETE /v1/oauth/consents/{id}</code>.</p>
 <p id="status" class="muted">Checking your sign-in...</p>
+<div id="sign-in" class="actions" hidden><button id="sign-in-passkey" type="button" hidden>Sign in with a passkey</button><button id="sign-in-wallet" type="button" hidden>Sign in with a browser wallet</button></div>
 <div class="actions"><button id="approve" class="primary" type="button" disabled>Approve</button><button id="deny" type="button" disabled>Deny</button></div>
 </div>`,
-    script: SCRIPT,
+    scriptSrc: await consentScript.src(reply),
   });
 }
 

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { SCOPE_NAMES, ServiceError, type Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import { requireSession } from '../../http/auth.ts';
-import { CONSENT_PAGE_PATH, sendConsentPage, sendErrorPage } from './consent-page.ts';
+import { CONSENT_PAGE_PATH, consentScript, sendConsentPage, sendErrorPage } from './consent-page.ts';
 import type { OAuthGrants } from './grants.ts';
 import { authorizationServerMetadata, MCP_RESOURCE_PATH, protectedResourceMetadata } from './metadata.ts';
 import { OAuthError, parseParams, singleParams } from './params.ts';
@@ -18,6 +18,8 @@ export interface OAuthRouteDeps {
   db: Kysely<DB>;
   clock: Clock;
   publicUrl: URL;
+  /** What the consent page offers to sign in with: SIWE chains, and whether passkeys are configured. */
+  signIn: { chainIds: number[]; passkey: boolean };
 }
 
 /** RFC 6749 §5.2 / RFC 7591 §3.2.2 error body. */
@@ -233,13 +235,15 @@ export function oauthRoutes(app: FastifyInstance, d: OAuthRouteDeps): void {
     },
     async (req, reply) => {
       try {
-        return sendConsentPage(reply, await d.service.consentView(req.query.request ?? ''));
+        return await sendConsentPage(reply, await d.service.consentView(req.query.request ?? ''), { publicUrl: d.publicUrl, chainIds: d.signIn.chainIds, passkey: d.signIn.passkey });
       } catch (e) {
         if (e instanceof ServiceError && e.type === 'not_found') return sendErrorPage(reply, 404, 'invalid_request', e.message);
         throw e;
       }
     },
   );
+
+  consentScript.route(app, "The consent page's script: sign-in in place (passkey or browser wallet), then the answer; immutable under its ?v= content hash", tags);
 
   r.post(
     '/v1/oauth/authorize/approve',

@@ -9,7 +9,7 @@ import type { Anchors } from '../anchors/service.ts';
 import type { CallsService } from '../calls/service.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { Receipts } from '../proofs/receipts.ts';
-import { VERIFY_SCRIPT_PATH, verifyScript } from './assets.ts';
+import { verifyScript } from './assets.ts';
 import { callPage } from './call-page.ts';
 import { PAGE_STYLE } from './parts.ts';
 import { ANCHORED_KINDS, receiptPage } from './receipt-page.ts';
@@ -41,14 +41,7 @@ export function pagesRoutes(app: FastifyInstance, d: PagesDeps): void {
 
   /** A page with the verification script (a page still renders, and says so, if the script cannot be built). */
   const send = async (reply: FastifyReply, page: Omit<Page, 'scriptSrc' | 'style'>) => {
-    const version = await verifyScript().then(
-      (b) => b.version,
-      (e: unknown) => {
-        reply.log.error({ err: e }, 'the verification script could not be bundled');
-        return null;
-      },
-    );
-    return sendPage(reply, { ...page, style: PAGE_STYLE, scriptSrc: version ? `${VERIFY_SCRIPT_PATH}?v=${version}` : VERIFY_SCRIPT_PATH });
+    return sendPage(reply, { ...page, style: PAGE_STYLE, scriptSrc: await verifyScript.src(reply) });
   };
   const notFound = (reply: FastifyReply, what: string) =>
     sendPage(reply, { status: 404, title: 'Not found', style: PAGE_STYLE, body: html`<h1>Not found</h1><p>No ${what} here: the link is wrong, or it is not public.</p>` });
@@ -103,31 +96,9 @@ export function pagesRoutes(app: FastifyInstance, d: PagesDeps): void {
     },
   );
 
-  r.get(
-    VERIFY_SCRIPT_PATH,
-    {
-      config: pub,
-      schema: {
-        tags,
-        summary: "The public pages' verification script (EIP-191 recovery, sha256 commitment, RFC 6962 inclusion proof), bundled from @noble/curves and @noble/hashes; immutable under its ?v= content hash",
-        querystring: z.object({ v: z.string().max(64).optional() }),
-        produces: ['text/javascript'],
-        response: { 200: z.string().describe('JavaScript.') },
-      },
-    },
-    async (req, reply) => {
-      const b = await verifyScript().catch((e: unknown) => {
-        reply.log.error({ err: e }, 'the verification script could not be bundled');
-        throw new ServiceError('unavailable', 'The verification script is not available; try again shortly');
-      });
-      reply
-        .header('cache-control', req.query.v === b.version ? 'public, max-age=31536000, immutable' : 'no-cache')
-        .header('x-content-type-options', 'nosniff')
-        .header('vary', 'accept-encoding')
-        .type('text/javascript; charset=utf-8');
-      // Bytes go out as they are (fastify serializes only objects); the schema documents the script's text.
-      if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) return reply.header('content-encoding', 'gzip').send(b.gzip as unknown as string);
-      return reply.send(b.code);
-    },
+  verifyScript.route(
+    app,
+    "The public pages' verification script (EIP-191 recovery, sha256 commitment, RFC 6962 inclusion proof), bundled from @noble/curves and @noble/hashes; immutable under its ?v= content hash",
+    tags,
   );
 }
