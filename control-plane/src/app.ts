@@ -184,6 +184,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   escrowRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, publicUrl: d.config.publicUrl }); // escrow claims
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
+  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs, sources: d.sources }); // inference; a call may cite a source set
   batchRoutes(app, d.batches); // files and batches
   mediaRoutes(app, d.media); // media (images, videos, assistant)
   moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });
