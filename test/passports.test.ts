@@ -244,9 +244,8 @@ describe('passports, the registry document and KYA credentials', () => {
     // Refusals, each naming its field, none writing anything.
     let e = await expectApiError(kya(A, { handle: handles.a, key_id: keyB.id }), 404, 'not_found');
     expect(e.param).toBe('key_id');
-    e = await expectApiError(kya(A, { handle: handles.a, mandate_id: 'mnd_1' }), 400, 'invalid_request');
+    e = await expectApiError(kya(A, { handle: handles.a, mandate_id: 'mnd_unknown' }), 404, 'not_found');
     expect(e.param).toBe('mandate_id');
-    expect(e.message).toMatch(/mandates are not available/);
     e = await expectApiError(kya(A, { handle: handles.a, key_id: keyA.id, mandate_id: 'mnd_1' }), 400, 'invalid_request');
     expect(e.param).toBe('mandate_id');
     e = await expectApiError(kya(A, { handle: handles.a }), 400, 'invalid_request');
@@ -297,12 +296,29 @@ describe('passports, the registry document and KYA credentials', () => {
     e = await expectApiError(kya(A, { handle: handles.a, key_id: capped.id }), 400, 'invalid_request');
     expect(e.param).toBe('key_id');
 
+    // Bound to a mandate: its key, with the mandate's id, purpose and expiry in the signed binding; another
+    // account's mandate is unknown; a revoked mandate cannot be bound.
+    const expires = new Date(t.clock.now().getTime() + 86_400_000).toISOString();
+    const mandate = await A.client.request<{ id: string; key_id: string }>('POST', '/v1/mandates', {
+      body: { parent_key_id: keyA.id, purpose: 'buy compute for the weekly report', spend_cap_micro_usd: 100_000, expires_at: expires },
+    });
+    const byMandate = await kya(A, { handle: handles.a, mandate_id: mandate.id });
+    expect(byMandate).toMatchObject({ key_id: mandate.key_id, state: 'active', key_state: 'active' });
+    expect(byMandate.credential.document.binding).toEqual({ kind: 'mandate', mandate_id: mandate.id, key_id: mandate.key_id, purpose: 'buy compute for the weekly report', expires_at: expires });
+    e = await expectApiError(kya(B, { handle: handles.b, mandate_id: mandate.id }), 404, 'not_found');
+    expect(e.param).toBe('mandate_id');
+    await A.client.request('DELETE', `/v1/mandates/${mandate.id}`);
+    expect((await list(A)).find((c) => c.id === byMandate.id)?.key_state).toBe('revoked');
+    e = await expectApiError(kya(A, { handle: handles.a, mandate_id: mandate.id }), 400, 'invalid_request');
+    expect(e.param).toBe('mandate_id');
+    const current = await kya(A, { handle: handles.a, key_id: keyA.id });
+
     // Revoking the current credential: revoked in the list, and the handle has none in public.
-    await expectApiError(B.client.request('DELETE', `/v1/kya/credentials/${second.id}`), 404, 'not_found');
-    const revoked = await A.client.request<Kya>('DELETE', `/v1/kya/credentials/${second.id}`);
-    expect(revoked).toMatchObject({ id: second.id, state: 'revoked', key_state: 'active' });
-    expect(await A.client.request<Kya>('DELETE', `/v1/kya/credentials/${second.id}`)).toEqual(revoked);
-    expect((await list(A)).map((c) => c.state)).toEqual(['revoked', 'superseded']);
+    await expectApiError(B.client.request('DELETE', `/v1/kya/credentials/${current.id}`), 404, 'not_found');
+    const revoked = await A.client.request<Kya>('DELETE', `/v1/kya/credentials/${current.id}`);
+    expect(revoked).toMatchObject({ id: current.id, state: 'revoked', key_state: 'active' });
+    expect(await A.client.request<Kya>('DELETE', `/v1/kya/credentials/${current.id}`)).toEqual(revoked);
+    expect((await list(A)).map((c) => c.state)).toEqual(['revoked', 'superseded', 'superseded', 'superseded']);
     expect((await get(`/v1/kya/public/${handles.a}`)).status).toBe(404);
     expect((await get<Json>(`/v1/registry/identity/${handles.a}`)).body.kya_credential_id).toBeNull();
     await expectApiError(A.client.request('DELETE', '/v1/kya/credentials/kya_unknown'), 404, 'not_found');

@@ -14,7 +14,7 @@ const MintBody = z
       .string()
       .max(128)
       .optional()
-      .describe('Not available: mandates do not exist on this gateway yet, and a request that names one is refused (400, param mandate_id).'),
+      .describe('A live mandate of your account (instead of key_id): the credential binds its key, with the mandate in the binding.'),
   })
   .strict();
 
@@ -49,7 +49,7 @@ export function kyaRoutes(app: FastifyInstance, kya: KyaService): void {
       schema: {
         tags,
         summary:
-          'Mint a signed KYA credential over a handle you hold, bound to an active API key of your account (key_id; mandate_id is refused: mandates are not available); it supersedes the handle\'s current credential in the same transaction',
+          'Mint a signed KYA credential over a handle you hold, bound to an active API key of your account (key_id) or to a live mandate of yours (mandate_id); it supersedes the handle\'s current credential in the same transaction',
         body: MintBody,
         response: { 201: CredentialView },
       },

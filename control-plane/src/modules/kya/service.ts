@@ -5,6 +5,7 @@ import type { KeysService, KeyStatus } from '../keys/service.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { SIGNED_SCHEME, type PassportsService } from '../passports/service.ts';
 import { KyaStore, stateOf, type KyaRow } from './store.ts';
+import { mandateOf } from '../mandates/store.ts';
 
 export const KYA_ID_PREFIX = 'kya_';
 
@@ -28,12 +29,12 @@ export interface MintInput {
  */
 const POLICY_HASHES: string[] = [];
 
-export const MANDATES_UNAVAILABLE = 'mandate_id: mandates are not available on this gateway yet, so a credential cannot be bound to one; bind it to an API key with key_id';
 
 type KeyView = Awaited<ReturnType<KeysService['list']>>[number];
 
 /**
- * KYA credentials: a signed statement over a handle the account holds, bound to one of its API keys, with the
+ * KYA credentials: a signed statement over a handle the account holds, bound to one of its API keys or to one
+ * of its mandates (then to the mandate's key, with the mandate's id, signed purpose and expiry in the binding), with the
  * key's caps, policy hashes, a gateway attestation and the passport's verified history. A new credential
  * supersedes the handle's current one in the same transaction. Owns kya_credentials; keys and passports are
  * read through their services, the key's state at read time.
@@ -46,13 +47,26 @@ export class KyaService {
   }
 
   async mint(accountId: string, input: MintInput) {
-    if (input.mandate_id !== undefined) throw invalid(MANDATES_UNAVAILABLE, 'mandate_id');
-    if (input.key_id === undefined) throw invalid('key_id is required: the API key of your account the credential is bound to', 'key_id');
+    if (input.mandate_id !== undefined && input.key_id !== undefined) throw invalid('mandate_id: give key_id or mandate_id, not both (a mandate brings its own key)', 'mandate_id');
+    if (input.key_id === undefined && input.mandate_id === undefined) throw invalid('key_id is required: the API key of your account the credential is bound to (or mandate_id, a mandate of yours)', 'key_id');
+    const now0 = this.d.clock.now();
+    // Another account's mandate is the same answer as an unknown one.
+    const mandate = input.mandate_id === undefined ? null : await mandateOf(this.d.db, accountId, input.mandate_id).catch(() => {
+      throw new ServiceError('not_found', `No mandate ${input.mandate_id} on this account`, { param: 'mandate_id' });
+    });
+    if (mandate && (mandate.revoked_at || mandate.expires_at <= now0)) {
+      throw invalid(`mandate_id: the mandate ${mandate.id} is ${mandate.revoked_at ? 'revoked' : 'expired'}; a credential binds a live mandate`, 'mandate_id');
+    }
+    const param = mandate ? 'mandate_id' : 'key_id';
+    const keyId = mandate ? mandate.key_id : input.key_id!;
     const keys = await this.d.keys.list(accountId);
-    const key = keys.find((k) => k.id === input.key_id);
+    const key = keys.find((k) => k.id === keyId);
     // Another account's key is the same answer as an unknown one.
-    if (!key) throw new ServiceError('not_found', `No API key ${input.key_id} on this account`, { param: 'key_id' });
-    if (key.status !== 'active') throw invalid(`key_id: the API key ${key.id} is ${key.status}; a credential binds an active key`, 'key_id');
+    if (!key) throw new ServiceError('not_found', `No API key ${keyId} on this account`, { param });
+    if (key.status !== 'active') throw invalid(`${param}: the API key ${key.id} is ${key.status}; a credential binds an active key`, param);
+    const binding = mandate
+      ? { kind: 'mandate' as const, mandate_id: mandate.id, key_id: key.id, purpose: (JSON.parse(mandate.canonical) as { purpose?: string }).purpose ?? null, expires_at: mandate.expires_at.toISOString() }
+      : { kind: 'key' as const, key_id: key.id };
     const signer = this.d.signer;
     const row = await this.d.db.transaction().execute(async (trx) => {
       const { passport } = await this.d.passports.lockOwned(trx, accountId, input.handle);
@@ -69,7 +83,7 @@ export class KyaService {
         id,
         handle: passport.handle,
         account_id: accountId,
-        binding: { kind: 'key' as const, key_id: key.id },
+        binding,
         caps,
         policy_hashes: POLICY_HASHES,
         attestation: { statement, canonical: attestation.canonical, signature: attestation.signature, signer: attestation.signer },
