@@ -64,6 +64,10 @@ import type { Explorer } from './modules/explorer/service.ts'; // explorer
 import { passportsRoutes } from './modules/passports/routes.ts'; // passports
 import type { PassportsService } from './modules/passports/service.ts'; // passports
 import { kyaRoutes } from './modules/kya/routes.ts'; // passports: KYA credentials
+import { guardrailsRoutes } from './modules/guardrails/routes.ts'; // guardrails
+import type { GuardrailsService } from './modules/guardrails/service.ts'; // guardrails
+import { policiesRoutes } from './modules/policies/routes.ts'; // policies
+import type { PoliciesService } from './modules/policies/service.ts'; // policies
 import type { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
 import { mandatesRoutes } from './modules/mandates/routes.ts'; // mandates
 import type { MandatesService } from './modules/mandates/service.ts'; // mandates
@@ -116,6 +120,7 @@ export interface AppDeps {
   calls: CallsService; // sealed calls
   explorer: Explorer; // explorer
   passports: { passports: PassportsService; kya: KyaService }; // passports and KYA credentials
+  guardrails: { guardrails: GuardrailsService; policies: PoliciesService }; // guardrails, policies
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
   logger?: boolean | object;
@@ -184,7 +189,9 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   escrowRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, publicUrl: d.config.publicUrl }); // escrow claims
   fleetRoutes(app, { registry: d.registry, version: VERSION });
   sandboxRoutes(app, d.sandboxes);
-  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs, sources: d.sources }); // inference; a call may cite a source set
+  inferenceRoutes(app, { service: d.inference, publicUrl: d.config.publicUrl, stallMs: d.config.inference.stallMs, sources: d.sources, guardrailsMode: d.config.guardrails.mode }); // inference; a call may cite a source set; guardrails: a key's policy enforced
+  guardrailsRoutes(app, d.guardrails.guardrails); // guardrails
+  policiesRoutes(app, d.guardrails.policies); // policies
   batchRoutes(app, d.batches); // files and batches
   mediaRoutes(app, d.media); // media (images, videos, assistant)
   moneyRoutes(app, { metering: d.metering, cursors: d.cursors, db: d.database.db, clock: d.clock, signer: d.signer, database: d.database });

@@ -8,6 +8,7 @@ import { batchesConfig, batchesEnv, type BatchesConfig } from './config/batches.
 import { mediaConfig, mediaEnv, type MediaConfig } from './config/media.ts'; // media (images, videos, assistant)
 import { passkeysConfig, passkeysEnv, type PasskeyConfig } from './config/passkeys.ts'; // passkeys
 import { anchorsConfig, anchorsEnv, type AnchorsConfig } from './config/anchors.ts'; // public anchors
+import { guardrailsConfig, guardrailsEnv, type GuardrailsConfig } from './config/guardrails.ts'; // guardrails
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -85,6 +86,7 @@ const EnvSchema = z.object({
   ...mediaEnv, // media: image and video providers, the keyless assistant
   ...passkeysEnv, // passkeys: relying party id and origin
   ...anchorsEnv, // public anchors: chains and the paying key
+  ...guardrailsEnv, // guardrails: SVC_GUARDRAILS_MODE
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -148,6 +150,8 @@ export interface Config {
   passkeys: PasskeyConfig | null;
   /** SVC_ANCHOR_* (public anchors). */
   anchors: AnchorsConfig;
+  /** SVC_GUARDRAILS_MODE (guardrails). */
+  guardrails: GuardrailsConfig;
 }
 
 export interface SandboxConfig {
@@ -243,5 +247,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     media: mediaConfig(e), // media (images, videos, assistant)
     passkeys: passkeys.config, // passkeys
     anchors: anchorsConfig(e), // public anchors
+    guardrails: guardrailsConfig(e), // guardrails
   };
 }

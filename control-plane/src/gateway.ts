@@ -52,6 +52,8 @@ import { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
 import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 import { PassportsService } from './modules/passports/service.ts'; // passports
 import { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
+import { GuardrailsService } from './modules/guardrails/service.ts'; // guardrails
+import { PoliciesService } from './modules/policies/service.ts'; // policies
 import { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 
@@ -138,6 +140,10 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   }
   metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
   keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
+  const guardrails = new GuardrailsService(db, clock, config.guardrails.mode, (id) => keys.accountChanged(id)); // guardrails
+  const policies = new PoliciesService(db, clock, guardrails, (id) => keys.accountChanged(id)); // policies
+  keys.policies = policies; // policies: attached where keys are minted, resolved with a key's credentials
+  keys.onChange((target) => policies.invalidate(target)); // policies: compiled policies go with the keys' cache, in every process (NOTIFY)
   const unlistenLeases = await database.listen(LEASES_CHANNEL, (accountId) => void metering.leases.returnAccount(accountId));
   const anchors = new Anchors(db, clock, config.anchors, await anchorBackends(config.anchors), (err, msg) => app.log.warn({ err }, msg)); // public anchors
   const explorer = new Explorer(db, clock, publicBase(config.publicUrl)); // explorer
@@ -210,6 +216,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     calls, // sealed calls
     explorer, // explorer
     passports, // passports and KYA credentials
+    guardrails: { guardrails, policies }, // guardrails, policies
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {

@@ -6,6 +6,8 @@ export const ERROR_TYPES = {
   invalid_request: 400,
   invalid_json: 400,
   invalid_cursor: 400,
+  /** A guardrail rule set of the key's policy blocked the request or its answer (guardrails). */
+  guardrail_blocked: 400,
   authentication_required: 401,
   invalid_credential: 401,
   wrong_credential_kind: 401,

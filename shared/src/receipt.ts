@@ -12,6 +12,29 @@ export interface ReceiptContext {
   source_set_id: string;
 }
 
+/** The policy a key carries, stamped on every receipt of the key (policies module): its id and the sha256 of its canonical JSON. */
+export interface ReceiptPolicy {
+  id: string;
+  sha256: string;
+}
+
+/** One guardrail finding: how many matches of a category a rule saw in one direction, and what was done; never the matched text. */
+export interface ReceiptGuardrailFinding {
+  action: string;
+  category: string;
+  count: number;
+  decision: string;
+  direction: 'input' | 'output';
+  rule: string;
+  severity: string;
+}
+
+/** The guardrail findings of a call whose key's policy names rule sets, under the deployment's mode. */
+export interface ReceiptGuardrails {
+  findings: ReceiptGuardrailFinding[];
+  mode: 'enforce' | 'monitor';
+}
+
 /**
  * A receipt: metadata of one billable response, never its content. Its RFC 8785 canonical JSON is
  * signed with EIP-191 (personal_sign) by the gateway's secp256k1 key; anyone verifies with any
@@ -30,8 +53,9 @@ export interface ReceiptPayload {
   cost_micro_usd: number;
   created_at: string;
   run: { id: string; seq: number; prev: string | null } | null;
-  policy: string | null;
+  policy: ReceiptPolicy | null;
   context?: ReceiptContext;
+  guardrails?: ReceiptGuardrails;
   signer: string;
   [extra: string]: unknown;
 }

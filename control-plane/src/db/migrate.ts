@@ -35,6 +35,7 @@ import * as anchors from './migrations/20261127_1900_anchors.ts';
 import * as calls from './migrations/20261127_2000_calls.ts'; // sealed calls
 import * as passports from './migrations/20261127_2100_passports.ts'; // passports
 import * as mandates from './migrations/20261127_2200_mandates.ts'; // mandates
+import * as guardrails from './migrations/20261127_2300_guardrails.ts'; // guardrails, policies
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -74,6 +75,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2000_calls': calls, // sealed calls
   '20261127_2100_passports': passports, // passports
   '20261127_2200_mandates': mandates, // mandates
+  '20261127_2300_guardrails': guardrails, // guardrails, policies
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -11,8 +11,10 @@ import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthC
 import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
 import type { KyaCredentialsTable, PassportHandlesTable, PassportsTable } from './schema-passports.ts'; // passports
 import type { GhostSessionsTable, MandatesTable } from './schema-mandates.ts'; // mandates
+import type { GuardrailsTable, PoliciesTable } from './schema-guardrails.ts'; // guardrails, policies
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
+export type * from './schema-guardrails.ts'; // guardrails, policies
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
 export type * from './schema-escrow.ts'; // escrow claims
@@ -87,6 +89,7 @@ export interface ApiKeysTable {
   allowed_models: ColumnType<string[] | null, string | null | undefined, string | null>; // mandates: model allow list (JSON)
   allowed_routes: ColumnType<string[] | null, string | null | undefined, string | null>; // mandates: route allow list (JSON)
   managed_by: ColumnType<'mandate' | 'ghost' | null, 'mandate' | 'ghost' | null | undefined, 'mandate' | 'ghost' | null>; // mandates: the module whose resource the key is
+  policy_id: ColumnType<string | null, string | null | undefined, string | null>; // policies: the policy the key carries
 }
 
 export interface CreditAccountsTable {
@@ -358,6 +361,8 @@ export interface DB {
   kya_credentials: KyaCredentialsTable; // passports: KYA credentials
   mandates: MandatesTable; // mandates
   ghost_sessions: GhostSessionsTable; // mandates: ghost sessions
+  guardrails: GuardrailsTable; // guardrails
+  policies: PoliciesTable; // policies
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -17,6 +17,8 @@ export interface KeyPrincipal {
   scopes: Scope[];
   spendCapMicroUsd: number | null;
   expiresAt: Date | null;
+  /** The live policy the key carries (policies module), resolved with the key and cached with it; absent or null: none. */
+  policy?: KeyPolicy | null; // policies
   /** Allow lists along the chain (a mandate's key and keys below it); a request passes every one. Absent: none. */
   allowLists?: KeyAllowList[]; // mandates
 }
@@ -26,6 +28,11 @@ export interface KeyAllowList {
   models: string[] | null;
   routes: string[] | null;
 }
+
+/** What every part of the gateway needs of a key's policy: the stamp its receipts carry (the policies module holds the rest). */
+export interface KeyPolicy {
+  readonly stamp: { readonly id: string; readonly sha256: string };
+} // policies
 
 export interface SessionPrincipal {
   kind: 'session';

@@ -12,6 +12,8 @@ import type { CallContext, Endpoint, InferenceService } from './service.ts';
 import { ChatCompletionSink, LazySse, errorPayload, runStream } from './stream.ts';
 import { estimateChatInput } from './tokens.ts';
 import { REQUEST_BODY_LIMIT } from './schemas.ts';
+import { guardOf, guardInference } from '../guardrails/enforce.ts'; // guardrails
+import type { Mode } from '../guardrails/scanner.ts'; // guardrails
 
 const billable = { auth: 'key', scope: 'inference', billable: true } as const;
 
@@ -48,7 +50,7 @@ function context(req: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, p
   const key = `${publicUrl.href} ${path}`;
   let resource = resources.get(key);
   if (resource === undefined) resources.set(key, (resource = new URL(path, publicUrl).toString()));
-  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource, endpoint, signal: callerGone(reply.raw), settleBehind: true, receiptContext: cited.get(req) };
+  return { requestId: req.id, runId: runIdOf(req), route: `POST ${path}`, resource, endpoint, signal: callerGone(reply.raw), settleBehind: true, receiptContext: cited.get(req), guard: guardOf(req) };
 }
 
 /**
@@ -66,11 +68,11 @@ async function anthropicErrors(_req: FastifyRequest, reply: FastifyReply, payloa
   return `{"type":"error",${payload.slice(1)}`;
 }
 
-export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceService; publicUrl: URL; stallMs: number; sources: SourceCitations }): void {
+export function inferenceRoutes(app: FastifyInstance, d: { service: InferenceService; publicUrl: URL; stallMs: number; sources: SourceCitations; guardrailsMode: Mode }): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['inference'];
   const svc = d.service;
-  const preHandler = citeSourceSet(d.sources);
+  const preHandler = [citeSourceSet(d.sources), guardInference(d.guardrailsMode)]; // guardrails: a key's policy, checked and its input scanned before the handler
 
   r.get(
     '/v1/models',

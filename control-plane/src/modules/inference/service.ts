@@ -7,6 +7,7 @@ import { hideLocalNames, type InferenceBackends, type JsonAnswer, type StreamAns
 import { holdPrice, type ModelCatalog, type ResolvedModel } from './catalog.ts';
 import { boundChatInput, boundEmbeddingInput, costMicroUsd, estimateChatInput, estimateEmbeddingInput } from './tokens.ts';
 import { upstreamStreamError } from './upstream.ts';
+import type { RequestGuard } from '../guardrails/enforce.ts'; // guardrails
 
 export type Endpoint = 'chat.completions' | 'messages' | 'responses' | 'embeddings';
 
@@ -23,6 +24,8 @@ export interface CallContext {
   discountPercent?: number;
   /** What the receipt cites (the source set named by the caller's X-Svc-Source-Set header), signed in as `context`. */
   receiptContext?: ReceiptContext;
+  /** The key's policy at work on this call (guardrails/enforce.ts): its input already scanned; the answer is scanned here. */
+  guard?: RequestGuard;
   /** Batches: runs with the answer before the charge settles (a throw releases the hold, nothing is charged). */
   beforeSettle?: (body: Record<string, unknown>) => Promise<void>;
   /**
@@ -125,7 +128,7 @@ export class InferenceService {
   }
 
   /** `detail` comes with its keys in code-unit order, as the receipt's others (canonicalize then takes its JSON.stringify path). */
-  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, ctx: Pick<CallContext, 'discountPercent' | 'receiptContext'>): Usage {
+  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, ctx: Pick<CallContext, 'discountPercent' | 'receiptContext' | 'guard'>): Usage {
     const discountPercent = ctx.discountPercent ?? 0;
     const list = costMicroUsd(price, input, output);
     const cost = discounted(list, discountPercent);
@@ -135,7 +138,20 @@ export class InferenceService {
       detail.list_cost_micro_usd = list;
     }
     if (cost > hold.amount) detail.capped_at_hold = true;
-    return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail, context: ctx.receiptContext };
+    return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail, context: ctx.receiptContext, guardrails: ctx.guard?.receiptField() };
+  }
+
+  /**
+   * A request a guardrail blocked on its input: refused (400 guardrail_blocked) before any upstream is called,
+   * with a receipt of what was found, at no charge.
+   */
+  private async refuse(p: KeyPrincipal, model: string, ctx: CallContext, stream: boolean): Promise<never> {
+    const guard = ctx.guard!;
+    await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: 0, route: ctx.route, resource: ctx.resource }, async () => ({
+      result: null,
+      usage: { costMicroUsd: 0, kind: 'inference', model, units: { input_tokens: 0, output_tokens: 0 }, detail: { endpoint: ctx.endpoint, outcome: 'guardrail_blocked', stream }, context: ctx.receiptContext, guardrails: guard.receiptField() },
+    }));
+    throw guard.blockedError(ctx.requestId);
   }
 
   /**
@@ -144,6 +160,7 @@ export class InferenceService {
    */
   async chat(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<Answered> {
     const prep = await this.prepareChat(body);
+    if (ctx.guard?.blocked) await this.refuse(p, prep.model.id, ctx, false); // guardrails
     const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {
       const a = await this.backends.json('chat', prep.model, body, { signal: ctx.signal, accountId: p.accountId });
       if (a.node) a.body.model = prep.model.id;
@@ -153,9 +170,12 @@ export class InferenceService {
       const output = int(u?.completion_tokens) ?? estimateTokens(choices.map((c) => deliveredText(c.message)).join(''));
       const source = int(u?.prompt_tokens) !== undefined && int(u?.completion_tokens) !== undefined ? 'upstream' : 'estimated';
       if (!u) a.body.usage = toUsage(input, output);
+      const redacted = ctx.guard?.output(a.body) ?? false; // guardrails: the answer scanned, redacted in place
+      const outcome = ctx.guard?.blocked ? 'guardrail_blocked' : 'completed';
       await ctx.beforeSettle?.(a.body);
-      return { result: unchanged(a, u), usage: this.usage(prep, hold, a.price, input, output, { backend: a.backend, endpoint: ctx.endpoint, outcome: 'completed', stream: false, usage_source: source }, ctx) };
+      return { result: redacted ? { body: a.body } : unchanged(a, u), usage: this.usage(prep, hold, a.price, input, output, { backend: a.backend, endpoint: ctx.endpoint, outcome, stream: false, usage_source: source }, ctx) };
     }, { behind: ctx.settleBehind });
+    if (ctx.guard?.blocked) throw ctx.guard.blockedError(ctx.requestId); // guardrails: the answer was generated (and charged), not delivered
     return { ...out.result, receipt: out.receipt };
   }
 
@@ -166,6 +186,7 @@ export class InferenceService {
    */
   async chatStream(p: KeyPrincipal, body: Body, ctx: CallContext, sink: ChatSink, opts: { forwardUsage: boolean }): Promise<void> {
     const prep = await this.prepareChat(body);
+    if (ctx.guard?.blocked) await this.refuse(p, prep.model.id, ctx, true); // guardrails
     const hold = await this.hold(p, prep, ctx);
     const ac = new AbortController();
     const onAbort = () => ac.abort(new Error('caller went away'));
@@ -194,6 +215,9 @@ export class InferenceService {
     const meta = { id: `chatcmpl-${ctx.requestId}`, created: Math.floor(Date.now() / 1000), model: prep.model.id };
     const gone = () => sink.closed || ctx.signal.aborted;
     const held: Chunk[] = [];
+    // guardrails: the answer's texts through the policy's output rules; `raw` is what the upstream generated.
+    const guardOut = ctx.guard?.outputStream() ?? null;
+    let raw = '';
     const start = () => {
       if (began) return;
       began = true;
@@ -230,6 +254,22 @@ export class InferenceService {
           delete chunk.usage;
         }
         if (chunk.usage) usageDelivered = true;
+        if (guardOut) {
+          for (const c of choices) raw += deliveredText(c.delta);
+          const idle = guardOut.chunk(choices);
+          if (guardOut.blocked) {
+            // What came before the blocking match goes out; nothing from it on.
+            const before = choices.reduce((t, c) => t + deliveredText(c.delta), '');
+            if (before) {
+              start();
+              text += before;
+              sink.chunk({ ...chunk, choices: choices.map((c) => ({ ...c, finish_reason: null })) });
+            }
+            failure = ctx.guard!.blockedError(ctx.requestId);
+            break;
+          }
+          if (idle) continue; // all its text held back for now
+        }
         let piece = '';
         for (const c of choices) {
           piece += deliveredText(c.delta);
@@ -249,6 +289,15 @@ export class InferenceService {
         const drained = sink.drained();
         if (drained) await drained;
       }
+      if (!failure && !gone() && guardOut) {
+        // guardrails: what the redactors still hold (choices that sent no finish_reason), then the verdict.
+        for (const rest of guardOut.finish()) {
+          start();
+          text += rest.text;
+          sink.chunk({ id: meta.id, object: 'chat.completion.chunk', created: meta.created, model: meta.model, choices: [{ index: rest.index, delta: { [rest.field]: rest.text }, finish_reason: null }] });
+        }
+        if (guardOut.blocked) failure = ctx.guard!.blockedError(ctx.requestId);
+      }
       if (!failure && !gone()) {
         backend = (await up.done).backend;
         // Finished: a finish_reason, or [DONE] after content (a server that sends no finish_reason). A stream
@@ -263,7 +312,9 @@ export class InferenceService {
       if (!ended) ac.abort(new Error('stream ended early'));
     }
     const delivered = began && text.length > 0;
-    if (!ended && !delivered) {
+    // guardrails: an answer a rule blocked was generated all the same: charged, with the receipt of the findings.
+    const guardBlocked = failure?.type === 'guardrail_blocked';
+    if (!ended && !delivered && !guardBlocked) {
       // Nothing reached the caller: no charge.
       await this.metering.release(hold).catch(() => undefined);
       if (failure && !began) throw failure;
@@ -273,13 +324,13 @@ export class InferenceService {
     // Upstream usage counts for a stream that ran to its end; otherwise what was delivered is estimated.
     const input = int(usage?.prompt_tokens) ?? prep.inputTokens;
     const complete = ended && int(usage?.completion_tokens) !== undefined;
-    const output = complete ? int(usage!.completion_tokens)! : estimateTokens(text);
-    const outcome = ended ? 'completed' : failure ? 'upstream_error' : 'client_disconnected';
+    const output = complete ? int(usage!.completion_tokens)! : estimateTokens(guardBlocked ? raw : text);
+    const outcome = ended ? 'completed' : guardBlocked ? 'guardrail_blocked' : failure ? 'upstream_error' : 'client_disconnected';
     let receipt: SignedReceipt;
     try {
       const settled = await this.metering.settle(
         hold,
-        this.usage(prep, hold, up.price, input, output, { backend, endpoint: ctx.endpoint, outcome, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, { receiptContext: ctx.receiptContext }),
+        this.usage(prep, hold, up.price, input, output, { backend, endpoint: ctx.endpoint, outcome, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, { receiptContext: ctx.receiptContext, guard: ctx.guard }),
         { behind: ctx.settleBehind },
       );
       receipt = settled.receipt;
@@ -289,6 +340,7 @@ export class InferenceService {
       return;
     }
     const end: StreamEnd = { usage: toUsage(input, output), finishReason, receipt, usageDelivered, meta };
+    if (failure && !began) throw failure; // guardrails: blocked before anything went out, answered 400
     if (failure) return sink.fail(failure, end);
     if (gone()) return;
     start();
@@ -298,6 +350,7 @@ export class InferenceService {
   /** Embeddings (OpenAI shape), with the signed receipt (and `text` as for `chat`). */
   async embeddings(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<Answered> {
     const model = await this.catalog.resolve(String(body.model), 'embeddings');
+    if (ctx.guard?.blocked) await this.refuse(p, model.id, ctx, false); // guardrails
     const inputTokens = estimateEmbeddingInput(body.input);
     const prep: Prepared = { model, inputTokens, holdMicroUsd: costMicroUsd(holdPrice(model), boundEmbeddingInput(body.input), 0) };
     const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { ServiceError, effectiveScopes } from '@svc/shared';
-import type { KeyAllowList, KeyPrincipal } from '../../http/auth-types.ts';
+import type { KeyAllowList, KeyPolicy, KeyPrincipal } from '../../http/auth-types.ts';
 import { allowListsOf } from '../../http/key-bounds.ts';
 import type { ApiKeysTable, DB } from '../../db/schema.ts';
 
@@ -12,7 +12,7 @@ type KeyRow = Selectable<ApiKeysTable>;
  */
 export const MAX_ROTATIONS = 64;
 
-type WalkRow = Pick<KeyRow, 'id' | 'account_id' | 'parent_id' | 'scopes' | 'spend_cap_micro_usd' | 'expires_at' | 'revoked_at' | 'frozen_at' | 'rotated_to'> & {
+type WalkRow = Pick<KeyRow, 'id' | 'account_id' | 'parent_id' | 'scopes' | 'spend_cap_micro_usd' | 'expires_at' | 'revoked_at' | 'frozen_at' | 'rotated_to' | 'policy_id'> & {
   suspended_at: Date | null;
 };
 
@@ -32,6 +32,9 @@ export type AuthRow = Pick<KeyRow, 'id' | 'account_id' | 'parent_id' | 'scopes' 
   chain: string[];
   /** Every key id whose change invalidates this entry: the rotations walked and the live key's ancestors. */
   ids: string[];
+  /** The policy the live key carries (policies), and that policy resolved when it is live. */
+  policy_id: string | null;
+  policy?: KeyPolicy | null;
   /** The allow lists of the live key and its ancestors (mandate keys), when any carries one. */
   allow_lists?: KeyAllowList[];
 };
@@ -70,10 +73,10 @@ export class AuthCache {
 export async function loadAuthRow(db: Kysely<DB>, hash: string): Promise<AuthRow | undefined> {
   const walk = await sql<WalkRow & { d: number }>`
     with recursive walk as (
-      select k.id, k.account_id, k.parent_id, k.scopes, k.spend_cap_micro_usd, k.expires_at, k.revoked_at, k.frozen_at, k.rotated_to, 0 as d
+      select k.id, k.account_id, k.parent_id, k.scopes, k.spend_cap_micro_usd, k.expires_at, k.revoked_at, k.frozen_at, k.rotated_to, k.policy_id, 0 as d
       from api_keys k where k.secret_hash = ${hash}
       union all
-      select k.id, k.account_id, k.parent_id, k.scopes, k.spend_cap_micro_usd, k.expires_at, k.revoked_at, k.frozen_at, k.rotated_to, w.d + 1
+      select k.id, k.account_id, k.parent_id, k.scopes, k.spend_cap_micro_usd, k.expires_at, k.revoked_at, k.frozen_at, k.rotated_to, k.policy_id, w.d + 1
       from api_keys k join walk w on k.id = w.rotated_to where w.d < ${MAX_ROTATIONS}
     )
     select w.*, a.suspended_at from walk w join accounts a on a.id = w.account_id order by w.d`.execute(db);
@@ -105,6 +108,7 @@ export async function loadAuthRow(db: Kysely<DB>, hash: string): Promise<AuthRow
     chain: ids,
     ids: [...walk.rows.map((r) => r.id), ...ids],
     allow_lists: allowListsOf(chain.rows),
+    policy_id: head.policy_id, // policies
   };
 }
 
@@ -127,6 +131,7 @@ export function admitRow(row: AuthRow, now: Date): KeyPrincipal {
     scopes: effectiveScopes(row.scopes),
     spendCapMicroUsd: row.spend_cap_micro_usd,
     expiresAt: row.expires_at,
+    policy: row.policy ?? null, // policies
     ...(row.allow_lists ? { allowLists: row.allow_lists } : {}),
   };
 }

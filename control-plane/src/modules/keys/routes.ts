@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { SCOPE_NAMES, SCOPES } from '@svc/shared';
 import { requireKey, requireSession } from '../../http/auth.ts';
 import { dateTime } from '../../http/fields.ts';
+import { PolicyIn } from '../policies/schemas.ts'; // policies
 import type { KeysService } from './service.ts';
 
 const MAX_CAP = 1_000_000_000_000_000; // $1e9 in micro-USD
@@ -15,6 +16,7 @@ const KeyInput = z
     scopes: z.array(ScopeEnum).max(SCOPE_NAMES.length).optional().describe('Omitted or empty: every scope.'),
     spend_cap_micro_usd: z.number().int().min(0).max(MAX_CAP).optional().describe('Lifetime spend cap of this key and its delegated subtree.'),
     expires_at: dateTime().optional().describe('ISO 8601 date-time in the future (at most 9999-12-31T23:59:59Z).'),
+    policy: PolicyIn.optional(), // policies
   })
   .strict();
 
@@ -39,6 +41,7 @@ const KeyView = z.object({
   allowed_models: z.array(z.string()).nullable().describe("A mandate key's model allow list (keys below it are held to it too); null: any model."),
   allowed_routes: z.array(z.string()).nullable().describe("A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open."),
   managed_by: z.enum(['mandate', 'ghost']).nullable().describe('The mandate or ghost session this key belongs to; such a key is never rotated.'),
+  policy_id: z.string().nullable().describe('The policy the key carries (GET /v1/policies); null: none.'), // policies
 });
 const NewKey = KeyView.extend({ key: z.string().describe('The sk-svc_ secret; shown this once, stored only as sha256.') });
 const IdParams = z.object({ id: z.string().max(64) });

@@ -13,7 +13,8 @@ import {
 } from '@svc/shared';
 import type { ApiKeysTable, DB } from '../../db/schema.ts';
 import { ThrottledTouch } from '../../db/throttled-touch.ts';
-import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { KeyPolicy, KeyPrincipal } from '../../http/auth-types.ts';
+import type { PolicyInput } from '../policies/content.ts'; // policies
 import type { Database } from '../../db/database.ts';
 import { AuthCache, admitRow, loadAuthRow, type AuthRow } from './auth-row.ts';
 
@@ -26,7 +27,16 @@ export interface KeyInput {
   scopes?: Scope[] | undefined;
   spend_cap_micro_usd?: number | undefined;
   expires_at?: string | undefined;
+  /** A policy for the key (policies module): attached, or added to the parent key's for a delegated key. */
+  policy?: PolicyInput | undefined; // policies
 }
+
+/** What the policies module does for keys (wired by gateway.ts): attach a policy where a key is minted, resolve the one a key carries. */
+export interface KeyPolicies {
+  attach(accountId: string, input: PolicyInput, parentPolicyId: string | null, db: Kysely<DB>): Promise<{ id: string }>;
+  /** The live policy (null once revoked); read when a key's credentials are loaded, cached with them. */
+  active(accountId: string, policyId: string): Promise<KeyPolicy | null>;
+} // policies
 
 /** What modules that mint keys for their own resources (mandates, ghost sessions) set beside a key's input. */
 export interface ManagedKeyInput extends KeyInput {
@@ -35,6 +45,11 @@ export interface ManagedKeyInput extends KeyInput {
   allowed_routes?: string[] | null;
   /** The module whose resource the key is ('mandate', 'ghost'): it is never rotated, only revoked or expired. */
   managed_by?: 'mandate' | 'ghost';
+  /**
+   * The policy the key carries (an id PoliciesService.attach returned); with `policy` set, the policy that one is
+   * added to. A delegated key gets its parent's when this is not set.
+   */
+  policy_id?: string | null; // policies
 }
 
 type KeyRow = Selectable<ApiKeysTable>;
@@ -48,6 +63,8 @@ export class KeysService {
   private readonly touched: ThrottledTouch;
   private readonly cache = new AuthCache();
   private unlisten: (() => Promise<void>) | undefined;
+  /** Set by gateway.ts (policies module); without it a key input's `policy` is refused. */
+  policies: KeyPolicies | null = null; // policies
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
@@ -83,6 +100,7 @@ export class KeysService {
       frozen_reason: k.frozen_reason,
       rotated_to: k.rotated_to,
       last_used_at: k.last_used_at?.toISOString() ?? null,
+      policy_id: k.policy_id ?? null, // policies
       allowed_models: k.allowed_models ?? null,
       allowed_routes: k.allowed_routes ?? null,
       managed_by: k.managed_by ?? null,
@@ -106,6 +124,7 @@ export class KeysService {
     now: Date,
     carry?: Pick<KeyRow, 'spent_micro_usd' | 'window_start' | 'window_spent_micro_usd' | 'frozen_at' | 'frozen_reason'>,
   ) {
+    const policyId = await this.policyFor(trx, accountId, input); // policies
     const secret = newSecret(PREFIX.apiKeySecret);
     const row = await trx
       .insertInto('api_keys')
@@ -128,6 +147,7 @@ export class KeysService {
         allowed_models: input.allowed_models ? JSON.stringify(input.allowed_models) : null,
         allowed_routes: input.allowed_routes ? JSON.stringify(input.allowed_routes) : null,
         managed_by: input.managed_by ?? null,
+        policy_id: policyId, // policies
         ...carry,
       })
       .returningAll()
@@ -137,6 +157,11 @@ export class KeysService {
 
   /** A new key; inside the caller's transaction when `db` is one (a key minted together with what uses it). */
   async create(accountId: string, input: ManagedKeyInput, db: Kysely<DB> = this.db) {
+    if (input.policy && db === this.db) return this.db.transaction().execute((trx) => this.createIn(accountId, input, trx)); // policies: the policy and the key commit together
+    return this.createIn(accountId, input, db);
+  }
+
+  private async createIn(accountId: string, input: ManagedKeyInput, db: Kysely<DB>) {
     const now = this.clock.now();
     const expires = this.parseExpiry(input.expires_at, now);
     const { row, secret } = await this.insert(db, accountId, null, { ...input, scopes: input.scopes ?? [] }, expires, now);
@@ -275,7 +300,7 @@ export class KeysService {
         trx,
         accountId,
         old.parent_id,
-        { name: old.name ?? undefined, scopes: old.scopes as Scope[], spend_cap_micro_usd: old.spend_cap_micro_usd ?? undefined, allowed_models: old.allowed_models, allowed_routes: old.allowed_routes },
+        { name: old.name ?? undefined, scopes: old.scopes as Scope[], spend_cap_micro_usd: old.spend_cap_micro_usd ?? undefined, allowed_models: old.allowed_models, allowed_routes: old.allowed_routes, policy_id: old.policy_id },
         old.expires_at,
         now,
         {
@@ -354,7 +379,7 @@ export class KeysService {
           union all select k.id, k.parent_id, up.d + 1 from api_keys k join up on k.id = up.parent_id
         ) select max(d)::int as d from up`.execute(trx);
       if ((depth.rows[0]?.d ?? 1) >= MAX_DEPTH) throw invalid(`delegation is limited to ${MAX_DEPTH} levels`);
-      const { row, secret } = await this.insert(trx, parent.accountId, parent.keyId, { ...input, scopes: effectiveScopesOf(scopes, parent.scopes), spend_cap_micro_usd: cap ?? undefined }, expires, now);
+      const { row, secret } = await this.insert(trx, parent.accountId, parent.keyId, { ...input, scopes: effectiveScopesOf(scopes, parent.scopes), spend_cap_micro_usd: cap ?? undefined, policy_id: input.policy_id ?? p.policy_id }, expires, now);
       return { ...this.view(row, now), key: secret };
     };
     return db ? mint(db) : this.db.transaction().execute(mint);
@@ -387,8 +412,9 @@ export class KeysService {
   private resolve(hash: string): KeyPrincipal | Promise<KeyPrincipal> {
     const row = this.cache.get(hash);
     if (row) return this.admit(row);
-    return loadAuthRow(this.db, hash).then((loaded) => {
+    return loadAuthRow(this.db, hash).then(async (loaded) => {
       if (!loaded) throw new ServiceError('invalid_credential', 'Unknown API key');
+      if (loaded.policy_id && this.policies) loaded.policy = await this.policies.active(loaded.account_id, loaded.policy_id); // policies
       this.cache.set(hash, loaded);
       return this.admit(loaded);
     });
@@ -401,6 +427,16 @@ export class KeysService {
     this.touched.touch(row.presented_id, now);
     return p;
   }
+
+  /**
+   * The policy a new key carries: `input.policy` attached (added to `input.policy_id`, the parent key's, for a
+   * delegated key), else `input.policy_id`. A refusal (400 naming the field) writes nothing.
+   */
+  private async policyFor(trx: Kysely<DB>, accountId: string, input: ManagedKeyInput): Promise<string | null> {
+    if (!input.policy) return input.policy_id ?? null;
+    if (!this.policies) throw invalid('policy: policies are not available on this gateway', 'policy');
+    return (await this.policies.attach(accountId, input.policy, input.policy_id ?? null, trx)).id;
+  } // policies
 
   /** Drops cached credentials of a key (and keys below it), or of a whole account ("account:<id>"). */
   invalidate(target: string): void {

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { ServiceError, newId, type Clock, type ReceiptContext, type SignedReceipt } from '@svc/shared';
+import { ServiceError, newId, type Clock, type ReceiptContext, type ReceiptGuardrails, type ReceiptPolicy, type SignedReceipt } from '@svc/shared';
 import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
@@ -41,6 +41,8 @@ export interface Hold {
   chain: string[];
   /** Admitted from a credit lease (`id` is the lease's): settled out of it, released in memory. */
   lease: boolean;
+  /** The policy stamp of the key (its principal's), signed into the receipt. */
+  policy?: ReceiptPolicy | null; // policies
 }
 
 export interface Usage {
@@ -50,9 +52,11 @@ export interface Usage {
   units: Record<string, number | string>;
   /** Extra metadata for the receipt (never content). */
   detail?: Record<string, unknown>;
-  policy?: string | null;
+  policy?: ReceiptPolicy | null;
   /** What the call cites (a source set's root), signed into the receipt as `context`. */
   context?: ReceiptContext;
+  /** Guardrail findings of the call (guardrails), signed into the receipt. */
+  guardrails?: ReceiptGuardrails;
 }
 
 export interface Settled {
@@ -161,7 +165,7 @@ export class Metering {
   }
 
   private leaseHold(l: Lease, req: HoldRequest): Hold {
-    return { id: l.id, accountId: req.principal.accountId, keyId: req.principal.keyId, amount: req.maxCostMicroUsd, requestId: req.requestId, runId: null, route: req.route, runHead: null, runCount: 0, chain: l.chain, lease: true };
+    return { id: l.id, accountId: req.principal.accountId, keyId: req.principal.keyId, amount: req.maxCostMicroUsd, requestId: req.requestId, runId: null, route: req.route, runHead: null, runCount: 0, chain: l.chain, lease: true, policy: req.principal.policy?.stamp ?? null };
   }
 
   /** Tops a lease up in the background before it runs out; the top-up holds nothing when no lease can be granted. */
@@ -211,6 +215,7 @@ export class Metering {
           runCount: row.run_count ?? 0,
           chain: req.principal.chain,
           lease: false,
+          policy: req.principal.policy?.stamp ?? null, // policies
         };
       case 'insufficient_credit': {
         const spendable = Number(row.balance) - Number(row.held);
