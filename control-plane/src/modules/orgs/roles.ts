@@ -83,6 +83,16 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'GET /v1/kya/credentials': 'member',
   'POST /v1/kya/credentials': 'admin',
   'DELETE /v1/kya/credentials/:id': 'admin',
+  // Mandates and ghost sessions mint keys: admins, as for keys.
+  'GET /v1/mandates': 'admin',
+  'POST /v1/mandates': 'admin',
+  'DELETE /v1/mandates/:id': 'admin',
+  'POST /v1/mandates/:id/proof': 'admin',
+  'GET /v1/ghost/sessions': 'admin',
+  'POST /v1/ghost/sessions': 'admin',
+  'GET /v1/ghost/sessions/:id': 'admin',
+  'POST /v1/ghost/sessions/:id/extend': 'admin',
+  'POST /v1/ghost/sessions/:id/destroy': 'admin',
   // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',
