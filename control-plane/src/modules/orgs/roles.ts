@@ -55,6 +55,13 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'DELETE /v1/keys/:id': 'admin',
   'POST /v1/keys/:id/rotate': 'admin',
   'POST /v1/keys/:id/unfreeze': 'admin',
+  // Policies ride on keys (admins, as for keys); guardrail rule sets and their findings.
+  'GET /v1/policies': 'admin',
+  'DELETE /v1/policies/:id': 'admin',
+  'GET /v1/guardrails': 'member',
+  'GET /v1/guardrails/findings': 'member',
+  'POST /v1/guardrails': 'admin',
+  'DELETE /v1/guardrails/:id': 'admin',
   'GET /v1/webhooks': 'admin',
   'POST /v1/webhooks': 'admin',
   'DELETE /v1/webhooks/:id': 'admin',
