@@ -244,7 +244,7 @@ describe('policies', () => {
     const { policies } = await api<{ policies: Array<{ id: string; guardrails: string[]; models: string[]; max_output_tokens: number }> }>(bob.client, 'GET', '/v1/policies');
     expect(policies.find((p) => p.id === child.policy_id)).toMatchObject({ guardrails: [g1.id, g2.id].sort(), models: ['test-chat'], max_output_tokens: 20 });
     await expect(openai(child.key).chat.completions.create({ model: 'test-chat', messages: user(INJECTION) })).rejects.toMatchObject({ status: 400, type: 'guardrail_blocked' });
-    await expect(openai(child.key).chat.completions.create({ model: 'test-reasoning', messages: user('hi') })).rejects.toMatchObject({ status: 403, param: 'model' });
+    await expect(openai(child.key).chat.completions.create({ model: 'test-reasoning', messages: user('hi') })).rejects.toMatchObject({ status: 403, type: 'model_not_allowed', param: 'model' });
     await openai(child.key).chat.completions.create({ model: 'test-chat', messages: user('Bluebird news') });
     expect(up.requests.at(-1)!.body).toMatchObject({ messages: user('[REDACTED:term] news'), max_tokens: 20 });
 

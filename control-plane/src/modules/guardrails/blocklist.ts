@@ -1,6 +1,6 @@
 import type RE2 from 're2';
 import { fold, foldedView, originalSpan } from './normalize.ts';
-import { compilePattern } from './patterns.ts';
+import { compilePattern, requiredLiteral } from './patterns.ts';
 import { ordered, type Detector, type Match } from './types.ts';
 
 /**
@@ -13,14 +13,50 @@ export const MAX_TERMS = 500;
 export const MAX_TERM_LENGTH = 100;
 export const MAX_PATTERNS = 20;
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\\-/]/g, '\\$&');
 const WORDISH = /[\p{L}\p{N}]/u;
+/** Anchors and word boundaries: a pattern with one matches differently at the edge of a slice of the text. */
+const EDGE_SENSITIVE = /\\[bBAz]|[\^$]/;
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+interface Trie {
+  next: Map<string, Trie>;
+  end: boolean;
+}
+
+/**
+ * The terms as one regex in trie form (`code(?:name-(?:1|2)|word)`): shared prefixes are matched once, so a
+ * position is tried against the terms that can start there only; the longest term wins where one extends another.
+ */
+export function trieSource(terms: readonly string[]): string {
+  const root: Trie = { next: new Map(), end: false };
+  for (const t of terms) {
+    let n = root;
+    for (const ch of t) {
+      let c = n.next.get(ch);
+      if (!c) n.next.set(ch, (c = { next: new Map(), end: false }));
+      n = c;
+    }
+    n.end = true;
+  }
+  const emit = (n: Trie): string => {
+    const alts = [...n.next.entries()].map(([ch, c]) => escape(ch) + emit(c));
+    if (!alts.length) return '';
+    const body = alts.length === 1 ? alts[0]! : `(?:${alts.join('|')})`;
+    return n.end ? `(?:${body})?` : body;
+  };
+  return emit(root);
+}
 
 export function blocklistDetector(terms: readonly string[], patterns: readonly string[]): Detector {
   const folded = [...new Set(terms.map(fold).filter((t) => t.length > 0))].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
-  // Escaped literals only: an alternation of fixed strings, which cannot backtrack catastrophically.
-  const termRe = folded.length ? new RegExp(folded.map(escape).join('|'), 'gu') : null;
-  const compiled: Array<{ re: RE2; maxSpan: number }> = patterns.map(compilePattern);
+  // Escaped literals only, as a trie: fixed strings, which cannot backtrack catastrophically.
+  const termRe = folded.length ? new RegExp(trieSource(folded), 'g') : null;
+  const compiled: Array<{ re: RE2; maxSpan: number; needs: ReturnType<typeof requiredLiteral>; windowed: boolean }> = patterns.map((p) => ({
+    ...compilePattern(p),
+    needs: requiredLiteral(p),
+    windowed: !EDGE_SENSITIVE.test(p),
+  }));
   const longestTerm = folded.reduce((m, t) => Math.max(m, t.length), 0);
   // A folded character comes from at most a few original ones (a letter and its combining marks).
   const maxSpan = Math.max(longestTerm ? 2 * longestTerm + 8 : 0, ...compiled.map((c) => c.maxSpan), 1);
@@ -47,16 +83,35 @@ export function blocklistDetector(terms: readonly string[], patterns: readonly s
           out.push({ start: s, end: e, category: 'term', severity: 'medium' });
         }
       }
+      let lower: string | undefined;
       for (const c of compiled) {
-        c.re.lastIndex = 0;
-        let m: RegExpExecArray | null;
-        while ((m = c.re.exec(text)) !== null) {
-          if (m[0].length === 0) {
-            c.re.lastIndex++;
-            continue;
+        let from = 0;
+        let to = text.length;
+        if (c.needs) {
+          const hay = c.needs.ignoreCase ? (lower ??= text.toLowerCase()) : text;
+          const first = hay.indexOf(c.needs.literal);
+          if (first < 0) continue; // cannot match
+          // Every match holds the literal and is at most maxSpan long: RE2 need only see the span around the
+          // occurrences (a pattern with anchors or word boundaries, which the edges would change, sees it all).
+          if (c.windowed && hay.length === text.length) {
+            const last = hay.lastIndexOf(c.needs.literal);
+            from = Math.max(0, first - c.maxSpan);
+            to = Math.min(text.length, last + c.needs.literal.length + c.maxSpan);
+            if (from > 0 && isLowSurrogate(text.charCodeAt(from))) from--;
+            if (to < text.length && isLowSurrogate(text.charCodeAt(to))) to++;
           }
-          out.push({ start: m.index, end: m.index + m[0].length, category: 'pattern', severity: 'medium' });
         }
+        const part = from === 0 && to === text.length ? text : text.slice(from, to);
+        // One call into RE2 to learn whether it matches at all, one to collect every match (each exec call
+        // would convert the text again).
+        c.re.lastIndex = 0;
+        if (!c.re.test(part)) continue;
+        c.re.lastIndex = 0;
+        c.re.replace(part, (m: string, ...rest: unknown[]) => {
+          const at = from + (rest[rest.length - 2] as number);
+          if (m.length) out.push({ start: at, end: at + m.length, category: 'pattern', severity: 'medium' });
+          return m;
+        });
       }
       return ordered(out);
     },

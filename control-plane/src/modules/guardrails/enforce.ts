@@ -176,7 +176,7 @@ function askedOutput(endpoint: Endpoint, b: Record<string, unknown>): { field: s
 /** The policy's models and output limit, checked on a request body (the limit set where the request names none). */
 export function checkPolicy(policy: ActivePolicy, endpoint: Endpoint, body: Record<string, unknown>): void {
   if (policy.models && !admits(policy.models, String(body.model))) {
-    throw new ServiceError('forbidden', `model: this API key's policy ${policy.id} allows only ${policy.models.join(', ')}`, { param: 'model', policy_id: policy.id });
+    throw new ServiceError('model_not_allowed', `model: this API key's policy ${policy.id} allows only ${policy.models.join(', ')}`, { param: 'model', policy_id: policy.id });
   }
   if (policy.maxOutputTokens !== null && endpoint !== 'embeddings') {
     const asked = askedOutput(endpoint, body);

@@ -1,3 +1,4 @@
+import { trieSource } from './blocklist.ts';
 import { foldedView, originalSpan } from './normalize.ts';
 import { eachMatch, ordered, type Detector, type Match, type Severity } from './types.ts';
 
@@ -34,26 +35,33 @@ const TARGET = '(?:instructions?|prompts?|rules|directions|directives|guidelines
 const QUALIFIER = '(?:previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|your|all|any|every|existing|current|safety|the|these|those|of|my)';
 const POINTING = /\b(?:previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|your|all|every|existing)\b/;
 
-const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: string) => boolean }> = [
-  { category: 'instruction_override', re: new RegExp(`\\b(?:ignore|disregard|forget|override|bypass|neglect|drop|abandon)(?: about)? (?:${QUALIFIER} ){1,4}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
-  { category: 'instruction_override', re: /\b(?:ignore|disregard|forget) (?:everything|anything|all|what(?:ever)? (?:was|you were) (?:said|told)) (?:above|before|previously|prior|so far|until now)\b/g },
-  { category: 'instruction_override', re: new RegExp(`\\b(?:do not|don't|never|stop|cease) (?:follow|following|obey|obeying|adhere to|adhering to) (?:${QUALIFIER} ){1,3}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
-  { category: 'instruction_override', re: /\byour (?:new|real|actual|true|updated) (?:instructions|task|rules|orders|objective) (?:are|is|will be)\b/g },
-  { category: 'role_override', re: /\byou are (?:now |going to be |henceforth )?(?:dan|stan|aim|dude|an? (?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|version))\b/g },
-  { category: 'role_override', re: /\b(?:act|behave|respond|answer|pretend|roleplay|role-play) (?:as|like) (?:if you (?:are|were) )?(?:an? )?(?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|character)\b/g },
-  { category: 'role_override', re: /\bpretend (?:that )?you (?:are|have|had) (?:not |no )(?:bound by )?(?:any )?(?:rules|restrictions|guidelines|filters|limits|limitations|content policy|policies)\b/g },
-  { category: 'role_override', re: /\byou (?:are|will be|were) no longer (?:bound|restricted|limited|constrained|governed) by\b/g },
-  { category: 'role_override', re: /\b(?:enable|activate|enter|switch to|turn on) (?:dan|developer|god|jailbreak|jailbroken|unrestricted|unfiltered) mode\b|\b(?:developer|dan|jailbreak|god) mode (?:enabled|activated|on)\b|\bdo anything now\b/g },
-  { category: 'system_prompt_override', re: /\b(?:new|updated|revised|override|real) system (?:prompt|message|instructions?)(?= ?:| is\b| are\b| follows?\b| below\b)|\bsystem (?:prompt )?override\b|\b(?:begin|start) (?:of )?(?:new )?system (?:prompt|message)\b/g },
-  { category: 'system_prompt_override', re: /<\|(?:im_start|im_end|system|endoftext|start_header_id|eot_id)\|>|\[\/?inst\]|<<\/?sys>>|(?:^|\n|\. )#{2,3} ?(?:system|instruction|instructions) ?:/g },
+const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: string) => boolean; needles?: string[] }> = [
+  { needles: ['ignor', 'disregard', 'forget', 'overrid', 'bypass', 'neglect', 'drop', 'abandon'], category: 'instruction_override', re: new RegExp(`\\b(?:ignore|disregard|forget|override|bypass|neglect|drop|abandon)(?: about)? (?:${QUALIFIER} ){1,4}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
+  { needles: ['ignor', 'disregard', 'forget'], category: 'instruction_override', re: /\b(?:ignore|disregard|forget) (?:everything|anything|all|what(?:ever)? (?:was|you were) (?:said|told)) (?:above|before|previously|prior|so far|until now)\b/g },
+  { needles: ['not follow', "n't follow", 'never follow', 'stop follow', 'cease follow', 'not obey', "n't obey", 'never obey', 'stop obey', 'cease obey', 'not adher', "n't adher", 'never adher', 'stop adher', 'cease adher'], category: 'instruction_override', re: new RegExp(`\\b(?:do not|don't|never|stop|cease) (?:follow|following|obey|obeying|adhere to|adhering to) (?:${QUALIFIER} ){1,3}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
+  { needles: ['your new', 'your real', 'your actual', 'your true', 'your updated'], category: 'instruction_override', re: /\byour (?:new|real|actual|true|updated) (?:instructions|task|rules|orders|objective) (?:are|is|will be)\b/g },
+  { needles: [' dan', ' stan', ' aim', ' dude', 'unrestricted', 'unfiltered', 'uncensored', 'jailbr', 'unaligned', 'amoral', 'evil'], category: 'role_override', re: /\byou are (?:now |going to be |henceforth )?(?:dan|stan|aim|dude|an? (?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|version))\b/g },
+  { needles: ['unrestricted', 'unfiltered', 'uncensored', 'jailbr', 'unaligned', 'amoral', 'evil'], category: 'role_override', re: /\b(?:act|behave|respond|answer|pretend|roleplay|role-play) (?:as|like) (?:if you (?:are|were) )?(?:an? )?(?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|character)\b/g },
+  { needles: ['pretend'], category: 'role_override', re: /\bpretend (?:that )?you (?:are|have|had) (?:not |no )(?:bound by )?(?:any )?(?:rules|restrictions|guidelines|filters|limits|limitations|content policy|policies)\b/g },
+  { needles: ['no longer'], category: 'role_override', re: /\byou (?:are|will be|were) no longer (?:bound|restricted|limited|constrained|governed) by\b/g },
+  { needles: ['dan mode', 'developer mode', 'god mode', 'jailbreak mode', 'jailbroken mode', 'unrestricted mode', 'unfiltered mode', 'anything now'], category: 'role_override', re: /\b(?:enable|activate|enter|switch to|turn on) (?:dan|developer|god|jailbreak|jailbroken|unrestricted|unfiltered) mode\b|\b(?:developer|dan|jailbreak|god) mode (?:enabled|activated|on)\b|\bdo anything now\b/g },
+  { needles: ['new system', 'updated system', 'revised system', 'override system', 'real system', 'system override', 'system prompt', 'system message'], category: 'system_prompt_override', re: /\b(?:new|updated|revised|override|real) system (?:prompt|message|instructions?)(?= ?:| is\b| are\b| follows?\b| below\b)|\bsystem (?:prompt )?override\b|\b(?:begin|start) (?:of )?(?:new )?system (?:prompt|message)\b/g },
+  { needles: ['<|', 'inst]', '<<', '##'], category: 'system_prompt_override', re: /<\|(?:im_start|im_end|system|endoftext|start_header_id|eot_id)\|>|\[\/?inst\]|<<\/?sys>>|(?:^| )#{2,3} ?(?:system|instruction|instructions) ?:/g },
   {
     category: 'prompt_exfiltration',
+    needles: ['system prompt', 'system message', 'system instructions', 'initial prompt', 'initial instructions', 'hidden prompt', 'hidden instructions', 'original prompt', 'original instructions', 'secret prompt', 'secret instructions', 'developer prompt', 'developer instructions', 'instructions you were given', 'prompt above', 'words above', 'text above'],
     re: /\b(?:reveal|show|print|repeat|output|display|dump|leak|tell|give|share|write out|recite|disclose|spell out)(?: me| us)? (?:(?:the|your|all|of|full|entire|exact|complete|hidden|secret|original|initial|verbatim|whole) ){0,4}(?:system prompt|system message|(?:initial|hidden|original|secret|system|developer) (?:prompt|instructions)|instructions you were given|prompt above|words above|text above)\b/g,
   },
-  { category: 'prompt_exfiltration', re: /\bwhat (?:is|are|were|was) (?:your|the) (?:system prompt|(?:initial|original|hidden|secret|developer|system) (?:prompt|instructions))\b/g },
-  { category: 'hidden_instruction', re: /<!-- ?(?:ai|assistant|llm|chatgpt|claude|gpt|system|instructions?|note to (?:the )?(?:ai|assistant|llm|model))\b|\b(?:hidden|secret) instructions? ?:|\[(?:hidden|secret) instructions?\]/g },
-  { category: 'hidden_instruction', re: /\bnote to (?:the |any )?(?:ai|assistant|llm|model|language model|chatbot)s?\b|\bif you are an? (?:ai|llm|language model|ai assistant|assistant|chatbot)(?: model)? (?:reading|processing|summari[sz]ing|seeing) this\b|\b(?:ai|llm) (?:assistants?|agents?|models?) (?:reading|processing|summari[sz]ing) this (?:document|email|page|text|message)\b/g },
+  { needles: ['system prompt', 'system message', 'system instructions', 'initial prompt', 'initial instructions', 'hidden prompt', 'hidden instructions', 'original prompt', 'original instructions', 'secret prompt', 'secret instructions', 'developer prompt', 'developer instructions', 'instructions you were given', 'prompt above', 'words above', 'text above'], category: 'prompt_exfiltration', re: /\bwhat (?:is|are|were|was) (?:your|the) (?:system prompt|(?:initial|original|hidden|secret|developer|system) (?:prompt|instructions))\b/g },
+  { needles: ['<!--', 'hidden instruction', 'secret instruction'], category: 'hidden_instruction', re: /<!-- ?(?:ai|assistant|llm|chatgpt|claude|gpt|system|instructions?|note to (?:the )?(?:ai|assistant|llm|model))\b|\b(?:hidden|secret) instructions? ?:|\[(?:hidden|secret) instructions?\]/g },
+  { needles: ['note to', 'if you are', 'reading this', 'processing this', 'summarizing this', 'summarising this'], category: 'hidden_instruction', re: /\bnote to (?:the |any )?(?:ai|assistant|llm|model|language model|chatbot)s?\b|\bif you are an? (?:ai|llm|language model|ai assistant|assistant|chatbot)(?: model)? (?:reading|processing|summari[sz]ing|seeing) this\b|\b(?:ai|llm) (?:assistants?|agents?|models?) (?:reading|processing|summari[sz]ing) this (?:document|email|page|text|message)\b/g },
 ];
+
+/** Every word some pattern needs, found in one pass: a pattern none of whose words occur is not run. */
+export const NEEDLE_LIST = [...new Set(PATTERNS.flatMap((p) => p.needles ?? []))];
+const NEEDLES = new RegExp(trieSource(NEEDLE_LIST), 'g');
+/** The needles a matched needle starts with (the trie matches the longest one at a position). */
+const PREFIXES = new Map(NEEDLE_LIST.map((n) => [n, NEEDLE_LIST.filter((m) => n.startsWith(m))]));
 
 /** Invisible carriers, matched in the original text: runs of zero-width characters, Unicode tag characters. */
 const ZERO_WIDTH = /[\u200b-\u200f\u2060-\u2064\ufeff]{3}/g;
@@ -72,14 +80,21 @@ export function injectionDetector(): Detector {
     find(text) {
       const out: Match[] = [];
       const v = foldedView(text);
+      const present = new Set<string>();
+      NEEDLES.lastIndex = 0;
+      for (let m = NEEDLES.exec(v.text); m; m = NEEDLES.exec(v.text)) {
+        for (const n of PREFIXES.get(m[0])!) present.add(n);
+        NEEDLES.lastIndex = m.index + 1; // needles may overlap
+      }
       for (const p of PATTERNS) {
+        if (p.needles && !p.needles.some((n) => present.has(n))) continue; // cannot match: no word it needs occurs
         eachMatch(p.re, v.text, (m) => {
           if (p.check && !p.check(m[0])) return null;
           const [start, end] = originalSpan(v, m.index, m.index + m[0].length);
           return { start, end, category: p.category, severity: INJECTION_SEVERITY[p.category] };
         }, out);
       }
-      if (/[\u200b-\u200f\u2060-\u2064\ufeff\udb40]/.test(text)) {
+      if (!v.ascii && /[\u200b-\u200f\u2060-\u2064\ufeff\udb40]/.test(text)) {
         for (const [re, tail] of [[ZERO_WIDTH, isZeroWidth], [TAGS, isTagUnit]] as const) {
           eachMatch(re, text, (m) => {
             let end = m.index + m[0].length;

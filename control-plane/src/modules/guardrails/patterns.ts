@@ -190,3 +190,90 @@ export function compilePattern(src: string): { re: RE2; maxSpan: number } {
   if (problem) throw new PatternError(problem);
   return { re: new RE2(src, 'g'), maxSpan: 2 * analyzePattern(src).max };
 }
+
+/**
+ * A run of literal characters every match of the pattern contains (the longest at its top level, ASCII only),
+ * and whether it is compared ignoring case (a leading `(?i)`): a text without it cannot match, so RE2 is not
+ * asked. Null when the pattern has no such run (a top-level alternation, for one).
+ */
+export function requiredLiteral(src: string): { literal: string; ignoreCase: boolean } | null {
+  let i = 0;
+  const ignoreCase = src.startsWith('(?i)');
+  if (ignoreCase) i = 4;
+  if (/\(\?[a-zA-Z-]*i/.test(src.slice(i))) return null; // case rules change inside
+  let best = '';
+  let cur = '';
+  const flush = () => {
+    if (cur.length > best.length) best = cur;
+    cur = '';
+  };
+  const skipQuantifier = () => {
+    const m = /^(?:[*+?]|\{\d+(?:,\d*)?\})\??/.exec(src.slice(i));
+    if (m) i += m[0].length;
+  };
+  const skipBalanced = (open: string, close: string) => {
+    let depth = 0;
+    while (i < src.length) {
+      const c = src[i]!;
+      if (c === '\\') i += 2;
+      else if (c === '[' && open === '(') {
+        i++;
+        skipBalanced('[', ']');
+        continue;
+      } else {
+        if (c === open) depth++;
+        else if (c === close && --depth === 0) {
+          i++;
+          return;
+        }
+        i++;
+      }
+    }
+  };
+  while (i < src.length) {
+    const c = src[i]!;
+    let ch: string;
+    if (c === '|') return null;
+    if (c === '(' || c === '[') {
+      flush();
+      skipBalanced(c, c === '(' ? ')' : ']');
+      skipQuantifier();
+      continue;
+    }
+    if (c === '.' || c === '^' || c === '$') {
+      flush();
+      i++;
+      skipQuantifier();
+      continue;
+    }
+    if (c === '\\') {
+      const e = src[i + 1] ?? '';
+      if (/[A-Za-z0-9]/.test(e)) {
+        flush();
+        i += (e === 'x' || e === 'p' || e === 'P') && src[i + 2] === '{' ? src.indexOf('}', i) + 1 - i : e === 'x' ? 4 : 2;
+        skipQuantifier();
+        continue;
+      }
+      ch = e;
+      i += 2;
+    } else {
+      ch = c;
+      i++;
+    }
+    const q = src.slice(i);
+    if (/^(?:[*?]|\{0[,}])/.test(q)) {
+      flush();
+      skipQuantifier();
+      continue;
+    }
+    if (/^(?:\+|\{)/.test(q)) {
+      cur += ch;
+      flush();
+      skipQuantifier();
+      continue;
+    }
+    cur += ch;
+  }
+  flush();
+  return best.length >= 2 && /^[\x20-\x7e]+$/.test(best) ? { literal: ignoreCase ? best.toLowerCase() : best, ignoreCase } : null;
+}

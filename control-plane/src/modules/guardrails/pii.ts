@@ -32,12 +32,35 @@ export const PII_SEVERITY: Record<PiiCategory, Severity> = {
 };
 
 // --- email --------------------------------------------------------------------------------------------------
-const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,62}[A-Za-z0-9_%+-])?@(?=[A-Za-z0-9.-]{4,63}(?![A-Za-z0-9.-]))(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])/g;
+const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,62}[A-Za-z0-9_%+-])?@(?=[A-Za-z0-9.-]{4,63}(?![A-Za-z0-9.-]))(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])/y;
+const LOCAL = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-') LOCAL[c.charCodeAt(0)] = 1;
 const IMAGE_TLD = new Set(['png', 'jpg', 'jpeg', 'gif', 'svg', 'webp', 'ico', 'bmp', 'tif', 'tiff', 'avif', 'heic']);
 
+/**
+ * Each `@` anchors a search: back over the local-part characters before it (at most 64) to where a mailbox
+ * could start, then EMAIL (sticky) from there; the text between two `@` is never searched.
+ */
 function emails(text: string, out: Match[]): void {
-  if (text.indexOf('@') < 0) return;
-  eachMatch(EMAIL, text, (m) => {
+  let at = text.indexOf('@');
+  let from = 0;
+  while (at >= 0) {
+    let s = at;
+    while (s > from && at - s <= 64 && LOCAL[text.charCodeAt(s - 1)] === 1) s--;
+    let m: RegExpExecArray | null = null;
+    for (; s < at && !m; s++) {
+      EMAIL.lastIndex = s;
+      m = EMAIL.exec(text);
+    }
+    const kept = m ? email(text, m) : null;
+    if (kept) out.push(kept);
+    from = m ? m.index + m[0].length : at + 1;
+    at = text.indexOf('@', Math.max(at + 1, from));
+  }
+}
+
+function email(text: string, m: RegExpExecArray): Match | null {
+  {
     const s = m[0];
     const tld = s.slice(s.lastIndexOf('.') + 1).toLowerCase();
     if (IMAGE_TLD.has(tld)) return null; // icon@2x.png
@@ -45,7 +68,7 @@ function emails(text: string, out: Match[]): void {
     const before = text[m.index - 1];
     if ((before === ':' || before === '/') && !text.slice(Math.max(0, m.index - 7), m.index).toLowerCase().endsWith('mailto:')) return null;
     return { start: m.index, end: m.index + s.length, category: 'email', severity: PII_SEVERITY.email };
-  }, out);
+  }
 }
 
 // --- phone --------------------------------------------------------------------------------------------------
@@ -182,16 +205,30 @@ function nationalIds(text: string, out: Match[]): void {
 // --- IP addresses -------------------------------------------------------------------------------------------
 const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 const IPV4 = new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?!\\d|\\.\\d)`, 'g');
-const IPV6 = /(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])/g;
+const IPV6 = /(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])/y;
+/** Two colons with at most four hex digits between them: no IPv6 address without one. */
+const IPV6_HINT = /:[0-9A-Fa-f]{0,4}:/g;
+const isHexOrColon = (c: number) => (c >= 48 && c <= 58) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
 
 function ips(text: string, out: Match[]): void {
   if (text.indexOf('.') >= 0) eachMatch(IPV4, text, (m) => ({ start: m.index, end: m.index + m[0].length, category: 'ip_address', severity: PII_SEVERITY.ip_address }), out);
-  if (text.indexOf(':') >= 0) {
-    eachMatch(IPV6, text, (m) => {
-      const s = m[0];
-      if (s.length < 3 || !/[0-9A-Fa-f]/.test(s) || !isIPv6(s)) return null;
-      return { start: m.index, end: m.index + s.length, category: 'ip_address', severity: PII_SEVERITY.ip_address };
-    }, out);
+  // Each pair of close colons anchors a search: back over hex digits and colons to where an address could
+  // start, then IPV6 (sticky) from there.
+  IPV6_HINT.lastIndex = 0;
+  let from = 0;
+  for (let h = IPV6_HINT.exec(text); h; h = IPV6_HINT.exec(text)) {
+    let s = h.index;
+    while (s > from && h.index - s < 40 && isHexOrColon(text.charCodeAt(s - 1))) s--;
+    let m: RegExpExecArray | null = null;
+    for (; s <= h.index && !m; s++) {
+      IPV6.lastIndex = s;
+      m = IPV6.exec(text);
+    }
+    if (!m) continue;
+    const a = m[0];
+    from = m.index + a.length;
+    IPV6_HINT.lastIndex = Math.max(IPV6_HINT.lastIndex, from);
+    if (a.length >= 3 && /[0-9A-Fa-f]/.test(a) && isIPv6(a)) out.push({ start: m.index, end: from, category: 'ip_address', severity: PII_SEVERITY.ip_address });
   }
 }
 

@@ -62,14 +62,14 @@ export class DirectionPlan {
 
   /** Every hit in `text`, ordered, not overlapping. */
   scan(text: string): Hit[] {
-    const tagged: Array<Match & { d: Detector }> = [];
-    for (const d of this.detectors) for (const m of d.find(text)) tagged.push({ ...m, d });
+    const tagged: Array<{ m: Match; d: Detector }> = [];
+    for (const d of this.detectors) for (const m of d.find(text)) tagged.push({ m, d });
     if (tagged.length === 0) return [];
-    tagged.sort((a, b) => a.start - b.start || b.end - a.end);
+    if (tagged.length > 1) tagged.sort((a, b) => a.m.start - b.m.start || b.m.end - a.m.end);
     const hits: Hit[] = [];
     let cur: Hit | null = null;
-    for (const m of tagged) {
-      const entries = this.entriesOf.get(m.d)!;
+    for (const { m, d } of tagged) {
+      const entries = this.entriesOf.get(d)!;
       if (cur && m.start < cur.end) {
         if (m.end > cur.end) {
           cur.end = m.end;

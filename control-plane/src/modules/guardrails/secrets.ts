@@ -73,34 +73,36 @@ interface TokenRule {
   after?: (c: number) => boolean;
   span: number;
   /** A quick test: the text cannot hold this token without it. */
-  needle: string;
+  needles: string[];
 }
 
 const RULES: TokenRule[] = [
-  { category: 'evm_private_key', re: /(?<![0-9A-Za-z])0x[0-9a-fA-F]{64}/g, after: alnum, span: 67, needle: '0x' },
-  { category: 'aws_access_key', re: /(?<![0-9A-Za-z])(?:AKIA|ASIA)[0-9A-Z]{16}/g, after: alnum, span: 21, needle: 'A' },
-  { category: 'github_token', re: /(?<![0-9A-Za-z_])gh[pousr]_[A-Za-z0-9]{36}/g, after: alnum, span: 41, needle: 'gh' },
-  { category: 'github_token', re: /(?<![0-9A-Za-z_])github_pat_[A-Za-z0-9_]{82}/g, after: word, span: 94, needle: 'github_pat_' },
-  { category: 'slack_token', re: /(?<![0-9A-Za-z_-])xox[abposr]-[A-Za-z0-9-]{10}/g, tail: (c) => alnum(c) || c === 45, span: 16, needle: 'xox' },
-  { category: 'stripe_key', re: /(?<![0-9A-Za-z_])[sr]k_(?:live|test)_[A-Za-z0-9]{24}/g, tail: alnum, span: 33, needle: 'k_' },
-  { category: 'svc_api_key', re: /(?<![0-9A-Za-z_-])sk-svc_[A-Za-z0-9]{16}/g, tail: word, span: 24, needle: 'sk-svc_' },
-  { category: 'openai_api_key', re: /(?<![0-9A-Za-z_-])sk-(?!svc_)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20}/g, tail: word, span: 33, needle: 'sk-' },
-  { category: 'google_api_key', re: /(?<![0-9A-Za-z_-])AIza[0-9A-Za-z_-]{35}/g, after: word, span: 40, needle: 'AIza' },
-  { category: 'jwt', re: /(?<![0-9A-Za-z_.-])eyJ[A-Za-z0-9_-]{10,100}\.eyJ[A-Za-z0-9_-]{4}/g, tail: jwtChar, span: 112, needle: 'eyJ' },
+  { category: 'evm_private_key', re: /(?<![0-9A-Za-z])0x[0-9a-fA-F]{64}/g, after: alnum, span: 67, needles: ['0x'] },
+  { category: 'aws_access_key', re: /(?<![0-9A-Za-z])(?:AKIA|ASIA)[0-9A-Z]{16}/g, after: alnum, span: 21, needles: ['AKIA', 'ASIA'] },
+  { category: 'github_token', re: /(?<![0-9A-Za-z_])gh[pousr]_[A-Za-z0-9]{36}/g, after: alnum, span: 41, needles: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'] },
+  { category: 'github_token', re: /(?<![0-9A-Za-z_])github_pat_[A-Za-z0-9_]{82}/g, after: word, span: 94, needles: ['github_pat_'] },
+  { category: 'slack_token', re: /(?<![0-9A-Za-z_-])xox[abposr]-[A-Za-z0-9-]{10}/g, tail: (c) => alnum(c) || c === 45, span: 16, needles: ['xox'] },
+  { category: 'stripe_key', re: /(?<![0-9A-Za-z_])[sr]k_(?:live|test)_[A-Za-z0-9]{24}/g, tail: alnum, span: 33, needles: ['k_live_', 'k_test_'] },
+  { category: 'svc_api_key', re: /(?<![0-9A-Za-z_-])sk-svc_[A-Za-z0-9]{16}/g, tail: word, span: 24, needles: ['sk-svc_'] },
+  { category: 'openai_api_key', re: /(?<![0-9A-Za-z_-])sk-(?!svc_)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20}/g, tail: word, span: 33, needles: ['sk-'] },
+  { category: 'google_api_key', re: /(?<![0-9A-Za-z_-])AIza[0-9A-Za-z_-]{35}/g, after: word, span: 40, needles: ['AIza'] },
+  { category: 'jwt', re: /(?<![0-9A-Za-z_.-])eyJ[A-Za-z0-9_-]{10,100}\.eyJ[A-Za-z0-9_-]{4}/g, tail: jwtChar, span: 112, needles: ['eyJ'] },
 ];
+
+const counts = new Int32Array(65536);
 
 /** Shannon entropy in bits per character of s[from, to). */
 export function entropy(s: string, from = 0, to = s.length): number {
-  const counts = new Map<number, number>();
-  for (let i = from; i < to; i++) {
-    const c = s.charCodeAt(i);
-    counts.set(c, (counts.get(c) ?? 0) + 1);
-  }
   const n = to - from;
   let h = 0;
-  for (const k of counts.values()) {
+  for (let i = from; i < to; i++) counts[s.charCodeAt(i)]!++;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
+    const k = counts[c]!;
+    if (k === 0) continue;
     const p = k / n;
     h -= p * Math.log2(p);
+    counts[c] = 0;
   }
   return h;
 }
@@ -117,34 +119,40 @@ function pemBodyLine(text: string, i: number, j: number): boolean {
   return (j - i === 64 && text.charCodeAt(j) === 10) || text.startsWith('\n-----END ', j) || text.startsWith('-----END ', j);
 }
 
+
+const TOKEN = new Uint8Array(128);
+for (let c = 0; c < 128; c++) TOKEN[c] = isTokenChar(c) ? 1 : 0;
+
 /** Runs of token characters at least ENTROPY_MIN_LENGTH long whose head looks random. */
 function highEntropy(text: string, out: Match[]): void {
   const n = text.length;
-  let i = 0;
-  while (i < n) {
-    if (!isTokenChar(text.charCodeAt(i))) {
+  for (let i = 0; i < n; ) {
+    let c = text.charCodeAt(i);
+    if (c >= 128 || TOKEN[c] === 0) {
       i++;
       continue;
     }
-    let j = i;
-    while (j < n && isTokenChar(text.charCodeAt(j))) j++;
-    if (j - i >= ENTROPY_MIN_LENGTH) {
-      const head = Math.min(j, i + ENTROPY_WINDOW);
-      let upper = false;
-      let lower = false;
-      let digit = false;
-      for (let k = i; k < head; k++) {
-        const c = text.charCodeAt(k);
-        if (c >= 65 && c <= 90) upper = true;
-        else if (c >= 97 && c <= 122) lower = true;
-        else if (c >= 48 && c <= 57) digit = true;
-      }
-      if (upper && lower && digit && !pemBodyLine(text, i, j) && entropy(text, i, head) >= ENTROPY_THRESHOLD) {
-        out.push({ start: i, end: j, category: 'high_entropy_token', severity: SECRET_SEVERITY.high_entropy_token, tail: isTokenChar });
-      }
+    const start = i;
+    while (++i < n && (c = text.charCodeAt(i)) < 128 && TOKEN[c] === 1);
+    if (i - start >= ENTROPY_MIN_LENGTH && looksRandom(text, start, i)) {
+      out.push({ start, end: i, category: 'high_entropy_token', severity: SECRET_SEVERITY.high_entropy_token, tail: isTokenChar });
     }
-    i = j;
   }
+}
+
+/** The run text[i, j): upper- and lower-case letters and digits in its head, which carries enough entropy, and no PEM body line. */
+function looksRandom(text: string, i: number, j: number): boolean {
+  const head = Math.min(j, i + ENTROPY_WINDOW);
+  let upper = false;
+  let lower = false;
+  let digit = false;
+  for (let k = i; k < head; k++) {
+    const c = text.charCodeAt(k);
+    if (c >= 65 && c <= 90) upper = true;
+    else if (c >= 97 && c <= 122) lower = true;
+    else if (c >= 48 && c <= 57) digit = true;
+  }
+  return upper && lower && digit && !pemBodyLine(text, i, j) && entropy(text, i, head) >= ENTROPY_THRESHOLD;
 }
 
 function pem(text: string, out: Match[]): void {
@@ -160,7 +168,7 @@ function pem(text: string, out: Match[]): void {
 
 function tokens(text: string, rules: readonly TokenRule[], out: Match[]): void {
   for (const r of rules) {
-    if (text.indexOf(r.needle) < 0) continue;
+    if (!r.needles.some((n) => text.includes(n))) continue;
     eachMatch(r.re, text, (m) => {
       let end = m.index + m[0].length;
       if (r.after && r.after(text.charCodeAt(end))) return null;

@@ -45,9 +45,11 @@ export interface Detector {
   find(text: string): Match[];
 }
 
+const TOKEN = new Uint8Array(128);
+for (let c = 0; c < 128; c++) TOKEN[c] = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 45 || c === 47 || c === 61 || c === 95 ? 1 : 0;
+
 /** Characters of a token (base64, base64url, hex, API-key alphabets). */
-export const isTokenChar = (c: number): boolean =>
-  (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 45 || c === 47 || c === 61 || c === 95;
+export const isTokenChar = (c: number): boolean => c < 128 && TOKEN[c] === 1;
 
 /** ASCII letters and digits. */
 export const isAlnum = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
