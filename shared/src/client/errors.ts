@@ -1,32 +1,95 @@
 import type { ErrorBody } from '../errors.ts';
 
-/** An error answer from the gateway, with its envelope intact. */
+/** One x402 (version 1) payment option of a 402 `insufficient_credit`: pay `maxAmountRequired` of `asset` to `payTo` on `network`. */
+export interface PaymentTerms {
+  scheme: string;
+  network: string;
+  /** Token base units, as a decimal string. */
+  maxAmountRequired: string;
+  resource: string;
+  description: string;
+  mimeType: string;
+  /** The treasury address. */
+  payTo: string;
+  /** The token (USDT) contract address. */
+  asset: string;
+  maxTimeoutSeconds: number;
+  extra?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+/** The envelope of a 402 `insufficient_credit`: the payment terms ride inside `error`. */
+export interface InsufficientCreditBody extends ErrorBody {
+  error: ErrorBody['error'] & { type: 'insufficient_credit'; x402Version?: number; accepts: PaymentTerms[] };
+}
+
+function envelope(body: unknown): ErrorBody | undefined {
+  if (typeof body !== 'object' || body === null || !('error' in body)) return undefined;
+  const e = (body as { error: unknown }).error;
+  return typeof e === 'object' && e !== null ? (body as ErrorBody) : undefined;
+}
+
+/** Seconds of a Retry-After value: delta-seconds, or an HTTP date measured from `now`. */
+export function retryAfterSeconds(value: string | null, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - now) / 1000)) : undefined;
+}
+
+/**
+ * An error answer from the gateway with its envelope intact: `body` is exactly what the gateway sent
+ * (`{error: {type, message, param?, request_id?, ...extra}}`), `headers` its response headers.
+ */
 export class ApiError extends Error {
   readonly type: string;
   readonly param: string | undefined;
   readonly requestId: string | undefined;
+  readonly body: ErrorBody | undefined;
   constructor(
     readonly status: number,
-    readonly body: ErrorBody | undefined,
+    body: unknown,
     readonly headers: Headers,
   ) {
-    super(body?.error?.message ?? `HTTP ${status}`);
+    const env = envelope(body);
+    super(typeof env?.error.message === 'string' ? env.error.message : `HTTP ${status}`);
     this.name = 'ApiError';
-    this.type = body?.error?.type ?? 'unknown';
-    this.param = body?.error?.param;
-    this.requestId = body?.error?.request_id;
+    this.body = env;
+    this.type = typeof env?.error.type === 'string' ? env.error.type : 'unknown';
+    this.param = typeof env?.error.param === 'string' ? env.error.param : undefined;
+    this.requestId = typeof env?.error.request_id === 'string' ? env.error.request_id : (headers.get('x-request-id') ?? undefined);
+  }
+
+  /** The error object's fields beyond type, message, param and request_id (limits, ids, payment terms...). */
+  get extra(): Record<string, unknown> {
+    const { type: _t, message: _m, param: _p, request_id: _r, ...rest } = this.body?.error ?? ({} as ErrorBody['error']);
+    return rest;
   }
 
   /** Only this 402 is cleared by paying; spend caps and the circuit breaker are not. */
-  isInsufficientCredit(): boolean {
-    return this.type === 'insufficient_credit';
+  isInsufficientCredit(): this is ApiError & { body: InsufficientCreditBody } {
+    return this.status === 402 && this.type === 'insufficient_credit';
   }
 
-  /** Seconds from Retry-After on a 429 or 503, when given. */
-  get retryAfterSeconds(): number | undefined {
-    const v = this.headers.get('retry-after');
-    if (!v) return undefined;
-    const n = Number(v);
-    return Number.isFinite(n) ? n : undefined;
+  /** The x402 payment terms of an `insufficient_credit`; empty for every other error. */
+  get paymentTerms(): PaymentTerms[] {
+    if (!this.isInsufficientCredit()) return [];
+    const accepts = this.body.error.accepts;
+    return Array.isArray(accepts) ? accepts : [];
   }
+
+  /** Seconds to wait before retrying a 429 or 503: the Retry-After header, else the body's `retry_after`. */
+  get retryAfterSeconds(): number | undefined {
+    if (this.status !== 429 && this.status !== 503) return undefined;
+    const fromHeader = retryAfterSeconds(this.headers.get('retry-after'));
+    if (fromHeader !== undefined) return fromHeader;
+    const fromBody = this.body?.error.retry_after;
+    return typeof fromBody === 'number' && Number.isFinite(fromBody) && fromBody >= 0 ? fromBody : undefined;
+  }
+}
+
+/** Whether `err` is the gateway's 402 `insufficient_credit` (the one a deposit clears), with its payment terms. */
+export function isInsufficientCredit(err: unknown): err is ApiError & { body: InsufficientCreditBody } {
+  return err instanceof ApiError && err.isInsufficientCredit();
 }

@@ -1,9 +1,23 @@
+import createClient, { type Client } from 'openapi-fetch';
 import { createSiweMessage } from 'viem/siwe';
-import type { Scope } from '../scopes.ts';
 import { ApiError } from './errors.ts';
-import type { ApiKey, EnrolledNode, NewApiKey, NodeEnrollInput, NodeGate, NodeRegistryEntry, OwnerNode, SessionInfo, SignIn, Wallet } from './types.ts';
+import type { paths } from './generated/openapi.ts';
+import type {
+  Balance,
+  BillingMethods,
+  ChatCompletionInput,
+  Deposit,
+  DepositInput,
+  KeyInput,
+  NodeEnrollInput,
+  NodeGate,
+  SandboxRunInput,
+  UsageEventsQuery,
+  WebhookInput,
+} from './types.ts';
 
-export { ApiError } from './errors.ts';
+export { ApiError, isInsufficientCredit, retryAfterSeconds, type InsufficientCreditBody, type PaymentTerms } from './errors.ts';
+export { sseFrames } from './sse.ts';
 export type * from './types.ts';
 
 export type Credential = { kind: 'key' | 'session' | 'bearer'; token: string } | undefined;
@@ -28,72 +42,140 @@ export interface MessageSigner {
   signMessage(args: { message: string }): Promise<`0x${string}`>;
 }
 
+/** The generated client: typed paths, parameters, bodies and responses from the router's OpenAPI document. */
+export type ApiClient = Client<paths>;
+
+type Outcome<D> = { data?: D; error?: unknown; response: Response };
+type Untyped = (method: string, path: string, init: Record<string, unknown>) => Promise<Outcome<unknown>>;
+
+/** Bodies sent as they are; anything else is JSON. */
+function isRawBody(b: unknown): boolean {
+  return (
+    typeof b === 'string' ||
+    b instanceof Uint8Array ||
+    b instanceof ArrayBuffer ||
+    b instanceof Blob ||
+    b instanceof FormData ||
+    b instanceof URLSearchParams ||
+    b instanceof ReadableStream
+  );
+}
+
+function serializeBody(body: unknown): RequestInit['body'] {
+  return isRawBody(body) ? (body as RequestInit['body']) : JSON.stringify(body);
+}
+
+function queryString(query: RequestOptions['query']): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) q.set(k, String(v));
+  return q.toString();
+}
+
+/** An answer the caller reads itself: the request was sent, and openapi-fetch is handed this empty one to parse. */
+const HANDED_OVER = () => new Response(null, { status: 204 });
+
 /**
- * Typed client for the gateway's JSON API; the CLI and the tests use it. Errors throw ApiError.
- * The base URL is the bare origin: paths carry their own /v1.
+ * Typed client for the gateway's API; the CLI and the tests use it. Every call goes through the generated
+ * client (`api`: openapi-fetch over generated/openapi.ts), so paths, bodies and responses are checked against
+ * the router's own document. Errors throw ApiError with the gateway's envelope intact. The base URL is the bare
+ * origin: paths carry their own /v1.
  */
 export class SvcClient {
   readonly baseUrl: string;
   credential: Credential;
+  /** The generated client, for any route without a method here; credentials are the caller's to add (see `auth`). */
+  readonly api: ApiClient;
   private readonly fetchImpl: typeof fetch;
 
   constructor(opts: ClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
     this.credential = opts.credential;
-    this.fetchImpl = opts.fetch ?? fetch;
+    this.fetchImpl = opts.fetch ?? ((input, init) => fetch(input, init));
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (req) => this.fetchImpl(req), bodySerializer: serializeBody });
   }
 
   withCredential(credential: Credential): SvcClient {
     return new SvcClient({ baseUrl: this.baseUrl, credential, fetch: this.fetchImpl });
   }
 
-  async raw(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
-    const url = new URL(path, this.baseUrl + '/');
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { ...opts.headers };
-    const cred = opts.credential === null ? undefined : (opts.credential ?? this.credential);
-    if (cred) headers.authorization = `Bearer ${cred.token}`;
-    let body: RequestInit['body'];
-    if (opts.body !== undefined) {
-      if (opts.body instanceof Uint8Array || typeof opts.body === 'string') body = opts.body as RequestInit['body'];
-      else {
-        body = JSON.stringify(opts.body);
-        headers['content-type'] ??= 'application/json';
-      }
-    }
-    return this.fetchImpl(url, { method, headers, body });
+  /** The authorization header of this client's credential, or of `override` (null: none at all). */
+  auth(override?: Credential | null): Record<string, string> {
+    const cred = override === null ? undefined : (override ?? this.credential);
+    return cred ? { authorization: `Bearer ${cred.token}` } : {};
   }
 
-  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const res = await this.raw(method, path, opts);
-    const text = await res.text();
-    const type = res.headers.get('content-type') ?? '';
-    let parsed: unknown = text;
-    if (type.includes('json') && text) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        if (res.ok) throw new ApiError(502, { error: { type: 'upstream_error', message: `gateway sent malformed JSON (HTTP ${res.status})` } }, res.headers);
-      }
+  /** Unwraps a generated call: the data of a 2xx, else ApiError with the envelope as sent. */
+  async call<D>(pending: Promise<Outcome<D>>): Promise<D> {
+    let out: Outcome<D>;
+    try {
+      out = await pending;
+    } catch (err) {
+      if (err instanceof SyntaxError) throw new ApiError(502, { error: { type: 'upstream_error', message: 'gateway sent malformed JSON' } }, new Headers());
+      throw err;
     }
-    if (!res.ok) throw new ApiError(res.status, typeof parsed === 'object' && parsed !== null ? (parsed as never) : undefined, res.headers);
-    return parsed as T;
+    if (!out.response.ok) throw new ApiError(out.response.status, out.error, out.response.headers);
+    return out.data as D;
+  }
+
+  /** Any method and path (query allowed in it), through the generated client's untyped entry. */
+  private send(method: string, path: string, opts: RequestOptions, init: Record<string, unknown>): Promise<Outcome<unknown>> {
+    const q = path.indexOf('?');
+    const pathname = q < 0 ? path : path.slice(0, q);
+    const search = [q < 0 ? '' : path.slice(q + 1), queryString(opts.query)].filter(Boolean).join('&');
+    const headers: Record<string, string | null> = { ...this.auth(opts.credential) };
+    const given = Object.keys(opts.headers ?? {}).some((h) => h.toLowerCase() === 'content-type');
+    // A raw body keeps the content type fetch gives it unless one is named; JSON is declared.
+    if (opts.body !== undefined && isRawBody(opts.body) && !given) headers['content-type'] = typeof opts.body === 'string' ? 'text/plain;charset=UTF-8' : null;
+    Object.assign(headers, opts.headers);
+    const request = this.api.request as unknown as Untyped;
+    return request(method, pathname, {
+      headers,
+      body: opts.body,
+      querySerializer: () => search,
+      ...(opts.body instanceof ReadableStream ? { duplex: 'half' } : {}),
+      ...init,
+    });
+  }
+
+  /** Sends any request and hands back the Response unread (status, headers, streams): no error is thrown for a 4xx or 5xx. */
+  async raw(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
+    let res: Response | undefined;
+    await this.send(method, path, opts, {
+      fetch: async (req: Request) => {
+        res = await this.fetchImpl(req);
+        return HANDED_OVER();
+      },
+    });
+    return res!;
+  }
+
+  /** Any request; the answer's JSON (text when it is not JSON), or ApiError. */
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const { data, error, response } = await this.send(method, path, opts, { parseAs: 'text' });
+    if (!response.ok) throw new ApiError(response.status, error, response.headers);
+    const text = typeof data === 'string' ? data : '';
+    if (!(response.headers.get('content-type') ?? '').includes('json') || !text) return text as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new ApiError(502, { error: { type: 'upstream_error', message: `gateway sent malformed JSON (HTTP ${response.status})` } }, response.headers);
+    }
   }
 
   // platform
   banner() {
-    return this.request<{ name: string; version: string }>('GET', '/');
+    return this.call(this.api.GET('/', { headers: this.auth() }));
   }
   status() {
-    return this.request<Record<string, unknown>>('GET', '/v1/status');
+    return this.call(this.api.GET('/v1/status', { headers: this.auth() }));
   }
 
   // identity
   nonce() {
-    return this.request<{ nonce: string; expires_at: string }>('POST', '/v1/auth/nonce', { credential: null });
+    return this.call(this.api.POST('/v1/auth/nonce', { headers: this.auth(null) }));
   }
   verify(message: string, signature: string) {
-    return this.request<SignIn>('POST', '/v1/auth/verify', { body: { message, signature }, credential: null });
+    return this.call(this.api.POST('/v1/auth/verify', { body: { message, signature }, headers: this.auth(null) }));
   }
 
   /** Builds the EIP-4361 message this gateway expects, for the given nonce. */
@@ -112,7 +194,7 @@ export class SvcClient {
   }
 
   /** Full SIWE sign-in; the returned client carries the session. */
-  async signIn(signer: MessageSigner, opts: { chainId?: number; issuedAt?: Date } = {}): Promise<{ client: SvcClient; session: SignIn }> {
+  async signIn(signer: MessageSigner, opts: { chainId?: number; issuedAt?: Date } = {}) {
     const { nonce } = await this.nonce();
     const message = this.siweMessage(signer.address, nonce, opts);
     const signature = await signer.signMessage({ message });
@@ -121,78 +203,158 @@ export class SvcClient {
   }
 
   me() {
-    return this.request<{ account_id: string; wallet_address: string | null }>('GET', '/v1/auth/me');
+    return this.call(this.api.GET('/v1/auth/me', { headers: this.auth() }));
   }
   sessions() {
-    return this.request<SessionInfo[]>('GET', '/v1/auth/sessions');
+    return this.call(this.api.GET('/v1/auth/sessions', { headers: this.auth() }));
   }
   logout() {
-    return this.request<{ revoked: number }>('POST', '/v1/auth/logout');
+    return this.call(this.api.POST('/v1/auth/logout', { headers: this.auth() }));
   }
   logoutAll() {
-    return this.request<{ revoked: number }>('POST', '/v1/auth/logout-all');
+    return this.call(this.api.POST('/v1/auth/logout-all', { headers: this.auth() }));
   }
   wallets() {
-    return this.request<Wallet[]>('GET', '/v1/auth/wallets');
+    return this.call(this.api.GET('/v1/auth/wallets', { headers: this.auth() }));
   }
   async linkWallet(signer: MessageSigner, opts: { chainId?: number; issuedAt?: Date } = {}) {
     const { nonce } = await this.nonce();
     const message = this.siweMessage(signer.address, nonce, { ...opts, statement: 'Link this wallet to my gateway account.' });
-    return this.request<Wallet>('POST', '/v1/auth/wallets', { body: { message, signature: await signer.signMessage({ message }) } });
+    const signature = await signer.signMessage({ message });
+    return this.call(this.api.POST('/v1/auth/wallets', { body: { message, signature }, headers: this.auth() }));
   }
   unlinkWallet(address: string) {
-    return this.request<{ address: string; unlinked: boolean }>('DELETE', `/v1/auth/wallets/${encodeURIComponent(address)}`);
+    return this.call(this.api.DELETE('/v1/auth/wallets/{addr}', { params: { path: { addr: address } }, headers: this.auth() }));
   }
 
   // keys
   createKey(input: KeyInput = {}) {
-    return this.request<NewApiKey>('POST', '/v1/keys', { body: input });
+    return this.call(this.api.POST('/v1/keys', { body: input, headers: this.auth() }));
   }
   listKeys() {
-    return this.request<ApiKey[]>('GET', '/v1/keys');
+    return this.call(this.api.GET('/v1/keys', { headers: this.auth() }));
   }
   revokeKey(id: string) {
-    return this.request<{ id: string; revoked: boolean; revoked_ids: string[] }>('DELETE', `/v1/keys/${encodeURIComponent(id)}`);
+    return this.call(this.api.DELETE('/v1/keys/{id}', { params: { path: { id } }, headers: this.auth() }));
   }
   rotateKey(id: string, graceSeconds?: number) {
-    return this.request<NewApiKey & { replaces: { id: string; expires_at: string; status: string } }>('POST', `/v1/keys/${encodeURIComponent(id)}/rotate`, {
-      body: graceSeconds === undefined ? {} : { grace_seconds: graceSeconds },
-    });
+    return this.call(this.api.POST('/v1/keys/{id}/rotate', { params: { path: { id } }, body: graceSeconds === undefined ? {} : { grace_seconds: graceSeconds }, headers: this.auth() }));
   }
   unfreezeKey(id: string) {
-    return this.request<ApiKey & { was_frozen: boolean }>('POST', `/v1/keys/${encodeURIComponent(id)}/unfreeze`);
+    return this.call(this.api.POST('/v1/keys/{id}/unfreeze', { params: { path: { id } }, headers: this.auth() }));
   }
   /** Called with an API key credential: mints a child of that key. */
   delegateKey(input: KeyInput = {}) {
-    return this.request<NewApiKey>('POST', '/v1/keys/delegate', { body: input });
+    return this.call(this.api.POST('/v1/keys/delegate', { body: input, headers: this.auth() }));
   }
 
   // fleet nodes
   /** The public node registry: the gateway, TEE backends, then enrolled nodes (no credential needed). */
   nodes() {
-    return this.request<NodeRegistryEntry[]>('GET', '/v1/nodes');
+    return this.call(this.api.GET('/v1/nodes', { headers: this.auth() }));
   }
   /** Session: enrolls a node for the signed-in account; the nk-svc_ key in the answer is shown once. */
   enrollNode(input: NodeEnrollInput) {
-    return this.request<EnrolledNode>('POST', '/v1/nodes/enroll', { body: input });
+    return this.call(this.api.POST('/v1/nodes/enroll', { body: input, headers: this.auth() }));
   }
   /** Session, node owner: sets or clears the `disabled` or `draining` gate. */
   gateNode(id: string, gate: NodeGate, set: boolean) {
-    return this.request<OwnerNode>('POST', `/v1/nodes/${encodeURIComponent(id)}/${gate}`, { body: { set } });
+    return this.call(this.api.POST('/v1/nodes/{id}/{gate}', { params: { path: { id, gate } }, body: { set }, headers: this.auth() }));
   }
   /** Admin token (a `bearer` credential): sets or clears the `disabled` or `draining` gate of any node, house nodes included. */
   adminGateNode(id: string, gate: NodeGate, set: boolean) {
-    return this.request<OwnerNode>('POST', '/v1/admin/nodes/gate', { body: { node_id: id, gate, set } });
+    return this.call(this.api.POST('/v1/admin/nodes/gate', { body: { node_id: id, gate, set }, headers: this.auth() }));
   }
   /** Admin token (a `bearer` credential): approves a node for scheduling, or withdraws the approval. */
   approveNode(id: string, approved = true) {
-    return this.request<OwnerNode>('POST', '/v1/admin/nodes/approve', { body: { node_id: id, approved } });
+    return this.call(this.api.POST('/v1/admin/nodes/approve', { body: { node_id: id, approved }, headers: this.auth() }));
   }
-}
 
-export interface KeyInput {
-  name?: string;
-  scopes?: Scope[];
-  spend_cap_micro_usd?: number;
-  expires_at?: string;
+  // money
+  /** Session: the credit position (balance, held, leased, spendable). */
+  balance(): Promise<Balance> {
+    return this.call(this.api.GET('/v1/billing/balance', { headers: this.auth() }));
+  }
+  /** Public: how to pay (treasury, chains, USDT contracts, confirmations). */
+  billingMethods(): Promise<BillingMethods> {
+    return this.call(this.api.GET('/v1/billing/methods', { headers: this.auth() }));
+  }
+  /** Session: verifies an on-chain USDT transfer to the treasury and credits it once. */
+  deposit(input: DepositInput): Promise<Deposit> {
+    return this.call(this.api.POST('/v1/billing/deposits', { body: input, headers: this.auth() }));
+  }
+  /** Session: lifetime totals, the 25 latest events and 14 daily buckets. */
+  usage() {
+    return this.call(this.api.GET('/v1/usage', { headers: this.auth() }));
+  }
+  /** Session: one page of metering events, newest first. */
+  async usageEvents(query: Omit<UsageEventsQuery, 'format'> = {}) {
+    const page = await this.call(this.api.GET('/v1/usage/events', { params: { query: { ...query, format: 'json' } }, headers: this.auth() }));
+    if (typeof page === 'string') throw new ApiError(502, { error: { type: 'upstream_error', message: 'gateway sent CSV where JSON was asked for' } }, new Headers());
+    return page;
+  }
+  /** Session: one page of metering events as CSV (with its header line), and the cursor of the next page. */
+  async usageEventsCsv(query: Omit<UsageEventsQuery, 'format'> = {}): Promise<{ csv: string; next_cursor: string | null }> {
+    const out = await this.api.GET('/v1/usage/events', { params: { query: { ...query, format: 'csv' } }, headers: this.auth(), parseAs: 'text' });
+    const csv = await this.call(Promise.resolve(out));
+    return { csv: csv ?? '', next_cursor: out.response.headers.get('x-next-cursor') };
+  }
+
+  // receipts
+  /** Public: the receipt signer's address and scheme. */
+  receiptPubkey() {
+    return this.call(this.api.GET('/v1/receipts/pubkey', { headers: this.auth() }));
+  }
+  /** Session: one of your stored receipts, by request id or usage-event id. */
+  receipt(id: string) {
+    return this.call(this.api.GET('/v1/receipts/{id}', { params: { path: { id } }, headers: this.auth() }));
+  }
+
+  // inference
+  /** Public: the models served, with prices. */
+  models() {
+    return this.call(this.api.GET('/v1/models', { headers: this.auth() }));
+  }
+  /** API key: a chat completion answered as one JSON object (receipt in the x-svc-* headers). */
+  chatCompletion(input: ChatCompletionInput) {
+    return this.call(this.api.POST('/v1/chat/completions', { body: { ...input, stream: false }, headers: this.auth() }));
+  }
+  /** API key: a streamed chat completion; the unread SSE Response (read it with `sseFrames`), or ApiError before the stream begins. */
+  async chatCompletionStream(input: ChatCompletionInput, signal?: AbortSignal): Promise<Response> {
+    const out = await this.api.POST('/v1/chat/completions', { body: { ...input, stream: true }, headers: this.auth(), parseAs: 'stream', signal });
+    if (!out.response.ok) throw new ApiError(out.response.status, out.error, out.response.headers);
+    return out.response;
+  }
+
+  // sandboxes
+  /** API key: a one-shot sandbox run answered when it ends (receipt in the x-svc-* headers). */
+  runSandbox(input: SandboxRunInput, headers: Record<string, string> = {}) {
+    return this.call(this.api.POST('/v1/sandboxes', { body: { ...input, stream: false }, headers: { ...this.auth(), ...headers } }));
+  }
+  /** API key: a one-shot sandbox run streamed as SSE (stdout, stderr, result, receipt; `error` on failure). */
+  async runSandboxStream(input: SandboxRunInput, opts: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+    const out = await this.api.POST('/v1/sandboxes', { body: { ...input, stream: true }, headers: { ...this.auth(), ...opts.headers }, parseAs: 'stream', signal: opts.signal });
+    if (!out.response.ok) throw new ApiError(out.response.status, out.error, out.response.headers);
+    return out.response;
+  }
+
+  // webhooks
+  webhooks() {
+    return this.call(this.api.GET('/v1/webhooks', { headers: this.auth() }));
+  }
+  /** Session: the answer carries the signing secret, shown once. */
+  createWebhook(input: WebhookInput) {
+    return this.call(this.api.POST('/v1/webhooks', { body: input, headers: this.auth() }));
+  }
+  deleteWebhook(id: string) {
+    return this.call(this.api.DELETE('/v1/webhooks/{id}', { params: { path: { id } }, headers: this.auth() }));
+  }
+  /** Session: queues a synthetic `webhook_test` event for the webhook. */
+  testWebhook(id: string) {
+    return this.call(this.api.POST('/v1/webhooks/{id}/test', { params: { path: { id } }, headers: this.auth() }));
+  }
+  /** Session: the last 50 delivery attempts, newest first. */
+  webhookDeliveries(id: string) {
+    return this.call(this.api.GET('/v1/webhooks/{id}/deliveries', { params: { path: { id } }, headers: this.auth() }));
+  }
 }
