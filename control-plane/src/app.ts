@@ -73,6 +73,8 @@ import { mandatesRoutes } from './modules/mandates/routes.ts'; // mandates
 import type { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { ghostRoutes } from './modules/ghost/routes.ts'; // mandates: ghost sessions
 import type { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
+import { evalsRoutes } from './modules/evals/routes.ts'; // quality
+import type { Evals } from './modules/evals/deps.ts'; // quality
 
 export const VERSION = '0.1.0';
 
@@ -123,6 +125,7 @@ export interface AppDeps {
   guardrails: { guardrails: GuardrailsService; policies: PoliciesService }; // guardrails, policies
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
+  quality: { evals: Evals }; // quality: eval suites, drift monitors
   logger?: boolean | object;
 }
 
@@ -207,6 +210,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   explorerRoutes(app, d.explorer); // explorer
   passportsRoutes(app, d.passports.passports, d.passports.kya); // passports
   kyaRoutes(app, d.passports.kya); // passports: KYA credentials
+  evalsRoutes(app, d.quality.evals); // quality
 
   await app.ready();
   return app;

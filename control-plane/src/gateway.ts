@@ -56,6 +56,7 @@ import { GuardrailsService } from './modules/guardrails/service.ts'; // guardrai
 import { PoliciesService } from './modules/policies/service.ts'; // policies
 import { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
+import { createEvals } from './modules/evals/deps.ts'; // quality
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -182,6 +183,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
+  const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
   const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
   const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
@@ -217,6 +219,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     explorer, // explorer
     passports, // passports and KYA credentials
     guardrails: { guardrails, policies }, // guardrails, policies
+    quality: { evals }, // quality
     logger: opts.logger,
     adminMetrics: {
       snapshot: async () => {
@@ -259,6 +262,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'prune_webhook_history', everyMs: 3600_000, run: async () => void (await webhookSender.prune()) });
   leader.add({ name: 'purge_oauth', everyMs: 3600_000, run: async () => void (await oauth.service.purgeExpired()) }); // oauth
   leader.add({ name: 'purge_expired_ghosts', everyMs: 60_000, run: async () => void (await mandates.ghosts.purgeExpired()) }); // mandates: ghost sessions
+  leader.add({ name: 'eval_monitors', everyMs: 60_000, run: () => evals.monitors.runDue() }); // quality
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 

@@ -36,6 +36,7 @@ import * as calls from './migrations/20261127_2000_calls.ts'; // sealed calls
 import * as passports from './migrations/20261127_2100_passports.ts'; // passports
 import * as mandates from './migrations/20261127_2200_mandates.ts'; // mandates
 import * as guardrails from './migrations/20261127_2300_guardrails.ts'; // guardrails, policies
+import * as quality from './migrations/20261127_2600_quality.ts'; // quality
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -76,6 +77,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2100_passports': passports, // passports
   '20261127_2200_mandates': mandates, // mandates
   '20261127_2300_guardrails': guardrails, // guardrails, policies
+  '20261127_2600_quality': quality, // quality
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

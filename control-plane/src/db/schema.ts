@@ -12,9 +12,11 @@ import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts
 import type { KyaCredentialsTable, PassportHandlesTable, PassportsTable } from './schema-passports.ts'; // passports
 import type { GhostSessionsTable, MandatesTable } from './schema-mandates.ts'; // mandates
 import type { GuardrailsTable, PoliciesTable } from './schema-guardrails.ts'; // guardrails, policies
+import type { EvalMonitorsTable, EvalRunsTable, EvalSuitesTable, JudgeVerdictsTable } from './schema-quality.ts'; // quality
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
+export type * from './schema-quality.ts'; // quality
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
 export type * from './schema-escrow.ts'; // escrow claims
@@ -363,6 +365,10 @@ export interface DB {
   ghost_sessions: GhostSessionsTable; // mandates: ghost sessions
   guardrails: GuardrailsTable; // guardrails
   policies: PoliciesTable; // policies
+  eval_suites: EvalSuitesTable; // quality
+  eval_runs: EvalRunsTable; // quality
+  eval_monitors: EvalMonitorsTable; // quality
+  judge_verdicts: JudgeVerdictsTable; // quality
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -100,6 +100,16 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'GET /v1/ghost/sessions/:id': 'admin',
   'POST /v1/ghost/sessions/:id/extend': 'admin',
   'POST /v1/ghost/sessions/:id/destroy': 'admin',
+  // Evals and drift monitors: members read suites, runs and monitors; admins create, run (metered), change and delete them.
+  'GET /v1/evals': 'member', // quality
+  'GET /v1/evals/:id/runs': 'member', // quality
+  'GET /v1/evals/monitors': 'member', // quality
+  'POST /v1/evals': 'admin', // quality
+  'DELETE /v1/evals/:id': 'admin', // quality
+  'POST /v1/evals/:id/run': 'admin', // quality
+  'POST /v1/evals/monitors': 'admin', // quality
+  'PATCH /v1/evals/monitors/:id': 'admin', // quality
+  'DELETE /v1/evals/monitors/:id': 'admin', // quality
   // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',

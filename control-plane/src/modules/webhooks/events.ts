@@ -9,6 +9,7 @@ export const WEBHOOK_EVENTS = {
   subscription_renewed: 'A paid plan renewed at period end and its monthly fee was debited; data: {plan, fee_micro_usd, period_start, period_end, balance_micro_usd}.',
   subscription_renewal_failed: 'A renewal could not be paid from prepaid credit; the account dropped to Free; data: {plan, fee_micro_usd, balance_micro_usd, spendable_micro_usd, period_end}.',
   subscription_ended: 'A cancelled subscription (auto-renew off) reached its period end; the account dropped to Free; data: {plan, period_end}.',
+  eval_drift_detected: 'A drift monitor\'s run fell under its threshold or more than its drop tolerance below its baseline, after a run that did not (once per drift; re-arms after a run within bounds); data: {monitor_id, eval_id, run_id, measure, measured_rate, pass_rate, pass_at_n, pass_hat_n, repeat, baseline_rate, threshold, drop_tolerance, reasons, failure_streak, regressed_cases, finished_at}.', // quality
 } as const;
 
 export type WebhookEventType = keyof typeof WEBHOOK_EVENTS;
