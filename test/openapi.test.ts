@@ -33,6 +33,10 @@ const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
   'GET /c/:id': { auth: 'public', why: 'the sealed-call page (HTML) that the spec names beside GET /v1/calls/public/:id; its script verifies the receipt and commitment in the browser' },
   'GET /r/:request_id': { auth: 'public', why: 'the shared-receipt page (HTML) that the spec names beside GET /v1/receipts/shared/:id; its script verifies the signature in the browser' },
   'GET /assets/verify.js': { auth: 'public', why: 'the verification script the public pages load from the gateway\'s own origin (no external assets)' },
+  'GET /v1/mcp': { auth: 'key', why: 'the MCP Streamable HTTP transport defines GET on its endpoint (a server-initiated event stream); it answers 405, as the transport allows, so clients know none is offered' },
+  'DELETE /v1/mcp': { auth: 'key', why: 'the MCP Streamable HTTP transport ends a session with DELETE on its endpoint' },
+  'GET /v1/mcp/servers/:id': { auth: 'key', why: 'the same transport GET on the MCP gateway endpoint: 405, no server-initiated stream is relayed' },
+  'DELETE /v1/mcp/servers/:id': { auth: 'key', why: 'the same transport DELETE on the MCP gateway endpoint: ends the upstream session' },
   'GET /assets/consent.js': { auth: 'public', why: 'the OAuth consent page\'s script (sign-in in place with a passkey or a browser wallet, then the answer), from the gateway\'s own origin' },
 };
 

@@ -75,6 +75,8 @@ import { ghostRoutes } from './modules/ghost/routes.ts'; // mandates: ghost sess
 import type { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 import { evalsRoutes } from './modules/evals/routes.ts'; // quality
 import type { Evals } from './modules/evals/deps.ts'; // quality
+import { mcpRoutes } from './modules/mcp/routes.ts'; // mcp
+import type { Mcp } from './modules/mcp/deps.ts'; // mcp
 
 export const VERSION = '0.1.0';
 
@@ -126,6 +128,7 @@ export interface AppDeps {
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
   quality: { evals: Evals }; // quality: eval suites, drift monitors
+  mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
   logger?: boolean | object;
 }
 
@@ -211,6 +214,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   passportsRoutes(app, d.passports.passports, d.passports.kya); // passports
   kyaRoutes(app, d.passports.kya); // passports: KYA credentials
   evalsRoutes(app, d.quality.evals); // quality
+  mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
 
   await app.ready();
   return app;

@@ -9,6 +9,7 @@ import { mediaConfig, mediaEnv, type MediaConfig } from './config/media.ts'; // 
 import { passkeysConfig, passkeysEnv, type PasskeyConfig } from './config/passkeys.ts'; // passkeys
 import { anchorsConfig, anchorsEnv, type AnchorsConfig } from './config/anchors.ts'; // public anchors
 import { guardrailsConfig, guardrailsEnv, type GuardrailsConfig } from './config/guardrails.ts'; // guardrails
+import { mcpConfig, mcpEnv, type McpConfig } from './config/mcp.ts'; // mcp
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -87,6 +88,7 @@ const EnvSchema = z.object({
   ...passkeysEnv, // passkeys: relying party id and origin
   ...anchorsEnv, // public anchors: chains and the paying key
   ...guardrailsEnv, // guardrails: SVC_GUARDRAILS_MODE
+  ...mcpEnv, // mcp: sessions, upstream timeout, default price per call
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -152,6 +154,8 @@ export interface Config {
   anchors: AnchorsConfig;
   /** SVC_GUARDRAILS_MODE (guardrails). */
   guardrails: GuardrailsConfig;
+  /** SVC_MCP_* (mcp). */
+  mcp: McpConfig; // mcp
 }
 
 export interface SandboxConfig {
@@ -248,5 +252,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     passkeys: passkeys.config, // passkeys
     anchors: anchorsConfig(e), // public anchors
     guardrails: guardrailsConfig(e), // guardrails
+    mcp: mcpConfig(e), // mcp
   };
 }

@@ -57,6 +57,7 @@ import { PoliciesService } from './modules/policies/service.ts'; // policies
 import { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 import { createEvals } from './modules/evals/deps.ts'; // quality
+import { createMcp } from './modules/mcp/deps.ts'; // mcp
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -181,6 +182,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth
+  const mcp = createMcp({ config: config.mcp, db, clock, sealKey: seal, self, publicUrl: config.publicUrl, metering, signerAddress: signerSvc.address, inference, sandboxes, identity, guardrailsMode: config.guardrails.mode, log: { error: (o, m) => app.log.error(o, m) } }); // mcp
+  await mcp.servers.start(database); // mcp: registrations cached per process, dropped on NOTIFY
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
   const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
@@ -218,6 +221,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     calls, // sealed calls
     explorer, // explorer
     passports, // passports and KYA credentials
+    mcp, // mcp
     guardrails: { guardrails, policies }, // guardrails, policies
     quality: { evals }, // quality
     logger: opts.logger,
@@ -263,6 +267,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'purge_oauth', everyMs: 3600_000, run: async () => void (await oauth.service.purgeExpired()) }); // oauth
   leader.add({ name: 'purge_expired_ghosts', everyMs: 60_000, run: async () => void (await mandates.ghosts.purgeExpired()) }); // mandates: ghost sessions
   leader.add({ name: 'eval_monitors', everyMs: 60_000, run: () => evals.monitors.runDue() }); // quality
+  leader.add({ name: 'purge_idle_mcp_sessions', everyMs: 300_000, run: async () => void (await mcp.sessions.purgeIdle()) }); // mcp
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 
@@ -291,6 +296,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       await denylist.stop();
       await keys.stop();
       await orgSessionEnds.stop();
+      await mcp.servers.stop(); // mcp
       await unlistenLeases();
       await metering.close();
       await signerSvc.close();

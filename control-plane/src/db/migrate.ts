@@ -37,6 +37,7 @@ import * as passports from './migrations/20261127_2100_passports.ts'; // passpor
 import * as mandates from './migrations/20261127_2200_mandates.ts'; // mandates
 import * as guardrails from './migrations/20261127_2300_guardrails.ts'; // guardrails, policies
 import * as quality from './migrations/20261127_2600_quality.ts'; // quality
+import * as mcp from './migrations/20261127_2400_mcp.ts'; // mcp
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -78,6 +79,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2200_mandates': mandates, // mandates
   '20261127_2300_guardrails': guardrails, // guardrails, policies
   '20261127_2600_quality': quality, // quality
+  '20261127_2400_mcp': mcp, // mcp
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -13,10 +13,12 @@ import type { KyaCredentialsTable, PassportHandlesTable, PassportsTable } from '
 import type { GhostSessionsTable, MandatesTable } from './schema-mandates.ts'; // mandates
 import type { GuardrailsTable, PoliciesTable } from './schema-guardrails.ts'; // guardrails, policies
 import type { EvalMonitorsTable, EvalRunsTable, EvalSuitesTable, JudgeVerdictsTable } from './schema-quality.ts'; // quality
+import type { McpServersTable, McpSessionsTable } from './schema-mcp.ts'; // mcp
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
 export type * from './schema-quality.ts'; // quality
+export type * from './schema-mcp.ts'; // mcp
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
 export type * from './schema-escrow.ts'; // escrow claims
@@ -369,6 +371,8 @@ export interface DB {
   eval_runs: EvalRunsTable; // quality
   eval_monitors: EvalMonitorsTable; // quality
   judge_verdicts: JudgeVerdictsTable; // quality
+  mcp_servers: McpServersTable; // mcp
+  mcp_sessions: McpSessionsTable; // mcp
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -100,6 +100,12 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'GET /v1/ghost/sessions/:id': 'admin',
   'POST /v1/ghost/sessions/:id/extend': 'admin',
   'POST /v1/ghost/sessions/:id/destroy': 'admin',
+  // MCP server registrations: members read them; admins register, edit, deregister and probe (the probe dials out with the sealed credential).
+  'GET /v1/mcp-servers': 'member', // mcp
+  'POST /v1/mcp-servers': 'admin', // mcp
+  'PATCH /v1/mcp-servers/:id': 'admin', // mcp
+  'DELETE /v1/mcp-servers/:id': 'admin', // mcp
+  'POST /v1/mcp-servers/:id/test': 'admin', // mcp
   // Evals and drift monitors: members read suites, runs and monitors; admins create, run (metered), change and delete them.
   'GET /v1/evals': 'member', // quality
   'GET /v1/evals/:id/runs': 'member', // quality
