@@ -322,6 +322,7 @@ describe('sessions of the remote server', () => {
   it('serves a request without a session id statelessly, and a stateless deployment issues none', async () => {
     const direct = await post(`${t.url}/v1/mcp`, user.key, toolsCall('verify_receipt', { receipt: '{}', signature: '0x00' }));
     expect(direct.status).toBe(200);
+    expect(direct.headers.get('x-svc-receipt-id')).toBe(direct.json.result._meta['svc/receipt_id']); // a JSON answer carries the receipt headers too
     expect(direct.json).toMatchObject({ jsonrpc: '2.0', id: 1, result: { structuredContent: { valid: false } } });
 
     const u = await fundedKey(lone, 1_000);

@@ -4,10 +4,11 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ServiceError } from '@svc/shared';
+import { ServiceError, type SignedReceipt } from '@svc/shared';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { requireKey } from '../../http/auth.ts';
 import { callerGone } from '../../http/caller-signal.ts';
+import { setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { runIdOf } from '../../http/run-id.ts';
 import { RPC, RpcFailure, asFailure, parseMessage, sendFailure, sessionNotFound, type RpcMessage } from './jsonrpc.ts';
 import { receiptMeta } from './receipt-meta.ts';
@@ -68,7 +69,9 @@ export class RemoteMcpServer {
       const tool = msg.method === 'tools/call' ? this.d.tools.get(String(msg.params?.name)) : undefined;
       const meta = msg.params?._meta as { progressToken?: unknown } | undefined;
       const streaming = tool?.streams === true && meta?.progressToken !== undefined;
-      const res = await this.serve(req, reply, p, msg, streaming);
+      let receipt: SignedReceipt | undefined;
+      const res = await this.serve(req, reply, p, msg, streaming, (r) => (receipt = r));
+      if (receipt && !streaming) setReceiptHeaders(reply, receipt); // a JSON answer carries its receipt in the headers too
       if (initialize && res.status === 200 && this.d.sessions.stateful) {
         const version = typeof msg.params?.protocolVersion === 'string' ? msg.params.protocolVersion.slice(0, 32) : null;
         reply.header(SESSION_HEADER, await this.d.sessions.open(p, version));
@@ -89,12 +92,12 @@ export class RemoteMcpServer {
   }
 
   /** Runs the message through a fresh McpServer on a stateless web-standard transport. */
-  private async serve(req: FastifyRequest, reply: FastifyReply, p: KeyPrincipal, msg: RpcMessage, streaming: boolean): Promise<Response> {
+  private async serve(req: FastifyRequest, reply: FastifyReply, p: KeyPrincipal, msg: RpcMessage, streaming: boolean, receipted: (r: SignedReceipt) => void): Promise<Response> {
     const abort = new AbortController();
     const gone = callerGone(reply.raw);
     const onGone = () => abort.abort(gone.reason);
     gone.addEventListener('abort', onGone, { once: true });
-    const server = this.build(req, p, abort.signal);
+    const server = this.build(req, p, abort.signal, receipted);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streaming });
     const cleanup = () => {
       gone.removeEventListener('abort', onGone);
@@ -110,7 +113,7 @@ export class RemoteMcpServer {
     return transport.handleRequest(new Request(this.resource, { method: 'POST', headers }), { parsedBody: msg });
   }
 
-  private build(req: FastifyRequest, p: KeyPrincipal, signal: AbortSignal): McpServer {
+  private build(req: FastifyRequest, p: KeyPrincipal, signal: AbortSignal, receipted: (r: SignedReceipt) => void): McpServer {
     const server = new McpServer(
       { name: 'svc-gateway', title: 'svc gateway', version: this.d.version },
       {
@@ -131,7 +134,7 @@ export class RemoteMcpServer {
             token !== undefined && tool.streams
               ? (message: string) => void extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++n, message } } as never).catch(() => undefined)
               : null;
-          return this.call(tool, args, { ...base, signal: AbortSignal.any([signal, extra.signal]), progress });
+          return this.call(tool, args, { ...base, signal: AbortSignal.any([signal, extra.signal]), progress }, receipted);
         }) as never,
       );
     }
@@ -139,9 +142,10 @@ export class RemoteMcpServer {
   }
 
   /** One metered tool call: its answer with the receipt in `_meta`, or its refusal as a tool error. */
-  private async call(tool: McpTool, args: Record<string, unknown>, ctx: ToolContext): Promise<CallToolResult> {
+  private async call(tool: McpTool, args: Record<string, unknown>, ctx: ToolContext, receipted: (r: SignedReceipt) => void): Promise<CallToolResult> {
     try {
       const a = await tool.run(args, ctx);
+      receipted(a.receipt);
       return {
         content: a.content,
         ...(a.structuredContent ? { structuredContent: a.structuredContent } : {}),
