@@ -4,13 +4,13 @@
  *    the same text (UTF-8 encode and decode); mean, p50 and p99 per KB over many 1 KB texts, and the mean on
  *    16 KB texts. Two kinds of text: lines of the labelled corpus (test/fixtures/guardrails/corpus.tsv),
  *    positives and negatives mixed, so about one line in two holds something to find (the worst case: dense
- *    with digits, tokens and trigger words); and the corpus's prose lines with an email or phone number in
- *    each KB (ordinary traffic).
+ *    with digits, tokens and trigger words); and ordinary prose (sentences of a business note) with an email
+ *    or phone number in each KB.
  * 2. What a full rule set in enforce mode adds to a chat completion with a 2 KB prompt: a real gateway and a
  *    loopback upstream in this process, calls alternating between a key without a policy and a key whose
  *    policy names the rule set; p50 and p99 of each, and the added p50 as a share of the plain call's.
  *
- *   npx tsx bench/guardrails.ts [--texts 2000] [--calls 400]
+ *   npx tsx bench/guardrails.ts [--texts 2000] [--rounds 5] [--calls 400]
  */
 import { readFileSync } from 'node:fs';
 import { arg } from './args.ts';
@@ -22,6 +22,8 @@ import { startUpstream } from '../test/support/upstream.ts';
 
 const TEXTS = Number(arg('texts', '2000'));
 const CALLS = Number(arg('calls', '400'));
+/** Each detector is timed over all texts this many times, interleaved with the others; the least disturbed round (lowest mean) is reported. */
+const ROUNDS = Number(arg('rounds', '5'));
 
 const rows = readFileSync(new URL('../test/fixtures/guardrails/corpus.tsv', import.meta.url), 'utf8')
   .split('\n')
@@ -29,8 +31,21 @@ const rows = readFileSync(new URL('../test/fixtures/guardrails/corpus.tsv', impo
   .map((l) => l.split('\t'))
   .map(([label, format, text]) => ({ label: label!, format: format!, text: text!.replace(/\\n/g, '\n') }));
 const lines = rows.map((r) => r.text);
-/** Ordinary prose: the corpus's prose lines, with one email or phone line in every KB or so. */
-const prose = rows.filter((r) => r.format === 'prose').map((r) => r.text);
+/** Ordinary prose: sentences of a business note (none of the corpus's trick sentences), with one email or phone line in every KB or so. */
+const prose = [
+  'Thanks for the update on the quarterly planning review.',
+  'The supplier confirmed that the shipment left the warehouse on Tuesday morning.',
+  'We agreed to move the design workshop to the second week of the month.',
+  'Please summarise the attached meeting notes and list the open action items with their owners.',
+  'The new onboarding guide covers accounts, laptops, building access and the first week of training.',
+  'Sales in the northern region grew faster than expected, mostly from returning customers.',
+  'The team will publish the release notes once the last two regressions are fixed.',
+  'Remember that the office is closed on Friday for the public holiday.',
+  'Budget requests for the next year are due by the end of the month.',
+  'The customer asked whether the warranty covers accidental damage to the screen.',
+  'Our latency dashboards show a small increase after the database upgrade last night.',
+  'Lunch will be served in the main hall after the keynote.',
+];
 const personal = rows.filter((r) => r.label === 'email' || r.label === 'phone').map((r) => r.text);
 
 /** Texts of about `bytes` bytes made of `from`'s lines, starting at different lines (one of `every` in each KB). */
@@ -82,17 +97,26 @@ function detectorTable(kind: 'corpus' | 'prose'): void {
   const full = compileRuleSets([{ id: 'gr_bench', detectors: FULL }]).input!;
   rows.push(['full rule set (scan + redact)', (t) => void (sink += scanText(full, t, 'input', new FindingsLog('enforce')).text.length)]);
   const perKb = (ns: number[], bytes: number) => ns.map((x) => x / 1000 / (bytes / 1024));
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  // Rounds interleave the rows, so a burst of load on the machine falls on every row alike.
+  const best = new Map<string, { s: number[]; l: number[] }>();
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, f] of rows) {
+      const s = perKb(timeEach(small, f), 1024);
+      const l = perKb(timeEach(large, f), 16 * 1024);
+      const prev = best.get(name);
+      if (!prev || mean(s) < mean(prev.s)) best.set(name, { s, l: prev && mean(prev.l) < mean(l) ? prev.l : l });
+    }
+  }
   let base = 0;
-  const what = kind === 'corpus' ? 'corpus lines (about one finding per line)' : 'prose with an email or phone number per KB';
-  console.log('\nDetector cost per KB (µs) on %s, 1 KB texts x %d and 16 KB texts x %d', what, small.length, large.length);
-  console.log('%s', ['detector'.padEnd(30), 'mean', '  p50', '  p99', ' 16KB mean', ' x copy (mean)'].join('  '));
-  for (const [name, f] of rows) {
-    const s = perKb(timeEach(small, f), 1024);
-    const l = perKb(timeEach(large, f), 16 * 1024);
-    const mean = s.reduce((a, b) => a + b, 0) / s.length;
-    if (!base) base = mean;
-    const lmean = l.reduce((a, b) => a + b, 0) / l.length;
-    console.log('%s', [name.padEnd(30), mean.toFixed(2).padStart(6), percentile(s, 50).toFixed(2).padStart(6), percentile(s, 99).toFixed(2).padStart(6), lmean.toFixed(2).padStart(9), `${(mean / base).toFixed(1)}x`.padStart(13)].join('  '));
+  const what = kind === 'corpus' ? 'corpus lines (dense: about one finding per line, trick sentences, digits and tokens)' : 'ordinary prose with an email or phone number per KB';
+  console.log('\nDetector cost per KB (µs) on %s, 1 KB texts x %d and 16 KB texts x %d, best of %d rounds', what, small.length, large.length, ROUNDS);
+  console.log('%s', ['detector'.padEnd(30), '  mean', '   p50', '   p99', ' 16KB mean', ' x copy (mean)'].join('  '));
+  for (const [name] of rows) {
+    const { s, l } = best.get(name)!;
+    const m = mean(s);
+    if (!base) base = m;
+    console.log('%s', [name.padEnd(30), m.toFixed(2).padStart(6), percentile(s, 50).toFixed(2).padStart(6), percentile(s, 99).toFixed(2).padStart(6), mean(l).toFixed(2).padStart(10), `${(m / base).toFixed(1)}x`.padStart(13)].join('  '));
   }
 }
 

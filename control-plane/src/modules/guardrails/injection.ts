@@ -35,7 +35,7 @@ const TARGET = '(?:instructions?|prompts?|rules|directions|directives|guidelines
 const QUALIFIER = '(?:previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|your|all|any|every|existing|current|safety|the|these|those|of|my)';
 const POINTING = /\b(?:previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|your|all|every|existing)\b/;
 
-const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: string) => boolean; needles?: string[] }> = [
+const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: string) => boolean; needles: string[] }> = [
   { needles: ['ignor', 'disregard', 'forget', 'overrid', 'bypass', 'neglect', 'drop', 'abandon'], category: 'instruction_override', re: new RegExp(`\\b(?:ignore|disregard|forget|override|bypass|neglect|drop|abandon)(?: about)? (?:${QUALIFIER} ){1,4}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
   { needles: ['ignor', 'disregard', 'forget'], category: 'instruction_override', re: /\b(?:ignore|disregard|forget) (?:everything|anything|all|what(?:ever)? (?:was|you were) (?:said|told)) (?:above|before|previously|prior|so far|until now)\b/g },
   { needles: ['not follow', "n't follow", 'never follow', 'stop follow', 'cease follow', 'not obey', "n't obey", 'never obey', 'stop obey', 'cease obey', 'not adher', "n't adher", 'never adher', 'stop adher', 'cease adher'], category: 'instruction_override', re: new RegExp(`\\b(?:do not|don't|never|stop|cease) (?:follow|following|obey|obeying|adhere to|adhering to) (?:${QUALIFIER} ){1,3}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
@@ -58,7 +58,7 @@ const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: str
 ];
 
 /** Every word some pattern needs, found in one pass: a pattern none of whose words occur is not run. */
-export const NEEDLE_LIST = [...new Set(PATTERNS.flatMap((p) => p.needles ?? []))];
+export const NEEDLE_LIST = [...new Set(PATTERNS.flatMap((p) => p.needles))];
 const NEEDLES = new RegExp(trieSource(NEEDLE_LIST), 'g');
 /** The needles a matched needle starts with (the trie matches the longest one at a position). */
 const PREFIXES = new Map(NEEDLE_LIST.map((n) => [n, NEEDLE_LIST.filter((m) => n.startsWith(m))]));
@@ -80,19 +80,45 @@ export function injectionDetector(): Detector {
     find(text) {
       const out: Match[] = [];
       const v = foldedView(text);
-      const present = new Set<string>();
+      const t = v.text;
+      const at = new Map<string, number[]>();
       NEEDLES.lastIndex = 0;
-      for (let m = NEEDLES.exec(v.text); m; m = NEEDLES.exec(v.text)) {
-        for (const n of PREFIXES.get(m[0])!) present.add(n);
+      for (let m = NEEDLES.exec(t); m; m = NEEDLES.exec(t)) {
+        for (const n of PREFIXES.get(m[0])!) (at.get(n) ?? at.set(n, []).get(n)!).push(m.index);
         NEEDLES.lastIndex = m.index + 1; // needles may overlap
       }
-      for (const p of PATTERNS) {
-        if (p.needles && !p.needles.some((n) => present.has(n))) continue; // cannot match: no word it needs occurs
-        eachMatch(p.re, v.text, (m) => {
-          if (p.check && !p.check(m[0])) return null;
-          const [start, end] = originalSpan(v, m.index, m.index + m[0].length);
-          return { start, end, category: p.category, severity: INJECTION_SEVERITY[p.category] };
-        }, out);
+      if (at.size) {
+        for (const p of PATTERNS) {
+          // Every match holds one of the pattern's needles and is shorter than MAX_SPAN: it runs on the text
+          // around their occurrences only, each window starting and ending at a space (so \b reads alike).
+          const positions = p.needles!.flatMap((n) => at.get(n) ?? []);
+          if (!positions.length) continue; // cannot match: no word it needs occurs
+          positions.sort((a, b) => a - b);
+          const windows: Array<[number, number]> = [];
+          let covered = 0;
+          for (const pos of positions) {
+            const s = pos <= MAX_SPAN ? 0 : t.lastIndexOf(' ', pos - MAX_SPAN) + 1;
+            const after = t.indexOf(' ', Math.min(t.length, pos + MAX_SPAN));
+            const e = after < 0 ? t.length : after;
+            const last = windows[windows.length - 1];
+            if (last && s <= last[1]) {
+              covered += Math.max(0, e - last[1]);
+              last[1] = Math.max(last[1], e);
+            } else {
+              windows.push([s, e]);
+              covered += e - s;
+            }
+          }
+          // Windows that cover most of the text: the text in one run is cheaper than slicing it.
+          for (const [ws, we] of covered > t.length / 2 ? [[0, t.length] as [number, number]] : windows) {
+            const part = ws === 0 && we === t.length ? t : t.slice(ws, we);
+            eachMatch(p.re, part, (m) => {
+              if (p.check && !p.check(m[0])) return null;
+              const [start, end] = originalSpan(v, ws + m.index, ws + m.index + m[0].length);
+              return { start, end, category: p.category, severity: INJECTION_SEVERITY[p.category] };
+            }, out);
+          }
+        }
       }
       if (!v.ascii && /[\u200b-\u200f\u2060-\u2064\ufeff\udb40]/.test(text)) {
         for (const [re, tail] of [[ZERO_WIDTH, isZeroWidth], [TAGS, isTagUnit]] as const) {

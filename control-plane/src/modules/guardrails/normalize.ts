@@ -15,9 +15,11 @@ export interface FoldedView {
 const COMBINING = /\p{M}/u;
 const SPACE = /\s/;
 const ASCII = /^[\x00-\x7f]*$/;
-const SPACE_RUN = /\s\s/;
+const SPACE_RUN = /[\t\n\v\f\r ]{2}/;
 const ASCII_SPACES = /[\t\n\v\f\r]/g;
-const ASCII_SPACE_RUNS = /\s+/g;
+const ASCII_SPACE_HINT = /[\t\n\v\f\r]/;
+/** What `\s+` to one space changes in ASCII text: runs of two or more, and lone white space other than a space. */
+const ASCII_SPACE_RUNS = /[\t\n\v\f\r ]{2,}|[\t\n\v\f\r]/g;
 
 /** One piece of the original (a character and the combining marks after it) folded. */
 export function foldPiece(s: string): string {
@@ -48,16 +50,13 @@ function build(text: string): FoldedView {
   if (ASCII.test(text)) {
     const lower = text.toLowerCase();
     // Single white space characters become spaces in place: positions do not move.
-    if (!SPACE_RUN.test(text)) return { text: lower.replace(ASCII_SPACES, ' '), ascii: true, map: IDENTITY };
+    if (!SPACE_RUN.test(text)) return { text: ASCII_SPACE_HINT.test(text) ? lower.replace(ASCII_SPACES, ' ') : lower, ascii: true, map: IDENTITY };
     return { text: lower.replace(ASCII_SPACE_RUNS, ' '), ascii: true, map: once(() => asciiMap(text)) };
   }
   return {
     text: foldText(text),
     ascii: false,
-    map: once(() => {
-      const g = general(text);
-      return { starts: Int32Array.from(g.starts), ends: Int32Array.from(g.ends) };
-    }),
+    map: once(() => general(text)),
   };
 }
 
@@ -120,35 +119,65 @@ function asciiMap(text: string): { starts: Int32Array; ends: Int32Array } {
   return { starts: starts.subarray(0, j), ends: ends.subarray(0, j) };
 }
 
-function general(text: string): { text: string; starts: number[]; ends: number[] } {
-  let out = '';
-  const starts: number[] = [];
-  const ends: number[] = [];
+/**
+ * The map of a text `foldText` folds: for each folded character, the original piece it came from. The same
+ * segmentation as `foldText`, counting folded lengths instead of building the text.
+ */
+function general(text: string): { starts: Int32Array; ends: Int32Array } {
   const n = text.length;
+  let starts = new Int32Array(n + 16);
+  let ends = new Int32Array(n + 16);
+  let k = 0;
+  const ensure = (count: number) => {
+    if (k + count <= starts.length) return;
+    const size = Math.max(starts.length * 2, k + count);
+    const s2 = new Int32Array(size);
+    const e2 = new Int32Array(size);
+    s2.set(starts.subarray(0, k));
+    e2.set(ends.subarray(0, k));
+    starts = s2;
+    ends = e2;
+  };
+  const put = (from: number, to: number, count: number) => {
+    ensure(count);
+    starts.fill(from, k, k + count);
+    ends.fill(to, k, k + count);
+    k += count;
+  };
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
+    if (c > 0x20 && c < 0x7f) {
+      let j = i + 1;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if (d <= 0x20 || d >= 0x7f) break;
+        j++;
+      }
+      if (j < n && text.charCodeAt(j) >= 0x300) j--;
+      if (j > i) {
+        ensure(j - i);
+        for (let p = i; p < j; p++, k++) {
+          starts[k] = p;
+          ends[k] = p + 1;
+        }
+        i = j;
+        continue;
+      }
+    }
     if (isSpace(c, text[i]!)) {
       let j = i + 1;
       while (j < n && isSpace(text.charCodeAt(j), text[j]!)) j++;
-      out += ' ';
-      starts.push(i);
-      ends.push(j);
+      put(i, j, 1);
       i = j;
       continue;
     }
-    // A code point (a surrogate pair counts once) and the combining marks after it.
     let j = i + (c >= 0xd800 && c <= 0xdbff && i + 1 < n ? 2 : 1);
     while (j < n && text.charCodeAt(j) >= 0x300 && COMBINING.test(String.fromCodePoint(text.codePointAt(j)!))) j += text.codePointAt(j)! > 0xffff ? 2 : 1;
-    const f = c < 0x80 && j === i + 1 ? (c >= 65 && c <= 90 ? String.fromCharCode(c + 32) : text[i]!) : foldPiece(text.slice(i, j));
-    for (let k = 0; k < f.length; k++) {
-      starts.push(i);
-      ends.push(j);
-    }
-    out += f;
+    put(i, j, c < 0x80 && j === i + 1 ? 1 : foldPiece(text.slice(i, j)).length);
     i = j;
   }
-  return { text: out, starts, ends };
+  return { starts: starts.subarray(0, k), ends: ends.subarray(0, k) };
 }
 
 /** The original span of folded [from, to). */
