@@ -109,11 +109,13 @@ export class FindingsLog {
 
   add(direction: Direction, hit: Hit): void {
     const decision = decisionOf(hit.action, this.mode);
-    const seen = new Set<string>();
+    const seen = hit.parts.length > 1 ? new Set<string>() : null;
     for (const p of hit.parts) {
       const k = `${p.entry.rule}\u0000${direction}\u0000${p.category}\u0000${p.entry.action}\u0000${decision}`;
-      if (seen.has(k)) continue; // one hit counts once for each rule, however many of its matches merged
-      seen.add(k);
+      if (seen) {
+        if (seen.has(k)) continue; // one hit counts once for each rule, however many of its matches merged
+        seen.add(k);
+      }
       const f = this.map.get(k);
       if (f) f.count++;
       else this.map.set(k, { rule: p.entry.rule, direction, category: p.category, count: 1, severity: p.severity, action: p.entry.action, decision });
