@@ -150,7 +150,7 @@ describe('the remote MCP server: OAuth discovery from the 401', () => {
     const bare = await post(`${t.url}/v1/mcp`, null, rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } }));
     expect(bare.status).toBe(401);
     const metadataUrl = `${t.url}/.well-known/oauth-protected-resource/v1/mcp`;
-    expect(bare.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}"`);
+    expect(bare.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp"`);
     expect((await (await fetch(metadataUrl)).json()) as object).toMatchObject({ resource: `${t.url}/v1/mcp`, authorization_servers: [t.url] });
     const narrow = (await user.client.createKey({ scopes: ['inference'] })).key;
     const scoped = await post(`${t.url}/v1/mcp`, narrow, rpc('tools/list'));
@@ -158,7 +158,7 @@ describe('the remote MCP server: OAuth discovery from the 401', () => {
     expect(scoped.headers.get('www-authenticate')).toBe(`Bearer error="insufficient_scope", scope="mcp", resource_metadata="${metadataUrl}"`);
     const expired = await post(`${t.url}/v1/mcp`, 'oat-svc_not-a-token', rpc('tools/list'));
     expect(expired.status).toBe(401);
-    expect(expired.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", error="invalid_token"`);
+    expect(expired.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp", error="invalid_token"`);
 
     const provider = new TestOAuthProvider();
     const first = new StreamableHTTPClientTransport(new URL(`${t.url}/v1/mcp`), { authProvider: provider });
@@ -168,6 +168,7 @@ describe('the remote MCP server: OAuth discovery from the 401', () => {
     expect(url.origin + url.pathname).toBe(`${t.url}/v1/oauth/authorize`);
     expect(url.searchParams.get('code_challenge_method')).toBe('S256');
     expect(url.searchParams.get('resource')).toBe(`${t.url}/v1/mcp`);
+    expect(url.searchParams.get('scope')).toBe('mcp'); // the challenge's scope, not every scope the metadata lists
 
     // The browser step: authorize, then consent with the user's session (as the consent page does).
     const res = await fetch(url, { redirect: 'manual' });
@@ -262,8 +263,10 @@ describe('the remote MCP server with an API key', () => {
   });
 
   it.skipIf(!docker)('runs code in a sandbox, metered per second, with the receipt', async () => {
-    const r = await client.callTool({ name: 'run_code', arguments: { language: 'sh', code: 'echo hi; echo oops >&2' } });
+    const streamed: string[] = [];
+    const r = await client.callTool({ name: 'run_code', arguments: { language: 'sh', code: 'echo hi; echo oops >&2' } }, undefined, { onprogress: (p) => void streamed.push(p.message ?? '') });
     expect(r.isError).toBeFalsy();
+    expect(streamed.sort()).toEqual(['hi\n', 'oops\n']);
     expect(r.structuredContent).toMatchObject({ status: 'succeeded', exit_code: 0, stdout: 'hi\n', stderr: 'oops\n' });
     const payload = expectVerified(receiptOf(r));
     expect(payload).toMatchObject({ kind: 'sandbox', route: 'POST /v1/mcp', detail: { exit_code: 0, network: false } });

@@ -25,14 +25,15 @@ const MCP_BODY_LIMIT = 4 * 1024 * 1024;
 
 /**
  * RFC 9728 §5.1 and the MCP authorization spec: a 401 names the protected resource metadata, so a stock MCP
- * client finds the authorization server by itself; a token that lacks the `mcp` scope is told which it needs.
+ * client finds the authorization server by itself, and the scope it needs (`mcp`, not every scope the metadata
+ * lists); a token that lacks the `mcp` scope is told the same.
  */
 function challenge(metadataUrl: string) {
   return (_req: FastifyRequest, reply: FastifyReply, payload: unknown, done: HookHandlerDoneFunction & ((e: Error | null, p?: unknown) => void)) => {
     const status = reply.statusCode;
     if (status === 401) {
       const invalid = typeof payload === 'string' && payload.includes('"type":"invalid_credential"');
-      reply.header('www-authenticate', `Bearer resource_metadata="${metadataUrl}"${invalid ? ', error="invalid_token"' : ''}`);
+      reply.header('www-authenticate', `Bearer resource_metadata="${metadataUrl}", scope="mcp"${invalid ? ', error="invalid_token"' : ''}`);
     } else if (status === 403 && typeof payload === 'string' && payload.includes('"type":"insufficient_scope"')) {
       reply.header('www-authenticate', `Bearer error="insufficient_scope", scope="mcp", resource_metadata="${metadataUrl}"`);
     }
