@@ -150,7 +150,7 @@ describe('the remote MCP server: OAuth discovery from the 401', () => {
     const bare = await post(`${t.url}/v1/mcp`, null, rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } }));
     expect(bare.status).toBe(401);
     const metadataUrl = `${t.url}/.well-known/oauth-protected-resource/v1/mcp`;
-    expect(bare.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp"`);
+    expect(bare.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp inference sandboxes"`);
     expect((await (await fetch(metadataUrl)).json()) as object).toMatchObject({ resource: `${t.url}/v1/mcp`, authorization_servers: [t.url] });
     const narrow = (await user.client.createKey({ scopes: ['inference'] })).key;
     const scoped = await post(`${t.url}/v1/mcp`, narrow, rpc('tools/list'));
@@ -158,7 +158,9 @@ describe('the remote MCP server: OAuth discovery from the 401', () => {
     expect(scoped.headers.get('www-authenticate')).toBe(`Bearer error="insufficient_scope", scope="mcp", resource_metadata="${metadataUrl}"`);
     const expired = await post(`${t.url}/v1/mcp`, 'oat-svc_not-a-token', rpc('tools/list'));
     expect(expired.status).toBe(401);
-    expect(expired.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp", error="invalid_token"`);
+    expect(expired.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp inference sandboxes", error="invalid_token"`);
+    const gatewayBare = await post(`${t.url}/v1/mcp/servers/mcpsrv_x`, null, rpc('tools/list'));
+    expect(gatewayBare.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp"`);
 
     const provider = new TestOAuthProvider();
     const first = new StreamableHTTPClientTransport(new URL(`${t.url}/v1/mcp`), { authProvider: provider });
@@ -168,7 +170,7 @@ describe('the remote MCP server: OAuth discovery from the 401', () => {
     expect(url.origin + url.pathname).toBe(`${t.url}/v1/oauth/authorize`);
     expect(url.searchParams.get('code_challenge_method')).toBe('S256');
     expect(url.searchParams.get('resource')).toBe(`${t.url}/v1/mcp`);
-    expect(url.searchParams.get('scope')).toBe('mcp'); // the challenge's scope, not every scope the metadata lists
+    expect(url.searchParams.get('scope')).toBe('mcp inference sandboxes'); // the challenge's scopes, not every scope the metadata lists
 
     // The browser step: authorize, then consent with the user's session (as the consent page does).
     const res = await fetch(url, { redirect: 'manual' });
@@ -260,6 +262,13 @@ describe('the remote MCP server with an API key', () => {
     const invalid = await client.callTool({ name: 'chat', arguments: { model: 'test-chat' } });
     expect(invalid.isError).toBe(true);
     await poor.client.close();
+    // A scope means the same through MCP: chat needs inference beside mcp.
+    const mcpOnly = await connect(`${t.url}/v1/mcp`, (await user.client.createKey({ scopes: ['mcp'] })).key);
+    const refused = await mcpOnly.client.callTool({ name: 'chat', arguments: { model: 'test-chat', messages: [{ role: 'user', content: 'x' }] } });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toMatchObject({ error: { type: 'insufficient_scope', required_scope: 'inference' } });
+    expect((await mcpOnly.client.callTool({ name: 'verify_receipt', arguments: { receipt: '{}', signature: '0x00' } })).isError).toBeFalsy();
+    await mcpOnly.client.close();
   });
 
   it.skipIf(!docker)('runs code in a sandbox, metered per second, with the receipt', async () => {

@@ -25,15 +25,15 @@ const MCP_BODY_LIMIT = 4 * 1024 * 1024;
 
 /**
  * RFC 9728 §5.1 and the MCP authorization spec: a 401 names the protected resource metadata, so a stock MCP
- * client finds the authorization server by itself, and the scope it needs (`mcp`, not every scope the metadata
- * lists); a token that lacks the `mcp` scope is told the same.
+ * client finds the authorization server by itself, and the scopes it needs (`mcp` and those of the tools, not
+ * every scope the metadata lists); a token that lacks the `mcp` scope is told which it needs.
  */
-function challenge(metadataUrl: string) {
+function challenge(metadataUrl: string, scopes: string) {
   return (_req: FastifyRequest, reply: FastifyReply, payload: unknown, done: HookHandlerDoneFunction & ((e: Error | null, p?: unknown) => void)) => {
     const status = reply.statusCode;
     if (status === 401) {
       const invalid = typeof payload === 'string' && payload.includes('"type":"invalid_credential"');
-      reply.header('www-authenticate', `Bearer resource_metadata="${metadataUrl}", scope="mcp"${invalid ? ', error="invalid_token"' : ''}`);
+      reply.header('www-authenticate', `Bearer resource_metadata="${metadataUrl}", scope="${scopes}"${invalid ? ', error="invalid_token"' : ''}`);
     } else if (status === 403 && typeof payload === 'string' && payload.includes('"type":"insufficient_scope"')) {
       reply.header('www-authenticate', `Bearer error="insufficient_scope", scope="mcp", resource_metadata="${metadataUrl}"`);
     }
@@ -45,7 +45,8 @@ function challenge(metadataUrl: string) {
 export function mcpRoutes(app: FastifyInstance, d: McpRouteDeps): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const metadataUrl = new URL(`/.well-known/oauth-protected-resource${MCP_RESOURCE_PATH}`, d.publicUrl).toString();
-  const onSend = challenge(metadataUrl) as never;
+  const onSend = challenge(metadataUrl, d.tools.scopes().join(' ')) as never; // /v1/mcp: mcp and its tools' scopes
+  const onSendGateway = challenge(metadataUrl, 'mcp') as never;
   const remote = new RemoteMcpServer({ tools: d.tools, sessions: d.sessions, publicUrl: d.publicUrl, version: d.version, log: app.log });
   const tags = ['mcp'];
   const key = { auth: 'key' as const, scope: 'mcp' as const };
@@ -96,7 +97,7 @@ export function mcpRoutes(app: FastifyInstance, d: McpRouteDeps): void {
     {
       config: { ...key, billable: true, rawBody: true, documentedBody: rpcBody },
       bodyLimit: MCP_BODY_LIMIT,
-      onSend,
+      onSend: onSendGateway,
       schema: {
         tags,
         summary: 'Passthrough MCP session to a registered server: tools/list filtered and each tools/call checked by its allow list before the upstream is dialed, metered as an mcp_call event and receipted',
@@ -111,13 +112,13 @@ export function mcpRoutes(app: FastifyInstance, d: McpRouteDeps): void {
     async (req, reply) => void (await d.gateway.post(req, reply, req.params.id)),
   );
 
-  r.get('/v1/mcp/servers/:id', { config: key, onSend, schema: { tags, summary: 'The transport\'s event stream for server-initiated messages: not relayed (405)', params: IdParams, response: noStream } }, notAllowed);
+  r.get('/v1/mcp/servers/:id', { config: key, onSend: onSendGateway, schema: { tags, summary: 'The transport\'s event stream for server-initiated messages: not relayed (405)', params: IdParams, response: noStream } }, notAllowed);
 
   r.delete(
     '/v1/mcp/servers/:id',
     {
       config: key,
-      onSend,
+      onSend: onSendGateway,
       schema: {
         tags,
         summary: 'End the upstream session named by Mcp-Session-Id (the upstream\'s answer: 200, 404, or 405 when it does not let clients end sessions)',

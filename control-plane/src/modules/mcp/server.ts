@@ -144,6 +144,9 @@ export class RemoteMcpServer {
   /** One metered tool call: its answer with the receipt in `_meta`, or its refusal as a tool error. */
   private async call(tool: McpTool, args: Record<string, unknown>, ctx: ToolContext, receipted: (r: SignedReceipt) => void): Promise<CallToolResult> {
     try {
+      if (tool.scope && !ctx.principal.scopes.includes(tool.scope)) {
+        throw new ServiceError('insufficient_scope', `The ${tool.name} tool needs the "${tool.scope}" scope beside "mcp"; this API key or token lacks it`, { required_scope: tool.scope });
+      }
       const a = await tool.run(args, ctx);
       receipted(a.receipt);
       return {

@@ -108,6 +108,7 @@ export function chatTool(inference: InferenceService, guardrailsMode: Mode): Mcp
     inputSchema: ChatInput,
     annotations: { readOnlyHint: true, openWorldHint: true },
     streams: true,
+    scope: 'inference',
     async run(args, ctx): Promise<ToolAnswer> {
       assertModelAllowed(ctx.principal, args.model); // a mandate's model allow list, as on /v1/chat/completions
       const body: Record<string, unknown> = { model: args.model, messages: args.messages };

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { SignedReceipt } from '@svc/shared';
+import type { Scope, SignedReceipt } from '@svc/shared';
 import type { KeyPrincipal } from '../../../http/auth-types.ts';
 
 /** What a tool call runs with: the caller's key, the ids its receipt and usage event take, and a way to stream. */
@@ -40,6 +40,11 @@ export interface McpTool<S extends z.ZodObject = z.ZodObject> {
   annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
   /** Streams progress while it runs, when the caller sent a progressToken (the answer is then SSE). */
   streams?: boolean;
+  /**
+   * The key scope of the capability the tool uses, needed beside `mcp` (a key or token without it gets a tool
+   * error `insufficient_scope`): a scope means the same through MCP as on the capability's own routes.
+   */
+  scope?: Scope;
   run(args: z.infer<S>, ctx: ToolContext): Promise<ToolAnswer>;
 }
 
@@ -63,5 +68,10 @@ export class ToolRegistry {
 
   list(): McpTool[] {
     return [...this.tools.values()];
+  }
+
+  /** The scopes the tools use, `mcp` first: what a client asks consent for to use them all. */
+  scopes(): Scope[] {
+    return [...new Set<Scope>(['mcp', ...this.list().flatMap((t) => (t.scope ? [t.scope] : []))])];
   }
 }

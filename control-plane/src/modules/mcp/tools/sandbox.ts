@@ -30,6 +30,7 @@ export function sandboxTool(d: SandboxDeps): McpTool<typeof RunInput> {
     inputSchema: RunInput,
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
     streams: true,
+    scope: 'sandboxes',
     async run(args, ctx): Promise<ToolAnswer> {
       const files = (args.files ?? []).map((f, i) => {
         const bytes = Buffer.from(f.content, 'utf8');
