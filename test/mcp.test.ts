@@ -271,6 +271,24 @@ describe('the remote MCP server with an API key', () => {
     await mcpOnly.client.close();
   });
 
+  it('a mandate\'s key is held to its route and model allow lists through the tools too', async () => {
+    const parent = await user.client.request<{ id: string }>('POST', '/v1/keys', { body: { name: 'mandate parent' } });
+    const mandate = (allowed_routes: string[], allowed_models: string[]) =>
+      user.client.request<{ key: string }>('POST', '/v1/mandates', {
+        body: { parent_key_id: parent.id, purpose: 'MCP tools', spend_cap_micro_usd: 100_000, expires_at: new Date(t.clock.now().getTime() + 86_400_000).toISOString(), scopes: ['mcp', 'inference'], allowed_models, allowed_routes },
+      });
+    const ask = { name: 'chat', arguments: { model: 'test-chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 2 } };
+    const onlyMcp = await connect(`${t.url}/v1/mcp`, (await mandate(['POST /v1/mcp'], ['test-chat'])).key);
+    expect((await onlyMcp.client.callTool(ask)).structuredContent).toMatchObject({ error: { type: 'route_not_allowed' } });
+    await onlyMcp.client.close();
+    const otherModel = await connect(`${t.url}/v1/mcp`, (await mandate(['POST /v1/mcp', 'POST /v1/chat/completions'], ['another-model'])).key);
+    expect((await otherModel.client.callTool(ask)).structuredContent).toMatchObject({ error: { type: 'model_not_allowed' } });
+    await otherModel.client.close();
+    const allowed = await connect(`${t.url}/v1/mcp`, (await mandate(['POST /v1/mcp', 'POST /v1/chat/completions'], ['test-chat'])).key);
+    expect((await allowed.client.callTool(ask)).isError).toBeFalsy();
+    await allowed.client.close();
+  });
+
   it.skipIf(!docker)('runs code in a sandbox, metered per second, with the receipt', async () => {
     const streamed: string[] = [];
     const r = await client.callTool({ name: 'run_code', arguments: { language: 'sh', code: 'echo hi; echo oops >&2' } }, undefined, { onprogress: (p) => void streamed.push(p.message ?? '') });

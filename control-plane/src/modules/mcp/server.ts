@@ -8,6 +8,7 @@ import { ServiceError, type SignedReceipt } from '@svc/shared';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { requireKey } from '../../http/auth.ts';
 import { callerGone } from '../../http/caller-signal.ts';
+import { assertRouteAllowed } from '../../http/key-bounds.ts';
 import { setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { runIdOf } from '../../http/run-id.ts';
 import { RPC, RpcFailure, asFailure, parseMessage, sendFailure, sessionNotFound, type RpcMessage } from './jsonrpc.ts';
@@ -147,6 +148,7 @@ export class RemoteMcpServer {
       if (tool.scope && !ctx.principal.scopes.includes(tool.scope)) {
         throw new ServiceError('insufficient_scope', `The ${tool.name} tool needs the "${tool.scope}" scope beside "mcp"; this API key or token lacks it`, { required_scope: tool.scope });
       }
+      if (tool.route) assertRouteAllowed(ctx.principal, tool.route.method, tool.route.url); // a mandate's route allow list
       const a = await tool.run(args, ctx);
       receipted(a.receipt);
       return {

@@ -109,6 +109,7 @@ export function chatTool(inference: InferenceService, guardrailsMode: Mode): Mcp
     annotations: { readOnlyHint: true, openWorldHint: true },
     streams: true,
     scope: 'inference',
+    route: { method: 'POST', url: '/v1/chat/completions' },
     async run(args, ctx): Promise<ToolAnswer> {
       assertModelAllowed(ctx.principal, args.model); // a mandate's model allow list, as on /v1/chat/completions
       const body: Record<string, unknown> = { model: args.model, messages: args.messages };

@@ -45,6 +45,11 @@ export interface McpTool<S extends z.ZodObject = z.ZodObject> {
    * error `insufficient_scope`): a scope means the same through MCP as on the capability's own routes.
    */
   scope?: Scope;
+  /**
+   * The capability's own route (`POST /v1/chat/completions`): a key with a route allow list (a mandate's) must
+   * be allowed it as well as /v1/mcp, so a tool opens nothing the key's own routes do not.
+   */
+  route?: { method: string; url: string };
   run(args: z.infer<S>, ctx: ToolContext): Promise<ToolAnswer>;
 }
 

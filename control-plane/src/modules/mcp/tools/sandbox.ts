@@ -31,6 +31,7 @@ export function sandboxTool(d: SandboxDeps): McpTool<typeof RunInput> {
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
     streams: true,
     scope: 'sandboxes',
+    route: { method: 'POST', url: '/v1/sandboxes' },
     async run(args, ctx): Promise<ToolAnswer> {
       const files = (args.files ?? []).map((f, i) => {
         const bytes = Buffer.from(f.content, 'utf8');
