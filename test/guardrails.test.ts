@@ -8,6 +8,7 @@ import { expectApiError } from './support/expect-error.ts';
 import { ENFORCED_BILLING, fundedKey, startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { FUND, IN, OUT, closeInferenceEnv, startInferenceEnv, user } from './support/inference-env.ts';
 import type { TestUpstream } from './support/upstream.ts';
+import { chatLine, drain, readLines, uploadLines } from './support/batches.ts';
 
 /**
  * Policies and guardrails end to end: a real gateway whose provider is a real OpenAI-compatible server on
@@ -204,6 +205,19 @@ describe('guardrails on the inference routes', () => {
     expect(r.guardrails).toBeUndefined();
     expect((await api<{ policies: Array<{ id: string }> }>(alice.client, 'GET', '/v1/policies')).policies.map((x) => x.id)).not.toContain(p.id);
     await expectApiError(api(alice.client, 'DELETE', `/v1/policies/${p.id}`), 404, 'not_found');
+  });
+
+  it('holds batch lines run later under the key to the same policy', async () => {
+    const oa = openai(key);
+    const input = await uploadLines(oa, [chatLine('a', `Write to ${EMAIL}`), chatLine('b', INJECTION)]);
+    const batch = await oa.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const done = await drain(t, oa, batch.id);
+    const lines = [...(await readLines(oa, done.output_file_id)), ...(await readLines(oa, done.error_file_id))];
+    const byId = new Map(lines.map((l) => [l.custom_id, l]));
+    expect(byId.get('a')!.response!.status_code).toBe(200);
+    expect(JSON.parse(byId.get('a')!.receipt!.canonical)).toMatchObject({ policy: { id: policyId }, guardrails: { findings: [expect.objectContaining({ category: 'email', decision: 'redacted' })] } });
+    expect(byId.get('b')).toMatchObject({ response: { status_code: 400, body: { error: { type: 'guardrail_blocked', rule: `${block.id}/prompt_injection`, direction: 'input' } } }, receipt: null });
+    expect(up.requests.map((q) => JSON.stringify(q.body.messages))).toEqual([JSON.stringify(user('Write to [REDACTED:email]'))]);
   });
 
   it('a key without a policy carries no stamp and no findings', async () => {

@@ -4,6 +4,7 @@ import type { BatchesConfig } from '../../config/batches.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { assertKeyBounds } from '../../http/key-bounds.ts'; // mandates
+import { guardRequest } from '../guardrails/enforce.ts'; // guardrails
 import type { FilesService } from '../files/service.ts';
 import type { BatchLine } from '../files/jsonl.ts';
 import type { CallContext, InferenceService } from '../inference/service.ts';
@@ -216,6 +217,7 @@ export class BatchRunner {
       const p = await this.d.principalOf(b.key_id);
       if (!p.scopes.includes('inference')) throw new ServiceError('insufficient_scope', 'This API key lacks the "inference" scope', { required_scope: 'inference' });
       assertKeyBounds(p, 'POST', l.url, l.body); // mandates: the key's route and model allow lists, as on a request
+      const guard = guardRequest(p, embeddings ? 'embeddings' : 'chat.completions', l.body); // guardrails: the key's policy, as on a request
       const ctx: CallContext = {
         requestId: c.requestId,
         runId: null,
@@ -225,6 +227,7 @@ export class BatchRunner {
         signal: this.abort.signal,
         discountPercent: this.d.cfg.discountPercent,
         beforeSettle: (body) => this.d.lines.storeAnswer(b.id, l.line, c, body),
+        guard, // guardrails
       };
       await (embeddings ? this.d.inference.embeddings(p, l.body, ctx) : this.d.inference.chat(p, l.body, ctx));
       await this.d.lines.finish(b.id, l.line, c.attempt, 'succeeded', 200);

@@ -74,10 +74,10 @@ export class RequestGuard {
     return { findings: this.log.list().map((f) => ({ action: f.action, category: f.category, count: f.count, decision: f.decision, direction: f.direction, rule: f.rule, severity: f.severity })), mode: this.mode };
   }
 
-  /** The refusal of a blocked call: 400 guardrail_blocked naming the rule, and the receipt that records it. */
-  blockedError(requestId: string): ServiceError {
+  /** The refusal of a blocked call: 400 guardrail_blocked naming the rule, and the receipt that records it (when one was signed). */
+  blockedError(receiptId: string | null): ServiceError {
     const b = this.blocked!;
-    return new ServiceError('guardrail_blocked', `Blocked by guardrail rule ${b.rule} (${b.category}) on the ${b.direction}`, { rule: b.rule, direction: b.direction, category: b.category, receipt_id: requestId });
+    return new ServiceError('guardrail_blocked', `Blocked by guardrail rule ${b.rule} (${b.category}) on the ${b.direction}`, { rule: b.rule, direction: b.direction, category: b.category, ...(receiptId ? { receipt_id: receiptId } : {}) });
   }
 }
 
@@ -192,20 +192,29 @@ const guards = new WeakMap<FastifyRequest, RequestGuard>();
 export const guardOf = (req: FastifyRequest): RequestGuard | undefined => guards.get(req);
 
 /**
+ * The guard of one call of a key whose policy is live (undefined without one): the model and output limit
+ * checked (a refusal is thrown), the request scanned and redacted in place. For HTTP requests the preHandler
+ * below calls it; work run later under a key (batch lines) calls it itself.
+ */
+export function guardRequest(p: KeyPrincipal, endpoint: Endpoint, body: Record<string, unknown>, mode?: Mode): RequestGuard | undefined {
+  const policy = p.policy as ActivePolicy | null | undefined;
+  if (!policy) return undefined;
+  checkPolicy(policy, endpoint, body);
+  const guard = new RequestGuard(policy, mode ?? policy.mode);
+  guard.input(endpoint, body);
+  return guard;
+}
+
+/**
  * The preHandler of every inference route: a key whose policy is live has its model and output limit checked
  * and its request scanned here. A callback hook; a key without a policy costs one property read.
  */
 export function guardInference(mode: Mode) {
   return (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    const policy = (req.principal as KeyPrincipal).policy as ActivePolicy | null | undefined;
-    if (!policy) return done();
+    if (!(req.principal as KeyPrincipal).policy) return done();
     try {
-      const endpoint = ENDPOINTS[req.routeOptions.url ?? '']!;
-      const body = req.body as Record<string, unknown>;
-      checkPolicy(policy, endpoint, body);
-      const guard = new RequestGuard(policy, mode);
-      guard.input(endpoint, body);
-      guards.set(req, guard);
+      const guard = guardRequest(req.principal as KeyPrincipal, ENDPOINTS[req.routeOptions.url ?? '']!, req.body as Record<string, unknown>, mode);
+      if (guard) guards.set(req, guard);
     } catch (e) {
       return done(e as Error);
     }

@@ -143,10 +143,12 @@ export class InferenceService {
 
   /**
    * A request a guardrail blocked on its input: refused (400 guardrail_blocked) before any upstream is called,
-   * with a receipt of what was found, at no charge.
+   * with a receipt of what was found, at no charge. A batch line (`beforeSettle`) fails without one: a line
+   * with a receipt counts as charged and is finished from its stored answer, which it has none of.
    */
   private async refuse(p: KeyPrincipal, model: string, ctx: CallContext, stream: boolean): Promise<never> {
     const guard = ctx.guard!;
+    if (ctx.beforeSettle) throw guard.blockedError(null);
     await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: 0, route: ctx.route, resource: ctx.resource }, async () => ({
       result: null,
       usage: { costMicroUsd: 0, kind: 'inference', model, units: { input_tokens: 0, output_tokens: 0 }, detail: { endpoint: ctx.endpoint, outcome: 'guardrail_blocked', stream }, context: ctx.receiptContext, guardrails: guard.receiptField() },

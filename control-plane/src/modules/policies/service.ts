@@ -4,6 +4,7 @@ import type { DB } from '../../db/schema.ts';
 import type { KeyPolicy } from '../../http/auth-types.ts';
 import { compileRuleSets, type CompiledRules } from '../guardrails/compile.ts';
 import type { GuardrailsService } from '../guardrails/service.ts';
+import type { Mode } from '../guardrails/scanner.ts';
 import { contentOf, digestOf, policyId, type PolicyContent, type PolicyInput } from './content.ts';
 
 /**
@@ -18,6 +19,8 @@ export interface ActivePolicy extends KeyPolicy {
   maxOutputTokens: number | null;
   /** The policy's rule sets that still exist, compiled per direction. */
   rules: CompiledRules;
+  /** The deployment's SVC_GUARDRAILS_MODE. */
+  mode: Mode;
   ruleSetIds: string[];
 }
 
@@ -133,6 +136,7 @@ export class PoliciesService {
       maxOutputTokens: p.content.max_output_tokens ?? null,
       rules: compileRuleSets(p.content.guardrails.map((g) => sets.find((s) => s.id === g)).filter((s) => s !== undefined)),
       ruleSetIds: sets.map((s) => s.id),
+      mode: this.guardrails.mode,
     };
   }
 
