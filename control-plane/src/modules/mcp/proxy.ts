@@ -126,10 +126,12 @@ export class McpGateway {
     }
   }
 
-  /** The upstream's session id as the caller sees it, on the answer about to start. */
-  private passSession(answer: FastifyReply, target: UpstreamTarget, upstream: string | string[] | undefined): void {
+  /** The upstream's session id as the caller sees it, on the answer about to start (the caller's own when unchanged). */
+  private passSession(answer: FastifyReply, target: UpstreamTarget, upstream: string | string[] | undefined, session: string | undefined): void {
     if (typeof upstream !== 'string' || !upstream || upstream.length > 512) return;
-    answer.raw.setHeader(SESSION_HEADER, SESSION_PREFIX + this.sealer.seal(upstream, this.aad(target)).toString('base64url'));
+    const given = answer.request.headers[SESSION_HEADER];
+    const sealed = upstream === session && typeof given === 'string' ? given : SESSION_PREFIX + this.sealer.seal(upstream, this.aad(target)).toString('base64url');
+    answer.raw.setHeader(SESSION_HEADER, sealed);
   }
 
   private headers(req: FastifyRequest, target: UpstreamTarget, session: string | undefined): Record<string, string> {
@@ -160,7 +162,7 @@ export class McpGateway {
     const signal = AbortSignal.timeout(this.d.config.upstreamTimeoutMs);
     const res = await dial(target.url, { method: 'POST', headers: this.headers(req, target, session), body: req.body as Buffer, signal }, this.d.self);
     const up = await answerOf(res, id, session !== undefined, signal);
-    this.passSession(reply, target, res.headers[SESSION_HEADER]);
+    this.passSession(reply, target, res.headers[SESSION_HEADER], session);
     const listing = msg.method === 'tools/list' && id !== null;
     const firstPage = msg.params?.cursor === undefined;
     const seen = (m: Json): Json => {
@@ -178,10 +180,10 @@ export class McpGateway {
       case 'sse': {
         answer.begin();
         for await (const e of up.events) {
-          const m = listing ? eventMessage(e) : null;
+          const m = id !== null ? eventMessage(e) : null;
           if (m && answers(m, id)) {
-            res.destroy(); // what may follow the answer is not read
-            return answer.send(seen(m));
+            res.destroy(); // the answer ends the exchange; what may follow it is not read
+            return listing ? answer.send(seen(m)) : answer.send(e.data);
           }
           answer.relay(e);
         }
@@ -284,7 +286,7 @@ export class McpGateway {
     const signal = AbortSignal.timeout(this.d.config.upstreamTimeoutMs);
     const res = await dial(target.url, { method: 'POST', headers: this.headers(req, target, session), body, signal }, this.d.self);
     const up = await answerOf(res, id, session !== undefined, signal);
-    if (caller) this.passSession(caller, target, res.headers[SESSION_HEADER]);
+    if (caller) this.passSession(caller, target, res.headers[SESSION_HEADER], session);
     switch (up.kind) {
       case 'accepted':
         throw new UpstreamFailure('garbage', 'the upstream accepted a request without answering it');
