@@ -33,6 +33,8 @@ const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
   'GET /c/:id': { auth: 'public', why: 'the sealed-call page (HTML) that the spec names beside GET /v1/calls/public/:id; its script verifies the receipt and commitment in the browser' },
   'GET /r/:request_id': { auth: 'public', why: 'the shared-receipt page (HTML) that the spec names beside GET /v1/receipts/shared/:id; its script verifies the signature in the browser' },
   'GET /assets/verify.js': { auth: 'public', why: 'the verification script the public pages load from the gateway\'s own origin (no external assets)' },
+  'GET /j/:id': { auth: 'public', why: 'the verdict page (HTML) that the spec names beside GET /v1/judge/public/:id; its script verifies the signed outcome, fingerprints, evidence root and tally in the browser' }, // quality
+  'GET /assets/verdict.js': { auth: 'public', why: 'the verdict page\'s verification script, from the gateway\'s own origin (no external assets)' }, // quality
   'GET /v1/mcp': { auth: 'key', why: 'the MCP Streamable HTTP transport defines GET on its endpoint (a server-initiated event stream); it answers 405, as the transport allows, so clients know none is offered' },
   'DELETE /v1/mcp': { auth: 'key', why: 'the MCP Streamable HTTP transport ends a session with DELETE on its endpoint' },
   'GET /v1/mcp/servers/:id': { auth: 'key', why: 'the same transport GET on the MCP gateway endpoint: 405, no server-initiated stream is relayed' },

@@ -75,6 +75,8 @@ import { ghostRoutes } from './modules/ghost/routes.ts'; // mandates: ghost sess
 import type { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 import { evalsRoutes } from './modules/evals/routes.ts'; // quality
 import type { Evals } from './modules/evals/deps.ts'; // quality
+import { judgeRoutes } from './modules/judge/routes.ts'; // quality
+import type { JudgeService } from './modules/judge/service.ts'; // quality
 import { mcpRoutes } from './modules/mcp/routes.ts'; // mcp
 import type { Mcp } from './modules/mcp/deps.ts'; // mcp
 
@@ -127,7 +129,7 @@ export interface AppDeps {
   guardrails: { guardrails: GuardrailsService; policies: PoliciesService }; // guardrails, policies
   passkeys: PasskeysService | null; // passkeys: null where SVC_PASSKEY_* are unset (routes answer 404)
   mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
-  quality: { evals: Evals }; // quality: eval suites, drift monitors
+  quality: { evals: Evals; judge: JudgeService }; // quality: eval suites, drift monitors, judge verdicts
   mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
   logger?: boolean | object;
 }
@@ -214,6 +216,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   passportsRoutes(app, d.passports.passports, d.passports.kya); // passports
   kyaRoutes(app, d.passports.kya); // passports: KYA credentials
   evalsRoutes(app, d.quality.evals); // quality
+  judgeRoutes(app, { judge: d.quality.judge, signerAddress: d.signer.address }); // quality: judge verdicts and the page /j/{id}
   mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
 
   await app.ready();
