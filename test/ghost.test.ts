@@ -40,6 +40,20 @@ describe('ghost sessions', () => {
     await expectApiError(s.client.rotateKey(g.key_id), 409, 'conflict'); // a ghost key is never rotated
   });
 
+  it('carries a policy: the key names it, and another account\'s rule set is refused with nothing written', async () => {
+    const s = await t.signIn();
+    const rules = await s.client.request<Json>('POST', '/v1/guardrails', { body: { detectors: [{ type: 'pii', input: 'redact', output: 'redact' }] } });
+    const g = await start(s.client, { policy: { guardrails: [rules.id], max_output_tokens: 64 } });
+    const key = (await s.client.request<Json[]>('GET', '/v1/keys')).find((k) => k.id === g.key_id)!;
+    const policies = (await s.client.request<Json>('GET', '/v1/policies')).policies as Json[];
+    expect(policies.find((p) => p.id === key.policy_id)).toMatchObject({ guardrails: [rules.id], max_output_tokens: 64 });
+    const other = await t.signIn();
+    const before = await ghostRows();
+    const e = await expectApiError(start(other.client, { policy: { guardrails: [rules.id] } }), 400, 'invalid_request');
+    expect(e.param).toBe('policy.guardrails[0]');
+    expect(await ghostRows()).toBe(before);
+  });
+
   it('is refused the very moment it expires, by the key path on the request (no sweep ran)', async () => {
     const s = await t.signIn();
     const g = await start(s.client, { ttl_seconds: 120 });

@@ -143,6 +143,25 @@ describe("the mandate key's bounds", () => {
     expect(listed.remaining_micro_usd).toBe(500 - listed.spent_micro_usd);
   });
 
+  it('carries a policy, added to its parent key\'s: a blocklisted prompt never reaches the provider, and receipts carry the stamp', async () => {
+    const o = await owner();
+    const rules = await o.client.request<Json>('POST', '/v1/guardrails', { body: { detectors: [{ type: 'blocklist', terms: ['project nightingale'], input: 'block', output: 'allow' }] } });
+    const m = await o.client.request<Json>('POST', '/v1/mandates', { body: terms(o.parent.id, { policy: { guardrails: [rules.id] } }) });
+    const key = (await o.client.request<Json[]>('GET', '/v1/keys')).find((k) => k.id === m.key_id)!;
+    expect(key.policy_id).toMatch(/./);
+    const seen = up.requests.length;
+    await expectApiError(asKey(m.key).request('POST', '/v1/chat/completions', { body: { model: 'test-chat', messages: user('tell me about Project Nightingale'), max_tokens: 8 } }), 400, 'guardrail_blocked');
+    expect(up.requests.length).toBe(seen);
+    const res = await asKey(m.key).raw('POST', '/v1/chat/completions', { body: { model: 'test-chat', messages: user('hi'), max_tokens: 8 } });
+    expect(res.status).toBe(200);
+    const payload = JSON.parse(Buffer.from(res.headers.get('x-svc-receipt')!, 'base64url').toString('utf8')) as Json;
+    expect(payload.policy).toMatchObject({ id: key.policy_id });
+    // Another account's rule set cannot be named.
+    const other = await owner();
+    const e = await expectApiError(other.client.request('POST', '/v1/mandates', { body: terms(other.parent.id, { policy: { guardrails: [rules.id] } }) }), 400, 'invalid_request');
+    expect(e.param).toBe('policy.guardrails[0]');
+  });
+
   it('keys delegated below a mandate key stay within its lists; the mandate expires with its key', async () => {
     const o = await owner();
     const m = await o.client.request<Json>('POST', '/v1/mandates', {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { SCOPE_NAMES } from '@svc/shared';
 import { requireSession } from '../../http/auth.ts';
 import { GHOST_DEFAULT_TTL_SECONDS, GHOST_MAX_LIFETIME_SECONDS, type GhostService } from './service.ts';
+import { PolicyIn } from '../policies/schemas.ts';
 
 const MAX_CAP = 1_000_000_000_000_000; // $1e9 in micro-USD, as on keys
 
@@ -19,6 +20,7 @@ const GhostBody = z
       .max(GHOST_MAX_LIFETIME_SECONDS)
       .optional()
       .describe(`Seconds until the ghost expires; default ${GHOST_DEFAULT_TTL_SECONDS}. Its whole life, extensions included, is at most 24 hours.`),
+    policy: PolicyIn.optional().describe('A policy the ghost key carries (GET /v1/policies): guardrail rule sets, models, an output-token limit.'),
   })
   .strict();
 

@@ -4,6 +4,7 @@ import type { DB } from '../../db/schema.ts';
 import type { IdentityService } from '../identity/service.ts';
 import type { KeysService } from '../keys/service.ts';
 import { deleteGhost, ghostOf, insertGhost, listGhosts, liveGhostCount, purgeExpiredGhosts, setGhostExpiry, type GhostRow } from './store.ts';
+import type { PolicyInput } from '../policies/content.ts';
 
 export const GHOST_ID_PREFIX = 'ghost_';
 /** A ghost's whole life, from its start to its (extended) expiry. */
@@ -24,6 +25,8 @@ export interface GhostInput {
   scopes?: Scope[] | undefined;
   spend_cap_micro_usd?: number | undefined;
   ttl_seconds?: number | undefined;
+  /** A policy for the ghost key (policies module). */
+  policy?: PolicyInput | undefined;
 }
 
 type KeyView = Awaited<ReturnType<KeysService['get']>>;
@@ -52,7 +55,7 @@ export class GhostService {
       }
       const key = await this.d.keys.create(
         accountId,
-        { name: 'Ghost session', scopes: effectiveScopes(input.scopes), spend_cap_micro_usd: input.spend_cap_micro_usd, expires_at: expires.toISOString(), managed_by: 'ghost' },
+        { name: 'Ghost session', scopes: effectiveScopes(input.scopes), spend_cap_micro_usd: input.spend_cap_micro_usd, expires_at: expires.toISOString(), managed_by: 'ghost', policy: input.policy },
         trx,
       );
       const row = await insertGhost(trx, {

@@ -6,6 +6,7 @@ import { requireSession } from '../../http/auth.ts';
 import { dateTime } from '../../http/fields.ts';
 import type { KeyRoute } from './bounds.ts';
 import type { MandatesService } from './service.ts';
+import { PolicyIn } from '../policies/schemas.ts';
 
 const MAX_CAP = 1_000_000_000_000_000; // $1e9 in micro-USD, as on keys
 
@@ -26,6 +27,7 @@ const MandateBody = z
     prepare: z.boolean().optional().describe('true: check the fields and answer 200 with the document to co-sign (and its mandate_id); nothing is written.'),
     mandate_id: z.string().max(64).optional().describe('With owner_signature: the id the prepare step drew.'),
     owner_signature: z.string().max(200).optional().describe("EIP-191 signature of the prepared document's canonical text by a wallet linked to this account."),
+    policy: PolicyIn.optional().describe("A policy the mandate key carries, added to the parent key's (GET /v1/policies); enforced on every request of the key and keys below it."),
   })
   .strict();
 

@@ -9,6 +9,7 @@ import type { ReceiptSigner } from '../money/signer.ts';
 import { mandateModels, mandateRoutes, type KeyRoute } from './bounds.ts';
 import { proofDocument, type MandateDocument, type MandateStatus } from './document.ts';
 import { insertMandate, listMandates, liveMandateCount, mandateExists, mandateOf, markRevoked, type MandateRow } from './store.ts';
+import type { PolicyInput } from '../policies/content.ts';
 
 export const MANDATE_ID_PREFIX = 'mdt_';
 /** Mandates an account holds at once (neither revoked nor expired). */
@@ -35,6 +36,8 @@ export interface MandateInput {
   /** The id the prepare step drew, which the co-signed document names; only with owner_signature. */
   mandate_id?: string | undefined;
   owner_signature?: string | undefined;
+  /** A policy for the mandate key, added to the parent key's (policies module). */
+  policy?: PolicyInput | undefined;
 }
 
 type KeyView = Awaited<ReturnType<KeysService['get']>>;
@@ -99,6 +102,7 @@ export class MandatesService {
             allowed_models: doc.allowed_models,
             allowed_routes: doc.allowed_routes,
             managed_by: 'mandate',
+            policy: input.policy,
           },
           trx,
         );
