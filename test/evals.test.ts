@@ -227,8 +227,8 @@ describe('eval suites', () => {
     expect(payload).toMatchObject({ kind: 'inference', key_id: a.keyId, model: 'test-chat', route: 'POST /v1/evals/:id/run', cost_micro_usd: 10 * 2 + 4 * 5 });
     if (receipt.body.canonical) expect(verifyMessage(receipt.body.canonical, receipt.body.signature).toLowerCase()).toBe(pub.address.toLowerCase());
     expect(c0.cost_micro_usd).toBe(40 + 2 * 40); // the case call and its two graders
-    const spent = 40 * 5 /* case calls that answered: 4, and the failed one charged nothing */ - 40 + 40 * 3; /* graders */
-    expect(r.cost_micro_usd).toBe(spent);
+    // Four case calls answered (the failed one charged nothing) and three grader calls, 40 each.
+    expect(r.cost_micro_usd).toBe(4 * 40 + 3 * 40);
 
     // The stored run is content-free: no output, no grader reasoning.
     const runs = await call(a.client, 'GET', `/v1/evals/${suite.id}/runs`);
@@ -381,6 +381,21 @@ describe('eval suites', () => {
     expect((await call(a.client, 'GET', `/v1/evals/${suite.id}/runs`)).body.runs).toEqual([]);
     // /v1/evals/monitors is never a suite id.
     expect((await call(a.client, 'DELETE', '/v1/evals/monitors')).status).toBe(404);
+  });
+
+  it("holds case calls to the key's policy as its requests are: an email in the input redacted before the upstream sees it", async () => {
+    const a = await account();
+    const rules = await call(a.client, 'POST', '/v1/guardrails', { detectors: [{ type: 'pii', input: 'redact' }] });
+    expect(rules.status, JSON.stringify(rules.body)).toBe(201);
+    const k = await call(a.client, 'POST', '/v1/keys', { scopes: ['inference'], policy: { guardrails: [rules.body.id] } });
+    expect(k.status, JSON.stringify(k.body)).toBe(201);
+    const suite = await createSuite(a.client, { name: 'pii', model: 'test-chat', key_id: k.body.id, cases: [{ messages: [{ role: 'user', content: 'Write to alice@example.com today' }], assertions: [{ type: 'contains', value: 'know' }] }] });
+    const r = await run(a.client, suite.id);
+    const sent = String(up.seen.at(-1)!.body.messages[0].content);
+    expect(sent).toContain('Write to');
+    expect(sent).not.toContain('alice@example.com');
+    const receipt = await call(a.client, 'GET', `/v1/receipts/${r.results[0].attempts[0].receipt_id}`);
+    expect(JSON.parse(receipt.body.canonical)).toMatchObject({ policy: { id: k.body.policy_id }, guardrails: { findings: [expect.objectContaining({ category: 'email', decision: 'redacted' })] } });
   });
 
   it('stops a run on a refusal of the key (402 out of credit): nothing recorded, nothing charged for unanswered cases', async () => {

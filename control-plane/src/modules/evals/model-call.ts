@@ -1,10 +1,9 @@
 import { PREFIX, ServiceError, deliveredText, randomId, type Clock, type SignedReceipt } from '@svc/shared';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { assertModelAllowed, assertRouteAllowed } from '../../http/key-bounds.ts';
-import { RequestGuard, checkPolicy } from '../guardrails/enforce.ts';
+import { guardRequest } from '../guardrails/enforce.ts';
 import type { Mode } from '../guardrails/scanner.ts';
 import type { InferenceService } from '../inference/service.ts';
-import type { ActivePolicy } from '../policies/service.ts';
 
 /**
  * Model calls made inside the gateway for the quality features (eval cases, rubric graders, judge jurors):
@@ -54,13 +53,7 @@ export async function chatUnderKey(d: ModelCallDeps, p: KeyPrincipal, body: Reco
   if (!p.scopes.includes('inference')) throw new ServiceError('insufficient_scope', 'This API key lacks the "inference" scope', { required_scope: 'inference' });
   if (opts.checkChatRoute) assertRouteAllowed(p, 'POST', CHAT);
   assertModelAllowed(p, String(body.model));
-  let guard: RequestGuard | undefined;
-  const policy = p.policy as ActivePolicy | null | undefined;
-  if (policy) {
-    checkPolicy(policy, 'chat.completions', body);
-    guard = new RequestGuard(policy, d.guardrailsMode);
-    guard.input('chat.completions', body);
-  }
+  const guard = guardRequest(p, 'chat.completions', body, d.guardrailsMode); // the key's policy, as on a request of it
   const requestId = PREFIX.request + randomId(20);
   const started = d.clock.now().getTime();
   const a = await d.inference.chat(p, body, {
