@@ -311,7 +311,11 @@ describe('passports, the registry document and KYA credentials', () => {
     expect((await list(A)).find((c) => c.id === byMandate.id)?.key_state).toBe('revoked');
     e = await expectApiError(kya(A, { handle: handles.a, mandate_id: mandate.id }), 400, 'invalid_request');
     expect(e.param).toBe('mandate_id');
-    const current = await kya(A, { handle: handles.a, key_id: keyA.id });
+    // A key with a policy: the credential lists the policy's sha256 (as GET /v1/policies shows it).
+    const policied = await A.client.request<{ id: string; policy_id: string }>('POST', '/v1/keys', { body: { name: 'policied', policy: { guardrails: [], max_output_tokens: 100 } } });
+    const current = await kya(A, { handle: handles.a, key_id: policied.id });
+    const policy = ((await A.client.request<{ policies: Array<{ id: string; sha256: string }> }>('GET', '/v1/policies')).policies).find((p) => p.id === policied.policy_id)!;
+    expect(current.credential.document.policy_hashes).toEqual([policy.sha256]);
 
     // Revoking the current credential: revoked in the list, and the handle has none in public.
     await expectApiError(B.client.request('DELETE', `/v1/kya/credentials/${current.id}`), 404, 'not_found');

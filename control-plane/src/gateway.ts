@@ -155,7 +155,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   explorer.register('sealed_calls', calls.explorerSource()); // explorer
   const passportsSvc = new PassportsService({ db, clock, signer: signerSvc, anchors, publicUrl: config.publicUrl }); // passports
   explorer.register('passports', passportsSvc.explorerSource()); // explorer
-  const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc }) }; // passports: KYA credentials
+  const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc, policies }) }; // passports: KYA credentials
   const mandates = { mandates: new MandatesService({ db, clock, keys, identity, signer: signerSvc }), ghosts: new GhostService({ db, clock, keys, identity }) }; // mandates and ghost sessions
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);

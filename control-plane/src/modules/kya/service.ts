@@ -15,6 +15,8 @@ export interface KyaDeps {
   signer: ReceiptSigner;
   keys: KeysService;
   passports: PassportsService;
+  /** The digest of the policy a key carries (policies module). */
+  policies: { liveDigest(accountId: string, id: string): Promise<string | null> };
 }
 
 export interface MintInput {
@@ -23,11 +25,6 @@ export interface MintInput {
   mandate_id?: string | undefined;
 }
 
-/**
- * No policy objects exist on this gateway yet (no policy routes are built), so no policy is bound to a key and
- * a credential's `policy_hashes` is empty. When policies exist, it lists the sha256 of each one bound to the key.
- */
-const POLICY_HASHES: string[] = [];
 
 
 type KeyView = Awaited<ReturnType<KeysService['list']>>[number];
@@ -67,6 +64,10 @@ export class KyaService {
     const binding = mandate
       ? { kind: 'mandate' as const, mandate_id: mandate.id, key_id: key.id, purpose: (JSON.parse(mandate.canonical) as { purpose?: string }).purpose ?? null, expires_at: mandate.expires_at.toISOString() }
       : { kind: 'key' as const, key_id: key.id };
+    // The sha256 of the live policy the key carries (GET /v1/policies), if any: what the gateway enforces on it.
+    const policyId = (key as { policy_id?: string | null }).policy_id ?? null;
+    const digest = policyId ? await this.d.policies.liveDigest(accountId, policyId) : null;
+    const policyHashes = digest ? [digest] : [];
     const signer = this.d.signer;
     const row = await this.d.db.transaction().execute(async (trx) => {
       const { passport } = await this.d.passports.lockOwned(trx, accountId, input.handle);
@@ -85,7 +86,7 @@ export class KyaService {
         account_id: accountId,
         binding,
         caps,
-        policy_hashes: POLICY_HASHES,
+        policy_hashes: policyHashes,
         attestation: { statement, canonical: attestation.canonical, signature: attestation.signature, signer: attestation.signer },
         verified_history: history,
         supersedes: previous,

@@ -49,6 +49,11 @@ export class PoliciesService {
     private readonly changed: (accountId: string) => Promise<void>,
   ) {}
 
+  /** The sha256 of a live policy of the account, or null (revoked, or not the account's). */
+  async liveDigest(accountId: string, id: string): Promise<string | null> {
+    return (await this.contentOf(this.db, accountId, id))?.sha256 ?? null;
+  }
+
   /** The content of a live policy of the account, or null. */
   private async contentOf(db: Kysely<DB>, accountId: string, id: string): Promise<{ sha256: string; content: PolicyContent } | null> {
     const row = await db.selectFrom('policies').select(['sha256', 'canonical']).where('id', '=', id).where('account_id', '=', accountId).where('revoked_at', 'is', null).executeTakeFirst();
