@@ -1784,6 +1784,15 @@ export interface paths {
                         mandate_id?: string;
                         /** @description EIP-191 signature of the prepared document's canonical text by a wallet linked to this account. */
                         owner_signature?: string;
+                        /** @description A policy the mandate key carries, added to the parent key's (GET /v1/policies); enforced on every request of the key and keys below it. */
+                        policy?: {
+                            /** @description Ids of your guardrail rule sets (POST /v1/guardrails) enforced on the key's inference calls. */
+                            guardrails: string[];
+                            /** @description The only models the key may call: ids, or prefixes ending in *. Omitted: any. */
+                            models?: string[];
+                            /** @description The most output tokens a call may ask for; a call that asks for none is bounded by it. */
+                            max_output_tokens?: number;
+                        };
                     };
                 };
             };
@@ -2101,6 +2110,15 @@ export interface paths {
                         spend_cap_micro_usd?: number;
                         /** @description Seconds until the ghost expires; default 3600. Its whole life, extensions included, is at most 24 hours. */
                         ttl_seconds?: number;
+                        /** @description A policy the ghost key carries (GET /v1/policies): guardrail rule sets, models, an output-token limit. */
+                        policy?: {
+                            /** @description Ids of your guardrail rule sets (POST /v1/guardrails) enforced on the key's inference calls. */
+                            guardrails: string[];
+                            /** @description The only models the key may call: ids, or prefixes ending in *. Omitted: any. */
+                            models?: string[];
+                            /** @description The most output tokens a call may ask for; a call that asks for none is bounded by it. */
+                            max_output_tokens?: number;
+                        };
                     };
                 };
             };
@@ -9304,7 +9322,7 @@ export interface paths {
                         /** @description http(s) URL that receives the POSTs; no credentials; never this gateway. */
                         url: string;
                         /** @description Event types to deliver; omitted: every event. */
-                        events?: ("webhook_test" | "balance_low" | "subscription_renewed" | "subscription_renewal_failed" | "subscription_ended")[];
+                        events?: ("webhook_test" | "balance_low" | "subscription_renewed" | "subscription_renewal_failed" | "subscription_ended" | "eval_drift_detected")[];
                         description?: string;
                     };
                 };
@@ -12220,6 +12238,2270 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your eval suites, newest first, each with its newest run; complete (at most 200) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete (an account holds at most 200). */
+                            evals: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "eval";
+                                name: string;
+                                model: string;
+                                key_id: string | null;
+                                grader_model: string | null;
+                                max_tokens: number | null;
+                                temperature: number | null;
+                                /** @description As created (weights filled in). */
+                                cases: {
+                                    [key: string]: unknown;
+                                }[];
+                                case_count: number;
+                                created_at: string;
+                                last_run: {
+                                    id: string;
+                                    pass_rate: number;
+                                    regression: boolean;
+                                    finished_at: string;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create an eval suite: a catalog model, cases (messages, variables) and weighted assertions with thresholds (equals, contains, icontains, regex, is_json, json_schema, latency_ms_below, cost_below, llm_rubric); at most 200 per account */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @description A chat model of the catalog (GET /v1/models). */
+                        model: string;
+                        /** @description The designated API key of the account that runs the suite (needs the inference scope): runs and monitors that name no key use it. */
+                        key_id?: string;
+                        /** @description The default grader of llm_rubric assertions; the suite model when omitted. */
+                        grader_model?: string;
+                        /** @description Sent with each case; the model's bound when omitted. */
+                        max_tokens?: number;
+                        temperature?: number;
+                        cases: {
+                            name?: string;
+                            /** @description The chat messages sent to the model; {{name}} is replaced by the variable of that name. */
+                            messages: {
+                                /** @enum {string} */
+                                role: "system" | "user" | "assistant";
+                                content: string;
+                            }[];
+                            /** @description Values for {{name}} in the messages and in the string values of equals, contains, icontains and llm_rubric. */
+                            variables?: {
+                                [key: string]: string;
+                            };
+                            /** @description The case score (weighted share of passing assertions) an attempt needs to pass; default 1: every counted assertion passes. */
+                            threshold?: number;
+                            assertions: ({
+                                /** @enum {string} */
+                                type: "equals";
+                                /** @description The whole answer, compared after trimming both. */
+                                value: string;
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "contains";
+                                /** @description A substring of the answer (case-sensitive). */
+                                value: string;
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "icontains";
+                                /** @description A substring of the answer, ignoring case. */
+                                value: string;
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "regex";
+                                /** @description An RE2 pattern (linear time: no backreferences, no lookaround), searched in the answer. */
+                                value: string;
+                                flags?: string;
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "is_json";
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "json_schema";
+                                /** @description A JSON Schema (draft-07, Ajv strict mode, standard formats, patterns run by RE2) the JSON answer must match; one that does not compile is refused. */
+                                value: {
+                                    [key: string]: unknown;
+                                };
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "latency_ms_below";
+                                /** @description Milliseconds, on the gateway clock, from the call to its settled answer. */
+                                value: number;
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "cost_below";
+                                /** @description Micro-USD: the charge on the case call's receipt (graders not included). */
+                                value: number;
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            } | {
+                                /** @enum {string} */
+                                type: "llm_rubric";
+                                /** @description The rubric a grader model scores the answer against, from 0 to 1. */
+                                value: string;
+                                /** @description The grader (a chat model of the catalog): the suite's grader_model, else its model, when omitted. */
+                                grader_model?: string;
+                                /**
+                                 * @description The weight of this assertion in its case score (default 1; 0: reported, not counted).
+                                 * @default 1
+                                 */
+                                weight?: number;
+                                /** @description The score this assertion needs to pass: default 1 (0.5 for llm_rubric). */
+                                threshold?: number;
+                            })[];
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "eval";
+                            name: string;
+                            model: string;
+                            key_id: string | null;
+                            grader_model: string | null;
+                            max_tokens: number | null;
+                            temperature: number | null;
+                            /** @description As created (weights filled in). */
+                            cases: {
+                                [key: string]: unknown;
+                            }[];
+                            case_count: number;
+                            created_at: string;
+                            last_run: {
+                                id: string;
+                                pass_rate: number;
+                                regression: boolean;
+                                finished_at: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a suite with its runs and drift monitors (receipts of its calls stay) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "eval";
+                            /** @enum {boolean} */
+                            deleted: true;
+                            monitors_deleted: number;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evals/{id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a suite now: each case (each of ?repeat=N attempts) is a metered, receipted chat completion under key_id (else the suite's designated key); returns pass rate, pass@N, pass^N, per-case results with outputs (returned once, never stored) and the regression flag against the previous run */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description Run each case N times (1 to 10), each a call of its own (nothing is cached): the run reports pass@N and pass^N. */
+                    repeat?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The API key of the account the case calls are metered under (needs the inference scope); the suite's designated key when omitted. */
+                        key_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "eval_run";
+                            eval_id: string;
+                            /** @enum {string} */
+                            trigger: "manual" | "monitor";
+                            monitor_id: string | null;
+                            key_id: string;
+                            model: string;
+                            repeat: number;
+                            cases: number;
+                            attempts: number;
+                            passed_attempts: number;
+                            /** @description Passed attempts / attempts. */
+                            pass_rate: number;
+                            /** @description pass@N: the share of cases with at least one passing attempt of N. */
+                            pass_at_n: number;
+                            /** @description pass^N: the share of cases whose N attempts all passed. */
+                            pass_hat_n: number;
+                            /** @description The lower bound of the 95% Wilson score interval of pass_rate over the attempts. */
+                            wilson_lower: number;
+                            /** @description Against the suite's previous run: a lower pass rate, or a case that passed there and fails here. */
+                            regression: boolean;
+                            regressed_cases: number[];
+                            previous_run_id: string | null;
+                            previous_pass_rate: number | null;
+                            cost_micro_usd: number;
+                            started_at: string;
+                            finished_at: string;
+                            results: {
+                                /** @description Index in the suite's cases. */
+                                case: number;
+                                name: string | null;
+                                /** @description Every attempt passed. */
+                                passed: boolean;
+                                pass_rate: number;
+                                attempts: {
+                                    passed: boolean;
+                                    /** @description The weighted share of passing assertions. */
+                                    score: number;
+                                    latency_ms: number | null;
+                                    /** @description The case call and its graders. */
+                                    cost_micro_usd: number;
+                                    /** @description The signed receipt of the case call (GET /v1/receipts/:id). */
+                                    receipt_id: string | null;
+                                    /** @description The call failed: no answer to check, the attempt fails. */
+                                    error: {
+                                        type: string;
+                                        message: string;
+                                    } | null;
+                                    /** @description The model's answer. Only in the answer of the run that made it; never stored. */
+                                    output?: string;
+                                    assertions: {
+                                        /** @enum {string} */
+                                        type: "equals" | "contains" | "icontains" | "regex" | "is_json" | "json_schema" | "latency_ms_below" | "cost_below" | "llm_rubric";
+                                        passed: boolean;
+                                        score: number;
+                                        weight: number;
+                                        threshold: number;
+                                        /** @description The gateway's account of a failure; never model text. */
+                                        reason: string | null;
+                                        /** @description llm_rubric: the grader's explanation. Only in the answer of the run that made it; never stored. */
+                                        grader_reason?: string;
+                                        grader?: {
+                                            model: string;
+                                            receipt_id: string | null;
+                                            cost_micro_usd: number;
+                                        };
+                                    }[];
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evals/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A suite's run history, newest first (its 100 newest), content-free */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; a suite keeps its 100 newest runs. Content-free: no outputs or grader reasons. */
+                            runs: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "eval_run";
+                                eval_id: string;
+                                /** @enum {string} */
+                                trigger: "manual" | "monitor";
+                                monitor_id: string | null;
+                                key_id: string;
+                                model: string;
+                                repeat: number;
+                                cases: number;
+                                attempts: number;
+                                passed_attempts: number;
+                                /** @description Passed attempts / attempts. */
+                                pass_rate: number;
+                                /** @description pass@N: the share of cases with at least one passing attempt of N. */
+                                pass_at_n: number;
+                                /** @description pass^N: the share of cases whose N attempts all passed. */
+                                pass_hat_n: number;
+                                /** @description The lower bound of the 95% Wilson score interval of pass_rate over the attempts. */
+                                wilson_lower: number;
+                                /** @description Against the suite's previous run: a lower pass rate, or a case that passed there and fails here. */
+                                regression: boolean;
+                                regressed_cases: number[];
+                                previous_run_id: string | null;
+                                previous_pass_rate: number | null;
+                                cost_micro_usd: number;
+                                started_at: string;
+                                finished_at: string;
+                                results: {
+                                    /** @description Index in the suite's cases. */
+                                    case: number;
+                                    name: string | null;
+                                    /** @description Every attempt passed. */
+                                    passed: boolean;
+                                    pass_rate: number;
+                                    attempts: {
+                                        passed: boolean;
+                                        /** @description The weighted share of passing assertions. */
+                                        score: number;
+                                        latency_ms: number | null;
+                                        /** @description The case call and its graders. */
+                                        cost_micro_usd: number;
+                                        /** @description The signed receipt of the case call (GET /v1/receipts/:id). */
+                                        receipt_id: string | null;
+                                        /** @description The call failed: no answer to check, the attempt fails. */
+                                        error: {
+                                            type: string;
+                                            message: string;
+                                        } | null;
+                                        /** @description The model's answer. Only in the answer of the run that made it; never stored. */
+                                        output?: string;
+                                        assertions: {
+                                            /** @enum {string} */
+                                            type: "equals" | "contains" | "icontains" | "regex" | "is_json" | "json_schema" | "latency_ms_below" | "cost_below" | "llm_rubric";
+                                            passed: boolean;
+                                            score: number;
+                                            weight: number;
+                                            threshold: number;
+                                            /** @description The gateway's account of a failure; never model text. */
+                                            reason: string | null;
+                                            /** @description llm_rubric: the grader's explanation. Only in the answer of the run that made it; never stored. */
+                                            grader_reason?: string;
+                                            grader?: {
+                                                model: string;
+                                                receipt_id: string | null;
+                                                cost_micro_usd: number;
+                                            };
+                                        }[];
+                                    }[];
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evals/monitors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your drift monitors with last pass rate, failure streak and next run; complete (at most 50) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete (an account holds at most 50). */
+                            monitors: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "eval_monitor";
+                                eval_id: string;
+                                key_id: string;
+                                /** @enum {string} */
+                                state: "active" | "paused";
+                                interval_seconds: number;
+                                threshold: number;
+                                drop_tolerance: number;
+                                repeat: number;
+                                /**
+                                 * @description pass_rate with repeat 1; the Wilson lower bound of the pass rate when cases run more than once.
+                                 * @enum {string}
+                                 */
+                                measure: "pass_rate" | "wilson_lower";
+                                /** @description The measured rate drops are taken from: the suite's newest run at creation when it ran with the same repeat, else the monitor's first run. */
+                                baseline_rate: number | null;
+                                baseline_run_id: string | null;
+                                last_run_id: string | null;
+                                last_run_at: string | null;
+                                last_pass_rate: number | null;
+                                last_measured_rate: number | null;
+                                /** @description Why the last run could not run (a key revoked, credit exhausted), or null. */
+                                last_error: string | null;
+                                /** @description Consecutive runs that drifted or could not run. */
+                                failure_streak: number;
+                                /** @description The last measured run drifted (eval_drift_detected fired when it started to). */
+                                drifting: boolean;
+                                /** @description Null while paused. */
+                                next_run_at: string | null;
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a drift monitor: runs a suite of yours on the leader's schedule (interval at least an hour) and fires eval_drift_detected when the measured pass rate falls under the threshold or more than the drop tolerance below the baseline; at most 50 per account */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        eval_id: string;
+                        /**
+                         * @description Seconds between runs: at least 3600 (hourly floor), at most 30 days; default 3600.
+                         * @default 3600
+                         */
+                        interval_seconds?: number;
+                        /**
+                         * @description Drift when the measured rate falls under it (default 0: off).
+                         * @default 0
+                         */
+                        threshold?: number;
+                        /**
+                         * @description Drift when the measured rate falls more than this below the baseline (default 0.1).
+                         * @default 0.1
+                         */
+                        drop_tolerance?: number;
+                        /**
+                         * @description Attempts per case each run; above 1 the monitor measures the Wilson lower bound rather than the pass rate.
+                         * @default 1
+                         */
+                        repeat?: number;
+                        /** @description The API key its runs are metered under; the suite's designated key when omitted. */
+                        key_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "eval_monitor";
+                            eval_id: string;
+                            key_id: string;
+                            /** @enum {string} */
+                            state: "active" | "paused";
+                            interval_seconds: number;
+                            threshold: number;
+                            drop_tolerance: number;
+                            repeat: number;
+                            /**
+                             * @description pass_rate with repeat 1; the Wilson lower bound of the pass rate when cases run more than once.
+                             * @enum {string}
+                             */
+                            measure: "pass_rate" | "wilson_lower";
+                            /** @description The measured rate drops are taken from: the suite's newest run at creation when it ran with the same repeat, else the monitor's first run. */
+                            baseline_rate: number | null;
+                            baseline_run_id: string | null;
+                            last_run_id: string | null;
+                            last_run_at: string | null;
+                            last_pass_rate: number | null;
+                            last_measured_rate: number | null;
+                            /** @description Why the last run could not run (a key revoked, credit exhausted), or null. */
+                            last_error: string | null;
+                            /** @description Consecutive runs that drifted or could not run. */
+                            failure_streak: number;
+                            /** @description The last measured run drifted (eval_drift_detected fired when it started to). */
+                            drifting: boolean;
+                            /** @description Null while paused. */
+                            next_run_at: string | null;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evals/monitors/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a drift monitor; its suite and runs stay */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "eval_monitor";
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Pause or resume a monitor; change its interval, threshold or drop tolerance; reset its baseline */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description true pauses (no runs, next_run_at null); false resumes (due at once if its time passed while paused). */
+                        paused?: boolean;
+                        interval_seconds?: number;
+                        threshold?: number;
+                        drop_tolerance?: number;
+                        /**
+                         * @description Forget the baseline: the next run sets it.
+                         * @enum {boolean}
+                         */
+                        reset_baseline?: true;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "eval_monitor";
+                            eval_id: string;
+                            key_id: string;
+                            /** @enum {string} */
+                            state: "active" | "paused";
+                            interval_seconds: number;
+                            threshold: number;
+                            drop_tolerance: number;
+                            repeat: number;
+                            /**
+                             * @description pass_rate with repeat 1; the Wilson lower bound of the pass rate when cases run more than once.
+                             * @enum {string}
+                             */
+                            measure: "pass_rate" | "wilson_lower";
+                            /** @description The measured rate drops are taken from: the suite's newest run at creation when it ran with the same repeat, else the monitor's first run. */
+                            baseline_rate: number | null;
+                            baseline_run_id: string | null;
+                            last_run_id: string | null;
+                            last_run_at: string | null;
+                            last_pass_rate: number | null;
+                            last_measured_rate: number | null;
+                            /** @description Why the last run could not run (a key revoked, credit exhausted), or null. */
+                            last_error: string | null;
+                            /** @description Consecutive runs that drifted or could not run. */
+                            failure_streak: number;
+                            /** @description The last measured run drifted (eval_drift_detected fired when it started to). */
+                            drifting: boolean;
+                            /** @description Null while paused. */
+                            next_run_at: string | null;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/judge/verdicts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The key's account's verdicts, newest first, content-free; ?limit= 1 to 200, default 50 */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1 to 200, default 50. */
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first, content-free. */
+                            verdicts: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "judge_verdict";
+                                /** @enum {string} */
+                                state: "unpublished" | "published";
+                                models: string[];
+                                options: string[];
+                                question_sha256: string;
+                                evidence: {
+                                    root: string;
+                                    leaf: string;
+                                    tree: string;
+                                    items: {
+                                        label: string;
+                                        sha256: string;
+                                    }[];
+                                };
+                                jurors: {
+                                    model: string;
+                                    vote: string | null;
+                                    abstained: boolean;
+                                    /** @description Why the juror abstained, in the gateway's words: its call failed (the error), or its answer was out of format (how). */
+                                    abstain_reason: string | null;
+                                    rationale_sha256: string | null;
+                                    /** @description The juror call's receipt (a metered chat completion of the calling key); null when the call failed before one was signed. */
+                                    receipt_id: string | null;
+                                    receipt_hash: string | null;
+                                    cost_micro_usd: number;
+                                }[];
+                                tally: {
+                                    option: string;
+                                    votes: number;
+                                }[];
+                                abstentions: number;
+                                /** @description The plurality winner; null on a tie or when every juror abstained. */
+                                outcome: string | null;
+                                decision_rule: string;
+                                /** @description The signed outcome. */
+                                receipt: {
+                                    /** @description The request id that made it. */
+                                    id: string;
+                                    payload: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description RFC 8785 canonical JSON of the payload: the exact text signed. */
+                                    canonical: string;
+                                    /** @description 0x sha256 of the canonical text: the anchored leaf. */
+                                    hash: string;
+                                    /** @description EIP-191 personal_sign of the canonical text by the receipt signer (GET /v1/receipts/pubkey). */
+                                    signature: string;
+                                    signer: string;
+                                };
+                                /** @description The public anchor of the signed outcome (the leaf is its hash). */
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                                created_at: string;
+                                published_at: string | null;
+                                unpublished_at: string | null;
+                                public_url: string;
+                                /** @description The public page /j/{id} (404 unless published), which verifies the verdict in the browser. */
+                                page_url: string;
+                            }[];
+                            /** @description What a verdict proves and what it does not. */
+                            trust_model: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Ask 1 to 5 distinct juror models one question with options over labeled evidence: each juror is a metered, receipted chat completion of this key (which also needs the inference scope) answering with a JSON vote and rationale, or abstaining with the reason; returns the signed outcome (models, evidence root, votes, tally, fingerprints of question and rationales), queued for anchoring. Question and rationales are returned once and not stored */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Ask the juror models one question over labeled evidence. */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The juror models (chat models of the catalog), 1 to 5, each once: ask again for another sample of the same model. */
+                        models: string[];
+                        /** @description Returned once and never stored (only its sha256 is signed) until you publish the verdict. */
+                        question: string;
+                        /** @description What a juror may vote for, 2 to 10 distinct options. */
+                        options: string[];
+                        /** @description Labeled evidence shown to every juror. Its content is never stored: the signed outcome holds each label with the sha256 of its content, and their Merkle root. */
+                        evidence: {
+                            label: string;
+                            content: string;
+                        }[];
+                        /**
+                         * @description The most tokens each juror answers with (default 800).
+                         * @default 800
+                         */
+                        max_tokens?: number;
+                        /** @default 0 */
+                        temperature?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "judge_verdict";
+                            /** @enum {string} */
+                            state: "unpublished" | "published";
+                            models: string[];
+                            options: string[];
+                            question_sha256: string;
+                            evidence: {
+                                root: string;
+                                leaf: string;
+                                tree: string;
+                                items: {
+                                    label: string;
+                                    sha256: string;
+                                }[];
+                            };
+                            jurors: {
+                                model: string;
+                                vote: string | null;
+                                abstained: boolean;
+                                /** @description Why the juror abstained, in the gateway's words: its call failed (the error), or its answer was out of format (how). */
+                                abstain_reason: string | null;
+                                rationale_sha256: string | null;
+                                /** @description The juror call's receipt (a metered chat completion of the calling key); null when the call failed before one was signed. */
+                                receipt_id: string | null;
+                                receipt_hash: string | null;
+                                cost_micro_usd: number;
+                                /** @description Returned once: not stored unless published. */
+                                rationale: string | null;
+                                receipt: {
+                                    /** @description The request id that made it. */
+                                    id: string;
+                                    payload: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description RFC 8785 canonical JSON of the payload: the exact text signed. */
+                                    canonical: string;
+                                    /** @description 0x sha256 of the canonical text: the anchored leaf. */
+                                    hash: string;
+                                    /** @description EIP-191 personal_sign of the canonical text by the receipt signer (GET /v1/receipts/pubkey). */
+                                    signature: string;
+                                } | null;
+                            }[];
+                            tally: {
+                                option: string;
+                                votes: number;
+                            }[];
+                            abstentions: number;
+                            /** @description The plurality winner; null on a tie or when every juror abstained. */
+                            outcome: string | null;
+                            decision_rule: string;
+                            /** @description The signed outcome. */
+                            receipt: {
+                                /** @description The request id that made it. */
+                                id: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the payload: the exact text signed. */
+                                canonical: string;
+                                /** @description 0x sha256 of the canonical text: the anchored leaf. */
+                                hash: string;
+                                /** @description EIP-191 personal_sign of the canonical text by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                            };
+                            /** @description The public anchor of the signed outcome (the leaf is its hash). */
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            created_at: string;
+                            published_at: string | null;
+                            unpublished_at: string | null;
+                            public_url: string;
+                            /** @description The public page /j/{id} (404 unless published), which verifies the verdict in the browser. */
+                            page_url: string;
+                            /** @description Returned once: not stored unless published. */
+                            question: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/judge/verdicts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One verdict: votes, signed outcome, anchor state; content-free */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "judge_verdict";
+                            /** @enum {string} */
+                            state: "unpublished" | "published";
+                            models: string[];
+                            options: string[];
+                            question_sha256: string;
+                            evidence: {
+                                root: string;
+                                leaf: string;
+                                tree: string;
+                                items: {
+                                    label: string;
+                                    sha256: string;
+                                }[];
+                            };
+                            jurors: {
+                                model: string;
+                                vote: string | null;
+                                abstained: boolean;
+                                /** @description Why the juror abstained, in the gateway's words: its call failed (the error), or its answer was out of format (how). */
+                                abstain_reason: string | null;
+                                rationale_sha256: string | null;
+                                /** @description The juror call's receipt (a metered chat completion of the calling key); null when the call failed before one was signed. */
+                                receipt_id: string | null;
+                                receipt_hash: string | null;
+                                cost_micro_usd: number;
+                            }[];
+                            tally: {
+                                option: string;
+                                votes: number;
+                            }[];
+                            abstentions: number;
+                            /** @description The plurality winner; null on a tie or when every juror abstained. */
+                            outcome: string | null;
+                            decision_rule: string;
+                            /** @description The signed outcome. */
+                            receipt: {
+                                /** @description The request id that made it. */
+                                id: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the payload: the exact text signed. */
+                                canonical: string;
+                                /** @description 0x sha256 of the canonical text: the anchored leaf. */
+                                hash: string;
+                                /** @description EIP-191 personal_sign of the canonical text by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                            };
+                            /** @description The public anchor of the signed outcome (the leaf is its hash). */
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            created_at: string;
+                            published_at: string | null;
+                            unpublished_at: string | null;
+                            public_url: string;
+                            /** @description The public page /j/{id} (404 unless published), which verifies the verdict in the browser. */
+                            page_url: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/judge/verdicts/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish: re-supply the question and rationales; each must hash to its signed fingerprint (else 400 fingerprint_mismatch naming the field, nothing changes); they are then sealed and served at GET /v1/judge/public/{id} and the page /j/{id} */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The question as asked: its sha256 must equal the signed question_sha256. */
+                        question: string;
+                        /** @description Each juror's rationale as returned, in the jurors' order; null for a juror that abstained. Each sha256 must equal the signed rationale_sha256. */
+                        rationales: (string | null)[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "judge_verdict";
+                            /** @enum {string} */
+                            state: "unpublished" | "published";
+                            models: string[];
+                            options: string[];
+                            question_sha256: string;
+                            evidence: {
+                                root: string;
+                                leaf: string;
+                                tree: string;
+                                items: {
+                                    label: string;
+                                    sha256: string;
+                                }[];
+                            };
+                            jurors: {
+                                model: string;
+                                vote: string | null;
+                                abstained: boolean;
+                                /** @description Why the juror abstained, in the gateway's words: its call failed (the error), or its answer was out of format (how). */
+                                abstain_reason: string | null;
+                                rationale_sha256: string | null;
+                                /** @description The juror call's receipt (a metered chat completion of the calling key); null when the call failed before one was signed. */
+                                receipt_id: string | null;
+                                receipt_hash: string | null;
+                                cost_micro_usd: number;
+                                rationale: string | null;
+                            }[];
+                            tally: {
+                                option: string;
+                                votes: number;
+                            }[];
+                            abstentions: number;
+                            /** @description The plurality winner; null on a tie or when every juror abstained. */
+                            outcome: string | null;
+                            decision_rule: string;
+                            /** @description The signed outcome. */
+                            receipt: {
+                                /** @description The request id that made it. */
+                                id: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the payload: the exact text signed. */
+                                canonical: string;
+                                /** @description 0x sha256 of the canonical text: the anchored leaf. */
+                                hash: string;
+                                /** @description EIP-191 personal_sign of the canonical text by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                            };
+                            /** @description The public anchor of the signed outcome (the leaf is its hash). */
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            created_at: string;
+                            published_at: string | null;
+                            unpublished_at: string | null;
+                            public_url: string;
+                            /** @description The public page /j/{id} (404 unless published), which verifies the verdict in the browser. */
+                            page_url: string;
+                            question: string;
+                            trust_model: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/judge/verdicts/{id}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Unpublish: closes the public record and page and destroys the sealed question and rationales; the signed outcome stays; idempotent */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "judge_verdict";
+                            /** @enum {string} */
+                            state: "unpublished" | "published";
+                            models: string[];
+                            options: string[];
+                            question_sha256: string;
+                            evidence: {
+                                root: string;
+                                leaf: string;
+                                tree: string;
+                                items: {
+                                    label: string;
+                                    sha256: string;
+                                }[];
+                            };
+                            jurors: {
+                                model: string;
+                                vote: string | null;
+                                abstained: boolean;
+                                /** @description Why the juror abstained, in the gateway's words: its call failed (the error), or its answer was out of format (how). */
+                                abstain_reason: string | null;
+                                rationale_sha256: string | null;
+                                /** @description The juror call's receipt (a metered chat completion of the calling key); null when the call failed before one was signed. */
+                                receipt_id: string | null;
+                                receipt_hash: string | null;
+                                cost_micro_usd: number;
+                            }[];
+                            tally: {
+                                option: string;
+                                votes: number;
+                            }[];
+                            abstentions: number;
+                            /** @description The plurality winner; null on a tie or when every juror abstained. */
+                            outcome: string | null;
+                            decision_rule: string;
+                            /** @description The signed outcome. */
+                            receipt: {
+                                /** @description The request id that made it. */
+                                id: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the payload: the exact text signed. */
+                                canonical: string;
+                                /** @description 0x sha256 of the canonical text: the anchored leaf. */
+                                hash: string;
+                                /** @description EIP-191 personal_sign of the canonical text by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                            };
+                            /** @description The public anchor of the signed outcome (the leaf is its hash). */
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            created_at: string;
+                            published_at: string | null;
+                            unpublished_at: string | null;
+                            public_url: string;
+                            /** @description The public page /j/{id} (404 unless published), which verifies the verdict in the browser. */
+                            page_url: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/judge/public/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A published verdict: question, options, per-juror votes and rationales, evidence root, signed outcome, anchor. Unknown and unpublished ids are the same 404. Page /j/{id} */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "judge_verdict";
+                            /** @enum {string} */
+                            state: "unpublished" | "published";
+                            models: string[];
+                            options: string[];
+                            question_sha256: string;
+                            evidence: {
+                                root: string;
+                                leaf: string;
+                                tree: string;
+                                items: {
+                                    label: string;
+                                    sha256: string;
+                                }[];
+                            };
+                            jurors: {
+                                model: string;
+                                vote: string | null;
+                                abstained: boolean;
+                                /** @description Why the juror abstained, in the gateway's words: its call failed (the error), or its answer was out of format (how). */
+                                abstain_reason: string | null;
+                                rationale_sha256: string | null;
+                                /** @description The juror call's receipt (a metered chat completion of the calling key); null when the call failed before one was signed. */
+                                receipt_id: string | null;
+                                receipt_hash: string | null;
+                                cost_micro_usd: number;
+                                rationale: string | null;
+                            }[];
+                            tally: {
+                                option: string;
+                                votes: number;
+                            }[];
+                            abstentions: number;
+                            /** @description The plurality winner; null on a tie or when every juror abstained. */
+                            outcome: string | null;
+                            decision_rule: string;
+                            /** @description The signed outcome. */
+                            receipt: {
+                                /** @description The request id that made it. */
+                                id: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the payload: the exact text signed. */
+                                canonical: string;
+                                /** @description 0x sha256 of the canonical text: the anchored leaf. */
+                                hash: string;
+                                /** @description EIP-191 personal_sign of the canonical text by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                            };
+                            /** @description The public anchor of the signed outcome (the leaf is its hash). */
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            created_at: string;
+                            published_at: string | null;
+                            unpublished_at: string | null;
+                            public_url: string;
+                            /** @description The public page /j/{id} (404 unless published), which verifies the verdict in the browser. */
+                            page_url: string;
+                            question: string;
+                            trust_model: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/j/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The page of a published verdict (HTML), verified in the browser (GET /v1/judge/public/{id} as HTML); unknown and unpublished ids are the same 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An HTML page. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description An HTML page: no published verdict here. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assets/verdict.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The verdict page's verification script (EIP-191 recovery, sha256 fingerprints, the evidence root, the tally, RFC 6962 inclusion proof), bundled from @noble/curves and @noble/hashes; immutable under its ?v= content hash */
+        get: {
+            parameters: {
+                query?: {
+                    v?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JavaScript. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/javascript": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The transport's event stream for server-initiated messages: not offered (405) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A JSON-RPC error; Allow: POST, DELETE. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                            id: string | number | null;
+                            result?: {
+                                [key: string]: unknown;
+                            };
+                            error?: {
+                                code: number;
+                                message: string;
+                                data?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Remote MCP server (Streamable HTTP): tools chat, run_code and verify_receipt, each call metered and receipted under your key
+         * @description JSON-RPC over POST, one message per request. Stateful deployments answer initialize with an Mcp-Session-Id that later requests carry (an unknown or expired one is 404 with a JSON-RPC error; initialize again); requests without one are served without a session. Without credentials: 401 with WWW-Authenticate naming the protected resource metadata, where OAuth clients find the authorization server. A tool that fails, or a 402, is a tool result with isError (a 402's payment terms in structuredContent.error).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    "mcp-session-id"?: string;
+                    "mcp-protocol-version"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            /** @description One JSON-RPC message per request; batches are refused (400, -32600). */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description Absent on notifications. */
+                        id?: string | number;
+                        /** @description initialize, tools/list, tools/call, ping, notifications/..., and (gateway) whatever the upstream serves. */
+                        method?: string;
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description A response to a request of the server (sampling, elicitation). */
+                        result?: {
+                            [key: string]: unknown;
+                        };
+                        error?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description A JSON-RPC response (application/json), or a text/event-stream whose events are JSON-RPC messages ending with the response. A tools/call result carries its receipt in _meta: "svc/receipt_id" and "svc/receipt" (canonical, hash, signature, signer). */
+                200: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                            id: string | number | null;
+                            result?: {
+                                [key: string]: unknown;
+                            };
+                            error?: {
+                                code: number;
+                                message: string;
+                                data?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description A notification or response was accepted. */
+                202: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        /** End the session named by Mcp-Session-Id (404 when it is unknown, expired or another key's; 405 on stateless deployments) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: {
+                    "mcp-session-id"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A JSON-RPC error; Allow: POST, DELETE. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                            id: string | number | null;
+                            result?: {
+                                [key: string]: unknown;
+                            };
+                            error?: {
+                                code: number;
+                                message: string;
+                                data?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp/servers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The transport's event stream for server-initiated messages: not relayed (405) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A JSON-RPC error; Allow: POST, DELETE. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                            id: string | number | null;
+                            result?: {
+                                [key: string]: unknown;
+                            };
+                            error?: {
+                                code: number;
+                                message: string;
+                                data?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Passthrough MCP session to a registered server: tools/list filtered and each tools/call checked by its allow list before the upstream is dialed, metered as an mcp_call event and receipted
+         * @description Messages reach the upstream unchanged, with the gateway's credential for it attached. A tools/call outside the allow list is refused (-32602) and never reaches the upstream; an upstream that fails, hangs past the deployment's timeout or answers garbage is a JSON-RPC error (-32002) and nothing is charged. The receipt attests server id, tool name, sha256 of the canonical arguments and of the result, duration and outcome, never content. Unknown, disabled and other accounts' servers are 404.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    "mcp-session-id"?: string;
+                    "mcp-protocol-version"?: string;
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description One JSON-RPC message per request; batches are refused (400, -32600). */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        /** @description Absent on notifications. */
+                        id?: string | number;
+                        /** @description initialize, tools/list, tools/call, ping, notifications/..., and (gateway) whatever the upstream serves. */
+                        method?: string;
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description A response to a request of the server (sampling, elicitation). */
+                        result?: {
+                            [key: string]: unknown;
+                        };
+                        error?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description A JSON-RPC response (application/json), or a text/event-stream whose events are JSON-RPC messages ending with the response. A tools/call result carries its receipt in _meta: "svc/receipt_id" and "svc/receipt" (canonical, hash, signature, signer). */
+                200: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                            id: string | number | null;
+                            result?: {
+                                [key: string]: unknown;
+                            };
+                            error?: {
+                                code: number;
+                                message: string;
+                                data?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description A notification or response was accepted by the upstream. */
+                202: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        /** End the upstream session named by Mcp-Session-Id (the upstream's answer: 200, 404, or 405 when it does not let clients end sessions) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: {
+                    "mcp-session-id"?: string;
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A JSON-RPC error; Allow: POST, DELETE. */
+                405: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            jsonrpc: "2.0";
+                            id: string | number | null;
+                            result?: {
+                                [key: string]: unknown;
+                            };
+                            error?: {
+                                code: number;
+                                message: string;
+                                data?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your registered MCP servers with their proxy URLs, allow lists, prices and gates (the full set) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            servers: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "mcp_server";
+                                name: string;
+                                /** @description POST /v1/mcp/servers/{id} with an API key: the passthrough session to this server. */
+                                proxy_url: string;
+                                /** @description null: every tool. */
+                                allowed_tools: string[] | null;
+                                price_micro_usd_per_call: number;
+                                /** @description The price is the deployment default (none set). */
+                                price_is_default: boolean;
+                                enabled: boolean;
+                                has_credential: boolean;
+                                credential_header: string | null;
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                            /** @description The price of a server that sets none (SVC_MCP_DEFAULT_PRICE_MICRO_USD). */
+                            default_price_micro_usd_per_call: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Register a third-party MCP server; its URL and credential are sealed and never returned */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @description The server's Streamable HTTP endpoint: http(s), no credentials in it, a public address (private ones only where the deployment allows them), never this gateway. Sealed at rest; never returned. */
+                        url: string;
+                        /** @description What the gateway authenticates to the server with: sent as `Authorization: Bearer <credential>`, or verbatim in `credential_header`. Sealed at rest; never returned. null: none. */
+                        credential?: string | null;
+                        /** @description The header the credential goes in verbatim (e.g. x-api-key); null: Authorization as a Bearer token. */
+                        credential_header?: string | null;
+                        /** @description Tools a call may name; tools/list shows only these. null: every tool the server lists. */
+                        allowed_tools?: string[] | null;
+                        /** @description Charged per tools/call through the gateway; null: the deployment default. */
+                        price_micro_usd_per_call?: number | null;
+                        /** @description false: the gateway route answers 404 for this server. */
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "mcp_server";
+                            name: string;
+                            /** @description POST /v1/mcp/servers/{id} with an API key: the passthrough session to this server. */
+                            proxy_url: string;
+                            /** @description null: every tool. */
+                            allowed_tools: string[] | null;
+                            price_micro_usd_per_call: number;
+                            /** @description The price is the deployment default (none set). */
+                            price_is_default: boolean;
+                            enabled: boolean;
+                            has_credential: boolean;
+                            credential_header: string | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-servers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Deregister: the sealed URL and credential are destroyed */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "mcp_server";
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Edit name, url, credential, tool allow list, per-call price or the enabled gate */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                        /** @description The server's Streamable HTTP endpoint: http(s), no credentials in it, a public address (private ones only where the deployment allows them), never this gateway. Sealed at rest; never returned. */
+                        url?: string;
+                        /** @description What the gateway authenticates to the server with: sent as `Authorization: Bearer <credential>`, or verbatim in `credential_header`. Sealed at rest; never returned. null: none. */
+                        credential?: string | null;
+                        /** @description The header the credential goes in verbatim (e.g. x-api-key); null: Authorization as a Bearer token. */
+                        credential_header?: string | null;
+                        /** @description Tools a call may name; tools/list shows only these. null: every tool the server lists. */
+                        allowed_tools?: string[] | null;
+                        /** @description Charged per tools/call through the gateway; null: the deployment default. */
+                        price_micro_usd_per_call?: number | null;
+                        /** @description false: the gateway route answers 404 for this server. */
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "mcp_server";
+                            name: string;
+                            /** @description POST /v1/mcp/servers/{id} with an API key: the passthrough session to this server. */
+                            proxy_url: string;
+                            /** @description null: every tool. */
+                            allowed_tools: string[] | null;
+                            price_micro_usd_per_call: number;
+                            /** @description The price is the deployment default (none set). */
+                            price_is_default: boolean;
+                            enabled: boolean;
+                            has_credential: boolean;
+                            credential_header: string | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/mcp-servers/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Probe the server: initialize and tools/list through the outbound rules; answers tool names only */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "mcp_server.test";
+                            /** @description Tool names the server lists (before the allow list). */
+                            tools: string[];
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
