@@ -120,7 +120,7 @@ describe('svc nodes', { timeout: 60_000 }, () => {
     expect((await registry()).length).toBe(before);
     expect(noModels!.code).toBe(1);
     expect(noModels!.stderr).toMatch(/^error: invalid_request: models: /m);
-    expect(anon!.code).toBe(1);
+    expect(anon!.code).toBe(4); // authentication needed
     expect(anon!.stderr).toContain('svc login');
   });
 
@@ -151,7 +151,7 @@ describe('svc nodes', { timeout: 60_000 }, () => {
     expect(none.stderr).toMatch(/no admin token given/);
     expect(none.stderr).toMatch(/--admin-token-file/);
 
-    expect(wrong.code).toBe(1);
+    expect(wrong.code).toBe(4); // a refused credential
     expect(wrong.stderr).toMatch(/^error: invalid_credential: /m);
     expect(wrong.stderr).not.toContain('not-the-admin-token');
 
@@ -250,7 +250,7 @@ describe('svc nodes', { timeout: 60_000 }, () => {
       expect(r!.stderr).toMatch(/^error: not_found: Node not found$/m); // the same answer as an unknown node
     }
     expect(await statusOf(gpu.node.id)).toBe('online');
-    expect(anon!.code).toBe(1);
+    expect(anon!.code).toBe(4); // authentication needed
     expect(anon!.stderr).toContain('svc login');
     expect(missingArg!.code).toBe(2);
   });

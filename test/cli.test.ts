@@ -89,7 +89,7 @@ describe('svc CLI', () => {
 
   it('tells you to log in when a command needs a session and there is none', async () => {
     const r = await svc(['keys', 'list']);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(4); // authentication needed
     expect(r.stderr).toMatch(/not signed in to http:\/\/127\.0\.0\.1:\d+/);
     expect(r.stderr).toContain('svc login');
     expect(r.stdout).toBe('');
@@ -226,7 +226,7 @@ describe('svc CLI', () => {
     const r = await svc(['status', '--json'], { url: false });
     expect(JSON.parse(r.stdout)).toMatchObject({ url: t.url, session: { signed_in: true } });
     const elsewhere = await svc(['--url', 'http://127.0.0.1:9', 'keys', 'list'], { url: false });
-    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.code).toBe(4); // authentication needed
     expect(elsewhere.stderr).toMatch(/not signed in to http:\/\/127\.0\.0\.1:9 \(the saved session is for/);
   });
 
@@ -237,7 +237,7 @@ describe('svc CLI', () => {
     expect(existsSync(sessionFile())).toBe(false);
     await expectApiError(client.me(), 401, 'invalid_credential');
     const after = await svc(['keys', 'list']);
-    expect(after.code).toBe(1);
+    expect(after.code).toBe(4); // authentication needed
     expect(after.stderr).toContain('svc login');
   });
 });

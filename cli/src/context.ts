@@ -1,7 +1,8 @@
+import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { SvcClient } from '@svc/shared/client';
 import { configDir, readSession, type Session } from './config.ts';
-import { notSignedIn, usageError } from './errors.ts';
+import { CliError, EXIT_AUTH, noteCredential, notSignedIn, usageError } from './errors.ts';
 import { createOutput, type Output } from './output.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
@@ -9,6 +10,7 @@ export const DEFAULT_URL = 'http://localhost:8080';
 export interface GlobalOptions {
   url?: string;
   json?: boolean;
+  apiKeyFile?: string;
 }
 
 /** What every command works with: the resolved gateway, the state directory, the saved session and the output. */
@@ -21,6 +23,9 @@ export interface Context {
   out: Output;
   /** An anonymous client for the resolved gateway. */
   client: SvcClient;
+  /** --api-key-file, for commands that call key routes. */
+  apiKeyFile: string | undefined;
+  env: NodeJS.ProcessEnv;
 }
 
 /** The bare origin of a gateway URL; the API client adds the /v1 paths itself. */
@@ -59,6 +64,8 @@ export function context(cmd: Command, env: NodeJS.ProcessEnv = process.env): Con
     sessionProblem: stored.problem,
     out: createOutput(g.json === true),
     client: new SvcClient({ baseUrl: url }),
+    apiKeyFile: g.apiKeyFile,
+    env,
   };
 }
 
@@ -77,5 +84,42 @@ export function usableSession(ctx: Context, now = Date.now()): { session: Sessio
 export function sessionClient(ctx: Context): { client: SvcClient; session: Session } {
   const r = usableSession(ctx);
   if ('why' in r) throw notSignedIn(ctx.url, r.why);
+  noteCredential('session');
   return { client: ctx.client.withCredential({ kind: 'session', token: r.session.token }), session: r.session };
+}
+
+const KEY_HINT = 'set SVC_KEY to an API key (sk-svc_...) or pass --api-key-file <path>; create one with `svc keys create --scope inference,sandboxes`';
+
+/** The API key for key routes (inference, sandboxes): --api-key-file wins over SVC_KEY. Never an argument; never echoed. */
+export function apiKey(ctx: Context): string {
+  const file = ctx.apiKeyFile;
+  let token: string | undefined;
+  let source: string;
+  if (file !== undefined) {
+    source = `API key file ${file}`;
+    let raw: string;
+    let mode: number;
+    try {
+      mode = statSync(file).mode;
+      raw = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw usageError(`cannot read ${source}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, KEY_HINT);
+    }
+    if ((mode & 0o077) !== 0) ctx.out.note(`warning: ${source} is readable by other users; chmod 600 it`);
+    token = raw.trim();
+  } else {
+    source = 'SVC_KEY';
+    token = ctx.env.SVC_KEY?.trim() || undefined;
+    if (token === undefined) throw new CliError('no API key given', EXIT_AUTH, KEY_HINT);
+  }
+  if (!token || /\s/.test(token)) throw usageError(`${source} does not hold an API key (one line, no spaces)`, KEY_HINT);
+  if (token.startsWith('sess_')) throw usageError(`${source} holds a session token, not an API key`, KEY_HINT);
+  return token;
+}
+
+/** A client carrying the API key (see apiKey). */
+export function keyClient(ctx: Context): SvcClient {
+  const token = apiKey(ctx);
+  noteCredential('key');
+  return ctx.client.withCredential({ kind: 'key', token });
 }

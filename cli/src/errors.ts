@@ -1,11 +1,30 @@
 import { CommanderError } from 'commander';
-import { ApiError } from '@svc/shared/client';
+import { ApiError, type PaymentTerms } from '@svc/shared/client';
 
+/**
+ * Exit codes. A script branches on these; `svc run` passes the program's own exit code through instead on a
+ * run that happened (see docs/cli.md).
+ */
 export const EXIT_FAILURE = 1;
 /** Bad invocation: unknown option, missing argument, malformed value or wallet key. */
 export const EXIT_USAGE = 2;
+/** Not signed in, session expired or revoked, no API key, or a credential the gateway refused (401). */
+export const EXIT_AUTH = 4;
+/** Payment required (402): out of credit, a spend cap, or a tripped circuit breaker. */
+export const EXIT_PAYMENT = 5;
+/** Rate limited or unavailable (429, 503): retry later. */
+export const EXIT_RETRY = 6;
 
-/** A failure the CLI explains itself; `hint` is printed on a second line. */
+let commandExit = 0;
+/** A command that succeeded but exits non-zero (`svc run` passing its program's code through, an invalid receipt). */
+export function setExitCode(code: number): void {
+  commandExit = code;
+}
+export function commandExitCode(): number {
+  return commandExit;
+}
+
+/** A failure the CLI explains itself; `hint` says what to do next, on the same line. */
 export class CliError extends Error {
   constructor(
     message: string,
@@ -22,7 +41,14 @@ export function usageError(message: string, hint?: string): CliError {
 }
 
 export function notSignedIn(url: string, why = `not signed in to ${url}`): CliError {
-  return new CliError(why, EXIT_FAILURE, 'run `svc login` to sign in');
+  return new CliError(why, EXIT_AUTH, 'run `svc login` to sign in');
+}
+
+/** Which credential the running command sent, so a 401 can say what to fix. */
+export type CredentialUsed = 'session' | 'key' | 'admin' | undefined;
+let credentialUsed: CredentialUsed;
+export function noteCredential(kind: CredentialUsed): void {
+  credentialUsed = kind;
 }
 
 function networkCause(err: unknown): string | undefined {
@@ -31,25 +57,68 @@ function networkCause(err: unknown): string | undefined {
   return cause?.code ?? cause?.message ?? 'network error';
 }
 
-/** Prints an error to stderr and returns the process exit code. Commander has already printed its own errors. */
+/** Token base units as a decimal amount: 1500000 with 6 decimals -> "1.5". */
+export function tokenAmount(baseUnits: string, decimals: number): string {
+  if (!/^\d+$/.test(baseUnits) || !Number.isInteger(decimals) || decimals < 0) return `${baseUnits} base units`;
+  const padded = baseUnits.padStart(decimals + 1, '0');
+  const whole = padded.slice(0, padded.length - decimals);
+  const frac = padded.slice(padded.length - decimals).replace(/0+$/, '');
+  return frac ? `${whole}.${frac}` : whole;
+}
+
+/** The x402 terms of a 402 `insufficient_credit`, and how to pay them, as one clause. */
+export function paymentHint(terms: readonly PaymentTerms[]): string {
+  const t = terms[0];
+  if (!t) return 'deposit USDT (see GET /v1/billing/methods), then run `svc deposit --chain <chain> --tx <hash>`';
+  const decimals = typeof t.extra?.decimals === 'number' ? t.extra.decimals : 6;
+  const others = terms.length > 1 ? ` (or ${terms.length - 1} other options: GET /v1/billing/methods)` : '';
+  return `send at least ${tokenAmount(t.maxAmountRequired, decimals)} USDT (token ${t.asset}) to ${t.payTo} on ${t.network}${others}, then run \`svc deposit --chain ${t.network} --tx <hash>\``;
+}
+
+/** What to do next about an API error, when the CLI can say. */
+function apiHint(err: ApiError): { hint?: string; code: number } {
+  if (err.status === 401) {
+    if (credentialUsed === 'key') return { code: EXIT_AUTH, hint: 'the API key was refused: check SVC_KEY or --api-key-file, or create a key with `svc keys create`' };
+    if (credentialUsed === 'admin') return { code: EXIT_AUTH, hint: 'check the admin token (--admin-token-file or SVC_ADMIN_TOKEN)' };
+    return { code: EXIT_AUTH, hint: 'your session may have expired or been revoked; run `svc login`' };
+  }
+  if (err.status === 402) {
+    if (err.isInsufficientCredit()) return { code: EXIT_PAYMENT, hint: paymentHint(err.paymentTerms) };
+    if (err.type === 'spend_cap_reached') return { code: EXIT_PAYMENT, hint: "raise the key's cap or use another key (`svc keys create --spend-cap <micro-USD>`)" };
+    if (err.type === 'circuit_breaker_tripped') return { code: EXIT_PAYMENT, hint: 'the key is frozen; its owner unfreezes it (POST /v1/keys/{id}/unfreeze)' };
+    return { code: EXIT_PAYMENT };
+  }
+  if (err.status === 429 || err.status === 503) {
+    const s = err.retryAfterSeconds;
+    return { code: EXIT_RETRY, hint: s !== undefined ? `retry in ${s} s` : 'retry later' };
+  }
+  if (err.status === 403 && err.type === 'insufficient_scope') return { code: EXIT_AUTH, hint: 'use a key with that scope (`svc keys create --scope <scope>`)' };
+  return { code: EXIT_FAILURE };
+}
+
+/**
+ * Prints an error to stderr as one line, `error: <what>[; <what to do next>]`, and returns the exit code.
+ * Commander has already printed its own errors. Never a stack trace.
+ */
 export function reportError(err: unknown, url: string | undefined, write: (s: string) => void = (s) => process.stderr.write(s)): number {
   if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
+  const line = (message: string, hint?: string) => write(`error: ${message.replace(/\s*\n\s*/g, ' ')}${hint ? `; ${hint}` : ''}\n`);
   if (err instanceof CliError) {
-    write(`error: ${err.message}\n`);
-    if (err.hint) write(`hint: ${err.hint}\n`);
+    line(err.message, err.hint);
     return err.exitCode;
   }
   if (err instanceof ApiError) {
-    write(`error: ${err.type}: ${err.message}\n`);
-    if (err.requestId) write(`request id: ${err.requestId}\n`);
-    if (err.status === 401) write('hint: your session may have expired or been revoked; run `svc login`\n');
-    return EXIT_FAILURE;
+    const { hint, code } = apiHint(err);
+    // A server error is the one worth reporting: its request id finds it in the gateway's logs.
+    const id = err.status >= 500 && err.requestId ? ` (request ${err.requestId})` : '';
+    line(`${err.type}: ${err.message}${id}`, hint);
+    return code;
   }
   const cause = networkCause(err);
   if (cause) {
-    write(`error: cannot reach the gateway at ${url ?? '(unknown url)'}: ${cause}\n`);
+    line(`cannot reach the gateway at ${url ?? '(unknown url)'}: ${cause}`, 'check --url (or SVC_URL) and that the gateway is running');
     return EXIT_FAILURE;
   }
-  write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  line(err instanceof Error ? err.message : String(err));
   return EXIT_FAILURE;
 }

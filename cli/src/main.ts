@@ -1,11 +1,17 @@
 import { createRequire } from 'node:module';
 import { Command, Option } from 'commander';
+import { registerBilling } from './commands/billing.ts';
+import { registerChat } from './commands/chat.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerNodes } from './commands/nodes.ts';
+import { registerReceipts } from './commands/receipts.ts';
+import { registerRun } from './commands/run.ts';
 import { registerStatus } from './commands/status.ts';
+import { registerUsage } from './commands/usage.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 import { DEFAULT_URL, resolvedUrl } from './context.ts';
-import { reportError } from './errors.ts';
+import { commandExitCode, reportError } from './errors.ts';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -15,12 +21,19 @@ function buildProgram(): Command {
     .version(version)
     .addOption(new Option('--url <origin>', `gateway origin (default: the signed-in gateway, else ${DEFAULT_URL})`).env('SVC_URL'))
     .option('--json', 'machine-readable JSON output')
+    .option('--api-key-file <path>', 'file holding the API key for key routes (chat, run, ...); default: env SVC_KEY')
     .showHelpAfterError('(run `svc --help` for usage)')
     .exitOverride();
   registerLogin(program);
   registerStatus(program);
   registerKeys(program);
   registerNodes(program);
+  registerChat(program);
+  registerRun(program);
+  registerBilling(program);
+  registerUsage(program);
+  registerReceipts(program);
+  registerWebhooks(program);
   return program;
 }
 
@@ -29,7 +42,7 @@ async function run(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
     await program.parseAsync([...argv]);
-    return 0;
+    return commandExitCode();
   } catch (err) {
     return reportError(err, resolvedUrl());
   }

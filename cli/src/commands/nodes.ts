@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { EnrolledNode, NodeEnrollInput, NodeKindName, NodeRegistryEntry, OwnerNode, PublicNode } from '@svc/shared/client';
 import { context, sessionClient, type Context } from '../context.ts';
-import { usageError } from '../errors.ts';
+import { noteCredential, usageError } from '../errors.ts';
 import { fields, table } from '../output.ts';
 
 const KINDS: readonly NodeKindName[] = ['sandbox', 'inference'];
@@ -101,6 +101,7 @@ function enrolledText(e: EnrolledNode, url: string): string {
 
 /** The admin token: --admin-token-file wins over SVC_ADMIN_TOKEN. Never an argument; never echoed. */
 function adminToken(ctx: Context, file: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  noteCredential('admin');
   if (file !== undefined) {
     let raw: string;
     let mode: number;

@@ -1,0 +1,72 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The installed `svc` launcher (package.json "bin"), not the TypeScript entry point. */
+const BIN = join(ROOT, 'cli', 'bin', 'svc.js');
+
+/** Variables the CLI reads; a test sets the ones it means, never inherits them. */
+const CLI_ENV = ['SVC_URL', 'SVC_KEY', 'SVC_MODEL', 'SVC_WALLET_KEY', 'SVC_ADMIN_TOKEN', 'SVC_CONFIG_DIR', 'XDG_CONFIG_HOME'];
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout as it arrived: one entry per read, with the time it came. */
+  chunks: Array<{ at: number; text: string }>;
+  exitedAt: number;
+}
+
+export interface CliOptions {
+  /** SVC_CONFIG_DIR. */
+  dir: string;
+  /** The gateway (--url); omitted: none is passed. */
+  url?: string;
+  env?: Record<string, string>;
+  /** Written to the CLI's stdin, which is then closed. */
+  input?: string;
+  timeoutMs?: number;
+}
+
+/** Runs the real `svc` in a child process (stdin, stdout and stderr are pipes, so never a terminal). */
+export function svc(args: readonly string[], opts: CliOptions): Promise<CliRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of CLI_ENV) delete env[k];
+  Object.assign(env, { SVC_CONFIG_DIR: opts.dir }, opts.env);
+  const argv = [BIN, ...(opts.url ? ['--url', opts.url] : []), ...args];
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const chunks: CliRun['chunks'] = [];
+    let stderr = '';
+    p.stdout.setEncoding('utf8').on('data', (d: string) => chunks.push({ at: Date.now(), text: d }));
+    p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 40_000);
+    p.on('error', reject);
+    p.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? -1 : 0), stdout: chunks.map((c) => c.text).join(''), stderr, chunks, exitedAt: Date.now() });
+    });
+    p.stdin.on('error', () => undefined); // a CLI that exits before reading its stdin
+    p.stdin.end(opts.input ?? '');
+  });
+}
+
+/** A failure as the CLI must report it: exactly one `error:` line on stderr, no stack trace, nothing on stdout. */
+export function expectOneLineError(r: CliRun, code: number, pattern: RegExp): string {
+  expect({ code: r.code, stdout: r.stdout }, r.stderr).toEqual({ code, stdout: '' });
+  const errors = r.stderr.split('\n').filter((l) => l.startsWith('error: '));
+  expect(errors, r.stderr).toHaveLength(1);
+  expect(errors[0]).toMatch(pattern);
+  expect(r.stderr).not.toMatch(/^\s+at /m);
+  return errors[0]!;
+}
+
+/** Writes a 0600 file under `dir`; returns its path. */
+export function secretFile(dir: string, name: string, content: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, content, { mode: 0o600 });
+  return p;
+}
