@@ -59,6 +59,7 @@ describe('GET /v1/explorer', () => {
     expect(later.counts.passports).toBe((now.counts.passports ?? 0) + 1);
     expect(later.recent.passports![0]).toMatchObject({ handle, verified_runs: 1 });
     expect(later.recent.sealed_calls).toBeUndefined();
+    expect(later.counts).toMatchObject({ verdicts: 0, published_verdicts: 0 }); // judge verdicts register their totals
 
     // Public: no account id anywhere.
     expect(JSON.stringify(later)).not.toContain(a.accountId);

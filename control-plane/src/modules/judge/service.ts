@@ -9,7 +9,7 @@ import type { ReceiptSigner } from '../money/signer.ts';
 import { fingerprint, summarizeEvidence, type EvidenceSummary } from './evidence.ts';
 import { JUROR_SYSTEM, jurorPrompt, readVote } from './jurors.ts';
 import type { PublishInput, VerdictInput } from './schemas.ts';
-import { insertVerdict, listVerdicts, markPublished, markUnpublished, ownedVerdict, publishedVerdict, type VerdictMeta, type VerdictRow } from './store.ts';
+import { insertVerdict, verdictCounts, listVerdicts, markPublished, markUnpublished, ownedVerdict, publishedVerdict, type VerdictMeta, type VerdictRow } from './store.ts';
 import { DECISION_RULE, tallyVotes } from './tally.ts';
 
 /** The anchor kind of a verdict's signed outcome (the leaf is the outcome's hash). */
@@ -89,6 +89,14 @@ export class JudgeService {
     this.sealer = new Sealer(d.sealKey);
     this.base = d.publicUrl.href.replace(/\/+$/, '');
   }
+  /** For the explorer: signed verdicts, and (separately) the published ones. */
+  explorerSources() {
+    return {
+      verdicts: { count: async () => (await verdictCounts(this.d.db)).all },
+      published_verdicts: { count: async () => (await verdictCounts(this.d.db)).published },
+    };
+  }
+
 
   /** The most tokens a juror of `model` may answer with: the asked bound, within the model's own. */
   private async jurorBound(model: string, asked: number, param: string): Promise<number> {

@@ -31,6 +31,15 @@ export async function insertVerdict(db: Kysely<DB>, row: Insertable<JudgeVerdict
 }
 
 /** The account's verdicts, newest first. */
+/** Signed verdicts of every account, and how many are published (the explorer's totals). */
+export async function verdictCounts(db: Kysely<DB>): Promise<{ all: number; published: number }> {
+  const r = await db
+    .selectFrom('judge_verdicts')
+    .select((eb) => [eb.fn.countAll<number>().as('all'), eb.fn.count<number>('published_at').as('published')])
+    .executeTakeFirstOrThrow();
+  return { all: Number(r.all), published: Number(r.published) };
+}
+
 export async function listVerdicts(db: Kysely<DB>, accountId: string, limit: number): Promise<VerdictMeta[]> {
   return db.selectFrom('judge_verdicts').select(META).where('account_id', '=', accountId).orderBy('seq', 'desc').limit(limit).execute();
 }
