@@ -22,7 +22,6 @@ function buildProgram(): Command {
     .addOption(new Option('--url <origin>', `gateway origin (default: the signed-in gateway, else ${DEFAULT_URL})`).env('SVC_URL'))
     .option('--json', 'machine-readable JSON output')
     .option('--api-key-file <path>', 'file holding the API key for key routes (chat, run, ...); default: env SVC_KEY')
-    .showHelpAfterError('(run `svc --help` for usage)')
     .exitOverride();
   registerLogin(program);
   registerStatus(program);
@@ -34,7 +33,17 @@ function buildProgram(): Command {
   registerUsage(program);
   registerReceipts(program);
   registerWebhooks(program);
+  oneLineErrors(program);
   return program;
+}
+
+/** Commander's own errors (unknown option, bad value, missing argument) as one line that names the help to read. */
+function oneLineErrors(cmd: Command): void {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  const help = `run \`${names.join(' ')} --help\` for usage`;
+  cmd.configureOutput({ outputError: (str, write) => write(`${str.trimEnd().replace(/\s*\n\s*/g, ' ')}; ${help}\n`) });
+  for (const sub of cmd.commands) oneLineErrors(sub);
 }
 
 /** Runs the CLI on argv (process.argv shape) and returns the exit code. */
