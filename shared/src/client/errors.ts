@@ -1,32 +1,23 @@
-import type { ErrorBody } from '../errors.ts';
+import type { components } from './generated/openapi.ts';
 
-/** One x402 (version 1) payment option of a 402 `insufficient_credit`: pay `maxAmountRequired` of `asset` to `payTo` on `network`. */
-export interface PaymentTerms {
-  scheme: string;
-  network: string;
-  /** Token base units, as a decimal string. */
-  maxAmountRequired: string;
-  resource: string;
-  description: string;
-  mimeType: string;
-  /** The treasury address. */
-  payTo: string;
-  /** The token (USDT) contract address. */
-  asset: string;
-  maxTimeoutSeconds: number;
-  extra?: Record<string, unknown>;
-  [field: string]: unknown;
-}
+/** The gateway's error envelope (components.schemas.Error): `{error: {type, message, param?, request_id?, ...extra}}`. */
+export type ErrorEnvelope = components['schemas']['Error'];
+
+/**
+ * One x402 (version 1) payment option of a 402 `insufficient_credit` (components.schemas.PaymentRequired):
+ * pay `maxAmountRequired` base units of `asset` to `payTo` on `network`.
+ */
+export type PaymentTerms = NonNullable<components['schemas']['PaymentRequired']['error']['accepts']>[number];
 
 /** The envelope of a 402 `insufficient_credit`: the payment terms ride inside `error`. */
-export interface InsufficientCreditBody extends ErrorBody {
-  error: ErrorBody['error'] & { type: 'insufficient_credit'; x402Version?: number; accepts: PaymentTerms[] };
+export interface InsufficientCreditBody {
+  error: ErrorEnvelope['error'] & { type: 'insufficient_credit'; x402Version?: 1; accepts: PaymentTerms[] };
 }
 
-function envelope(body: unknown): ErrorBody | undefined {
+function envelope(body: unknown): ErrorEnvelope | undefined {
   if (typeof body !== 'object' || body === null || !('error' in body)) return undefined;
   const e = (body as { error: unknown }).error;
-  return typeof e === 'object' && e !== null ? (body as ErrorBody) : undefined;
+  return typeof e === 'object' && e !== null ? (body as ErrorEnvelope) : undefined;
 }
 
 /** Seconds of a Retry-After value: delta-seconds, or an HTTP date measured from `now`. */
@@ -46,7 +37,7 @@ export class ApiError extends Error {
   readonly type: string;
   readonly param: string | undefined;
   readonly requestId: string | undefined;
-  readonly body: ErrorBody | undefined;
+  readonly body: ErrorEnvelope | undefined;
   constructor(
     readonly status: number,
     body: unknown,
@@ -63,7 +54,7 @@ export class ApiError extends Error {
 
   /** The error object's fields beyond type, message, param and request_id (limits, ids, payment terms...). */
   get extra(): Record<string, unknown> {
-    const { type: _t, message: _m, param: _p, request_id: _r, ...rest } = this.body?.error ?? ({} as ErrorBody['error']);
+    const { type: _t, message: _m, param: _p, request_id: _r, ...rest } = this.body?.error ?? ({} as ErrorEnvelope['error']);
     return rest;
   }
 
