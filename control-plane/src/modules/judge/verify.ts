@@ -1,6 +1,6 @@
 import { sha256 } from '@noble/hashes/sha2';
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from '@noble/hashes/utils';
-import { recoverAddress, rootFromProof, type CheckState } from '../pages/verify.ts';
+import { parseSigned, rootFromProof, same, signatureCheck, type CheckState } from '../pages/verify.ts';
 import { tallyVotes } from './tally.ts';
 
 /**
@@ -33,7 +33,6 @@ export interface VerdictVerdict {
 
 const unhex = (h: string) => hexToBytes(h.startsWith('0x') ? h.slice(2) : h);
 const hex0x = (b: Uint8Array) => `0x${bytesToHex(b)}`;
-const same = (a: unknown, b: unknown) => typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
 export const sha256Hex = (text: string) => hex0x(sha256(utf8ToBytes(text)));
 
 /** RFC 6962 Merkle tree hash of the leaves (at least one), 0x-hex. */
@@ -64,23 +63,8 @@ interface Juror {
 
 export function verifyVerdictPage(d: VerdictPageData, publishedSigner: string): VerdictVerdict {
   const reasons: string[] = [];
-  const recovered = recoverAddress(d.receipt.canonical, d.receipt.signature);
-  let signature: CheckState = 'ok';
-  if (!same(d.signer, publishedSigner)) {
-    signature = 'failed';
-    reasons.push('the signer shown on this page is not the one the gateway publishes');
-  } else if (!same(recovered, publishedSigner)) {
-    signature = 'failed';
-    reasons.push(recovered ? `the signature recovers ${recovered}, not the published signer` : 'the signature does not recover any address');
-  }
-
-  let p: Record<string, any> | null = null;
-  try {
-    const parsed: unknown = JSON.parse(d.receipt.canonical);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) p = parsed as Record<string, any>;
-  } catch {
-    p = null;
-  }
+  const { state: signature, recovered } = signatureCheck(d.receipt, d.signer, publishedSigner, reasons);
+  const p = parseSigned(d.receipt.canonical) as Record<string, any> | null;
   const binding: CheckState = p && p.kind === 'judge_verdict' && p.verdict_id === d.id ? 'ok' : 'failed';
   if (binding === 'failed') reasons.push('the signed outcome does not name this verdict');
 

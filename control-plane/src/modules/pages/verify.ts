@@ -84,27 +84,41 @@ export function rootFromProof(leafHex: string, index: number, size: number, proo
   return sn === 0 ? hex0x(r) : null;
 }
 
+/** Two strings equal but for case (addresses, hex). */
+export const same = (a: unknown, b: unknown) => typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
+
+/**
+ * The signature check every page runs: the signer the page shows is the published one, and the EIP-191
+ * signature of the canonical text recovers it. Adds a reason to `reasons` when it fails.
+ */
+export function signatureCheck(receipt: { canonical: string; signature: string }, shownSigner: string, publishedSigner: string, reasons: string[]): { state: CheckState; recovered: string | null } {
+  const recovered = recoverAddress(receipt.canonical, receipt.signature);
+  if (!same(shownSigner, publishedSigner)) {
+    reasons.push('the signer shown on this page is not the one the gateway publishes');
+    return { state: 'failed', recovered };
+  }
+  if (!same(recovered, publishedSigner)) {
+    reasons.push(recovered ? `the signature recovers ${recovered}, not the published signer` : 'the signature does not recover any address');
+    return { state: 'failed', recovered };
+  }
+  return { state: 'ok', recovered };
+}
+
+/** The signed JSON object, or null when the canonical text is not one. */
+export function parseSigned(canonical: string): Record<string, unknown> | null {
+  try {
+    const p: unknown = JSON.parse(canonical);
+    return p && typeof p === 'object' && !Array.isArray(p) ? (p as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Every check of a page's data against the signer the gateway publishes. */
 export function verifyPage(d: PageData, publishedSigner: string): Verdict {
   const reasons: string[] = [];
-  const same = (a: unknown, b: unknown) => typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
-  const recovered = recoverAddress(d.receipt.canonical, d.receipt.signature);
-  let signature: CheckState = 'ok';
-  if (!same(d.signer, publishedSigner)) {
-    signature = 'failed';
-    reasons.push('the signer shown on this page is not the one the gateway publishes');
-  } else if (!same(recovered, publishedSigner)) {
-    signature = 'failed';
-    reasons.push(recovered ? `the signature recovers ${recovered}, not the published signer` : 'the signature does not recover any address');
-  }
-
-  let payload: Record<string, unknown> | null = null;
-  try {
-    const p: unknown = JSON.parse(d.receipt.canonical);
-    if (p && typeof p === 'object' && !Array.isArray(p)) payload = p as Record<string, unknown>;
-  } catch {
-    payload = null;
-  }
+  const { state: signature, recovered } = signatureCheck(d.receipt, d.signer, publishedSigner, reasons);
+  const payload = parseSigned(d.receipt.canonical);
   let binding: CheckState = 'ok';
   if (!payload) binding = 'failed';
   else if (d.kind === 'call') {
