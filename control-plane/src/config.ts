@@ -76,6 +76,9 @@ const EnvSchema = z.object({
   SVC_SANDBOX_OUTPUT_BYTES: intWithDefault(1024 * 1024, 1024, 64 * 1024 * 1024),
   SVC_SANDBOX_NETWORK_ALLOWED: flag(false),
   SVC_SANDBOX_SESSION_IDLE_SECONDS: intWithDefault(600, 10, 86400),
+  SVC_SANDBOX_TERMINAL_MAX_SECONDS: intWithDefault(600, 10, 86400),
+  SVC_SANDBOX_TERMINAL_IDLE_SECONDS: intWithDefault(300, 10, 86400),
+  SVC_SANDBOX_TERMINALS_PER_SESSION: intWithDefault(2, 1, 64),
   SVC_TERMINAL_ENABLED: flag(false),
   SVC_TERMINAL_DAILY_BUDGET_MICRO_USD: intWithDefault(1_000_000, 0),
   SVC_LOCAL_AGENT: z.enum(['auto', 'off']).default('auto'),
@@ -165,6 +168,8 @@ export interface SandboxConfig {
   networkAllowed: boolean;
   sessionIdleSeconds: number;
   terminal: { enabled: boolean; dailyBudgetMicroUsd: number };
+  /** Interactive terminals in sessions: wall-clock limit (within the hold TTL), idle limit, how many per session at once. */
+  sessionTerminals: { maxSeconds: number; idleSeconds: number; perSession: number };
 }
 
 export interface BillingConfig {
@@ -227,6 +232,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       networkAllowed: e.SVC_SANDBOX_NETWORK_ALLOWED,
       sessionIdleSeconds: e.SVC_SANDBOX_SESSION_IDLE_SECONDS,
       terminal: { enabled: e.SVC_TERMINAL_ENABLED, dailyBudgetMicroUsd: e.SVC_TERMINAL_DAILY_BUDGET_MICRO_USD },
+      sessionTerminals: {
+        // A terminal's hold lasts as long as it does: it must end before the hold expires.
+        maxSeconds: Math.max(1, Math.min(e.SVC_SANDBOX_TERMINAL_MAX_SECONDS, e.SVC_HOLD_TTL_SECONDS - 60)),
+        idleSeconds: e.SVC_SANDBOX_TERMINAL_IDLE_SECONDS,
+        perSession: e.SVC_SANDBOX_TERMINALS_PER_SESSION,
+      },
     },
     billing: {
       enforced: e.SVC_BILLING_ENFORCED,

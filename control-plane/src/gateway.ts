@@ -33,6 +33,7 @@ import { SandboxExecutor } from './modules/sandboxes/executor.ts';
 import { RunRecords } from './modules/sandboxes/records.ts';
 import { SandboxSessions } from './modules/sandboxes/sessions.ts';
 import { ensureTerminalAccount } from './modules/sandboxes/terminal.ts';
+import { SessionTerminals } from './modules/sandboxes/session-terminals.ts'; // sandbox terminals
 import type { SandboxDeps } from './modules/sandboxes/deps.ts';
 import { createInference } from './modules/inference/deps.ts'; // inference
 import type { InferenceService } from './modules/inference/service.ts';
@@ -88,6 +89,8 @@ export interface Gateway {
     alerts: AlertsService;
     subscriptions: SubscriptionService;
     inference: InferenceService;
+    /** Interactive terminals into sandbox sessions open on this process. */
+    terminals: SessionTerminals;
   };
   fleet: { registry: NodeRegistry; hub: AgentHub };
   /** Public anchors of proof artifacts. */
@@ -166,12 +169,15 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   // Several processes on one Postgres dispatch to each other's agent channels; the embedded database serves one process.
   const relay = database.kind === 'postgres' ? new FleetRelay(database, (err, what) => app.log.error({ err }, what)) : null;
   const hub = new AgentHub(registry, db, clock, opts.reconnectGraceMs, relay);
+  const executor = new SandboxExecutor(hub, metering, records, clock, config.sandbox);
+  const sandboxSessions = new SandboxSessions(db, clock, hub, registry, config.sandbox);
   const sandboxes: SandboxDeps = {
     db,
     clock,
     config: config.sandbox,
-    executor: new SandboxExecutor(hub, metering, records, clock, config.sandbox),
-    sessions: new SandboxSessions(db, clock, hub, registry, config.sandbox),
+    executor,
+    sessions: sandboxSessions,
+    terminals: new SessionTerminals({ clock, config: config.sandbox, executor, sessions: sandboxSessions, publicUrl: config.publicUrl }), // sandbox terminals
     records,
     idempotency,
     publicUrl: config.publicUrl,
@@ -243,6 +249,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   });
 
   hub.log = app.log;
+  sandboxes.terminals.log = app.log; // sandbox terminals
   hub.sessionsHeld = (nodeId, held) => sandboxes.sessions.held(nodeId, held);
   await hub.start();
   const detachChannel = attachAgentChannel(app, hub, registry);
@@ -280,7 +287,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     config,
     database,
     leader,
-    services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions, inference },
+    services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions, inference, terminals: sandboxes.terminals },
     fleet: { registry, hub },
     anchors,
     signerKey: signer,

@@ -11,6 +11,7 @@ import { inferenceHandlers, inferenceOptionsFromEnv } from './inference/index.ts
 import { sandboxOptionsFromEnv, startSandbox, type Sandbox, type SandboxOptions } from './sandbox/index.ts';
 import { ConnectionNumbers } from './connection-numbers.ts';
 import { JobOutputs } from './job-outputs.ts';
+import { JobInput } from './job-input.ts';
 
 export const AGENT_VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
@@ -51,6 +52,8 @@ export interface AgentOptions {
 /** One node agent: heartbeats, the channel, and the jobs it runs. */
 export class Agent {
   private readonly running = new Map<string, AbortController>();
+  /** The input of the running jobs (InputMessage), kept until each job's handler takes it. */
+  private readonly inputs = new Map<string, JobInput>();
   /** The job handlers still running (a stop waits for them to end). */
   private readonly handling = new Set<Promise<unknown>>();
   private readonly handlers: Record<string, JobHandler>;
@@ -157,6 +160,10 @@ export class Agent {
       this.running.get(m.job_id)?.abort(m.reason);
       return;
     }
+    if (m.type === 'input') {
+      this.inputs.get(m.job_id)?.push(m.seq, m.input);
+      return;
+    }
     this.runJob(m).catch((e: unknown) => this.log(`job ${m.job_id} ended in error: ${e instanceof Error ? e.message : String(e)}`));
   }
 
@@ -164,6 +171,8 @@ export class Agent {
     const ch = this.channel!;
     const ac = new AbortController();
     this.running.set(m.job_id, ac);
+    const input = new JobInput();
+    this.inputs.set(m.job_id, input);
     const timeout = setTimeout(() => ac.abort('timed out'), m.timeout_ms);
     // A stream's limit between two outputs (and until the first): restarted by each output. Time spent waiting
     // for the control plane to take outputs (a slow caller) is not the job's: held, the limit starts over.
@@ -186,6 +195,7 @@ export class Agent {
           if (wait && ac.signal.aborted) outputs.release(); // an aborted job never waits
           return wait;
         },
+        onInput: (listener) => input.listen(listener),
       });
       this.handling.add(call);
       const out = await call.finally(() => this.handling.delete(call));
@@ -196,6 +206,7 @@ export class Agent {
       const message = timedOut ? (ac.signal.reason === IDLE ? `no output for ${idleMs} ms` : 'timed out') : e instanceof Error ? e.message : String(e);
       finish = { job_id: m.job_id, ok: false, error: message.slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) };
     } finally {
+      this.inputs.delete(m.job_id);
       clearTimeout(timeout);
       clearTimeout(idle);
       idle = undefined;

@@ -60,9 +60,17 @@ export const JobMessage = z.object({
   idle_timeout_ms: z.number().int().positive().optional(),
 });
 export const CancelMessage = z.object({ type: z.literal('cancel'), job_id: z.string(), reason: z.string() });
-export const ServerMessage = z.discriminatedUnion('type', [JobMessage, CancelMessage]);
+/**
+ * Input for a running job that takes it (a terminal's keystrokes, resizes, signals), in `seq` order; checked by
+ * the job kind's own schema on the agent. An agent acknowledges what it consumed in the job's output (the job
+ * kind says how), so the control plane keeps a bounded window of input on its way. Input for a job the agent
+ * does not run is dropped; so is input sent while the node's channel is down (the next one's `seq` says so).
+ */
+export const InputMessage = z.object({ type: z.literal('input'), job_id: z.string(), seq: z.number().int().min(0), input: z.unknown() });
+export const ServerMessage = z.discriminatedUnion('type', [JobMessage, CancelMessage, InputMessage]);
 export type ServerMessage = z.infer<typeof ServerMessage>;
 export type JobMessage = z.infer<typeof JobMessage>;
+export type InputMessage = z.infer<typeof InputMessage>;
 
 /** The most characters one job output carries. */
 export const MAX_OUTPUT_CHARS = 1024 * 1024;

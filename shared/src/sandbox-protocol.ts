@@ -80,11 +80,59 @@ export const SnapshotCreateJob = z.object({ session_id: z.string(), snapshot_id:
 export const SnapshotCreateResult = z.object({ bytes: z.number().int(), sha256: z.string() });
 export const SnapshotDeleteJob = z.object({ snapshot_id: z.string() });
 
+/**
+ * An interactive terminal in a session (`sandbox.session.terminal`): a shell under a TTY in the session's
+ * container, for as long as the caller keeps it open (at most `max_ms`). Its screen streams back as `stdout`
+ * outputs; `data` outputs carry TerminalEvent JSON (ready, then the acknowledgements of its input). Input comes
+ * as job input (InputMessage) of TerminalInput.
+ */
+export const TerminalJob = z.object({
+  session_id: z.string(),
+  cols: z.number().int().min(1).max(1000),
+  rows: z.number().int().min(1).max(1000),
+  /** The terminal's wall-clock limit: killed at it, reported `timed_out`. */
+  max_ms: z.number().int().min(1000).max(24 * 3600_000),
+  /** The most terminals the session may have open at once, this one included (refused `sandbox_busy` above). */
+  max_terminals: z.number().int().min(1).max(64),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).max(128), z.string().max(32768)).default({}),
+});
+export type TerminalJob = z.infer<typeof TerminalJob>;
+
+/**
+ * Signals a terminal takes: INT, QUIT and TSTP as the terminal's own control characters (^C, ^\, ^Z: the
+ * foreground program gets them as from a keyboard), HUP, TERM and KILL sent to the terminal's shell and its
+ * process group.
+ */
+export const TERMINAL_SIGNALS = ['INT', 'QUIT', 'TSTP', 'HUP', 'TERM', 'KILL'] as const;
+export type TerminalSignal = (typeof TERMINAL_SIGNALS)[number];
+/** The most bytes of keystrokes one input carries (larger ones are split), and the most unacknowledged input on its way. */
+export const TERMINAL_INPUT_CHUNK = 16 * 1024;
+export const TERMINAL_INPUT_WINDOW = 64 * 1024;
+
+export const TerminalInput = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('data'), data_b64: z.string().max(Math.ceil(TERMINAL_INPUT_CHUNK / 3) * 4) }),
+  z.object({ type: z.literal('resize'), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }),
+  z.object({ type: z.literal('signal'), name: z.enum(TERMINAL_SIGNALS) }),
+  /** The caller is gone (`closed`) or was idle too long (`idle`): the terminal's processes are killed and it ends. */
+  z.object({ type: z.literal('close'), reason: z.enum(['closed', 'idle']) }),
+]);
+export type TerminalInput = z.infer<typeof TerminalInput>;
+
+/** A terminal job's `data` outputs: `ready` once its shell runs, `ack` for its input consumed up to `seq`. */
+export const TerminalEvent = z.discriminatedUnion('type', [z.object({ type: z.literal('ready') }), z.object({ type: z.literal('ack'), seq: z.number().int().min(0) })]);
+export type TerminalEvent = z.infer<typeof TerminalEvent>;
+
+/** How a terminal ended: its shell exited, its caller closed it, idle, or killed at its wall-clock limit. */
+export const TERMINAL_END_REASONS = ['exited', 'closed', 'idle', 'timed_out'] as const;
+export const TerminalResult = ExecResult.extend({ reason: z.enum(TERMINAL_END_REASONS) });
+export type TerminalResult = z.infer<typeof TerminalResult>;
+
 export const SANDBOX_JOBS = {
   run: 'sandbox.run',
   sessionCreate: 'sandbox.session.create',
   sessionExec: 'sandbox.session.exec',
   sessionStop: 'sandbox.session.stop',
+  sessionTerminal: 'sandbox.session.terminal',
   fileWrite: 'sandbox.files.write',
   fileRead: 'sandbox.files.read',
   fileList: 'sandbox.files.list',
@@ -97,4 +145,5 @@ export const SANDBOX_ERRORS = {
   notFound: 'sandbox_not_found', // session or file missing
   badPath: 'sandbox_bad_path',
   tooLarge: 'sandbox_too_large',
+  busy: 'sandbox_busy', // a session at its limit of open terminals
 } as const;

@@ -93,7 +93,8 @@ export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== CHANNEL_PATH) {
-      socket.destroy();
+      // Other upgrades go through the app's router (http/upgrade.ts); with none there, nothing answers them.
+      if (app.server.listenerCount('upgrade') === 1) socket.destroy();
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));

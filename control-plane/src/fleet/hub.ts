@@ -288,6 +288,7 @@ export class AgentHub {
       this.jobs.add(p);
       if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs, ...idleLimit(spec) });
       else this.remote!.send(p);
+      spec.onSent?.(jobId);
       onAbort = () => {
         if (!this.jobs.has(jobId)) return;
         this.cancel(jobId, 'caller went away');
@@ -298,6 +299,19 @@ export class AgentHub {
     });
     // A caller's signal that outlives its jobs (a batch's) keeps no listener of each.
     return done.finally(() => spec.signal?.removeEventListener('abort', onAbort!));
+  }
+
+  /**
+   * Input for one of this process's open jobs that takes it (a terminal), in `seq` order: onto the node's channel
+   * here, or through the process holding it. False when the job is not open here. Input is not kept for a channel
+   * that is down (the agent tells by `seq`); what bounds it on the way is the caller's window (RelayMessage).
+   */
+  input(jobId: string, seq: number, input: unknown): boolean {
+    const p = this.jobs.get(jobId);
+    if (!p) return false;
+    if (!p.holder) this.conns.get(p.nodeId)?.queue.push({ type: 'input', job_id: jobId, seq, input });
+    else this.remote!.sendInput(p, seq, input);
+    return true;
   }
 
   cancel(jobId: string, reason: string): void {
@@ -338,6 +352,7 @@ export class AgentHub {
     if (m.t === 'job') return this.relayed!.take(from, m, this.jobs.has(m.job));
     if (m.t === 'cancel') return this.relayed!.cancel(from, m.job, m.reason);
     if (m.t === 'hold' || m.t === 'go') return this.relayed!.flow(from, m.job, m.t === 'hold');
+    if (m.t === 'input') return this.relayed!.input(from, m);
     this.remote!.onMessage(from, m);
   }
 

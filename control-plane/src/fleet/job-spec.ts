@@ -21,6 +21,8 @@ export interface JobSpec {
   retryable?: boolean;
   /** Each output in order; a promise it returns holds the agent's next outputs back until it settles (a slow consumer). */
   onOutput?: (o: JobOutput) => unknown;
+  /** The job went to its node (onto this process's channel, or to the process holding it): input may follow (AgentHub.input). */
+  onSent?: (jobId: string) => void;
   /** The caller went away: the job is canceled. */
   signal?: CallerSignal | undefined;
   /** The job's row is deleted once it ended: a caller that persists nothing (the keyless assistant). */

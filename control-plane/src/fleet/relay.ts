@@ -14,6 +14,9 @@ import { KeyedSerial } from './serial.ts';
  * relays it from then on; an agent back on the holder without the job, or not back within the grace, makes it `lost`.
  * The origin says `hold` when the job's consumer (a slow caller) cannot take more output, and `go` when it can:
  * meanwhile the holder keeps the agent's next outputs back (a process from before these ignores both).
+ * A job that takes input (a terminal) gets it as `input`, origin to holder, in `seq` order, passed on to the
+ * agent; the agent acknowledges input in the job's output, and the origin sends no more than a window of input
+ * unacknowledged, so no process queues more than that (AgentHub.input).
  */
 export type RelayMessage =
   | { t: 'job'; job: string; node: string; kind: string; payload: unknown; timeout_ms: number; idle_timeout_ms?: number }
@@ -26,7 +29,8 @@ export type RelayMessage =
   | { t: 'moved'; job: string; connection?: number | null }
   | { t: 'lost'; job: string; why: string }
   | { t: 'hold'; job: string }
-  | { t: 'go'; job: string };
+  | { t: 'go'; job: string }
+  | { t: 'input'; job: string; seq: number; input: unknown };
 
 /** The inbox is also read this often without a NOTIFY (one missed while the LISTEN connection reconnected). */
 const POLL_MS = 3000;
@@ -79,6 +83,17 @@ export class FleetRelay {
   /** Sends messages about one job to `to` in one write, in order, after those about it sent before. */
   sendAll(to: string, job: string, ms: RelayMessage[]): Promise<void> {
     return this.sending.run(job, () => this.insert(to, ms));
+  }
+
+  /**
+   * Sends about one job to `to` whatever `take` gives when its turn comes (after the messages about the job sent
+   * before it): what was gathered meanwhile goes in one write.
+   */
+  sendGathered(to: string, job: string, take: () => RelayMessage[]): Promise<void> {
+    return this.sending.run(job, async () => {
+      const ms = take();
+      if (ms.length > 0) await this.insert(to, ms);
+    });
   }
 
   /** Writes of messages this process made (each one statement, of one message or several). */

@@ -74,6 +74,12 @@ export class RelayedJobs {
     if (r && r.origin === from && !this.push(r.nodeId, { type: 'cancel', job_id: jobId, reason })) this.forget(jobId);
   }
 
+  /** The origin's input for a job relayed here: passed on to the agent (dropped when the channel is not here now). */
+  input(from: string, m: Extract<RelayMessage, { t: 'input' }>): void {
+    const r = this.jobs.get(m.job);
+    if (r && r.origin === from && !r.dropped) this.push(r.nodeId, { type: 'input', job_id: m.job, seq: m.seq, input: m.input });
+  }
+
   /**
    * Outputs of one job from the agent, relayed in one write when the job is one of these (null when it is not).
    * The promise, which the answer to the agent waits for, resolves once they are written and the origin lets

@@ -7,7 +7,7 @@ import { idleLimit } from './job-spec.ts';
 export const RELAY_ACK_MS = 5000;
 
 /** The messages a holder (or a process the agent passed) sends back to a job's origin. */
-type OriginMessage = Exclude<RelayMessage, { t: 'job' } | { t: 'cancel' } | { t: 'hold' } | { t: 'go' }>;
+type OriginMessage = Exclude<RelayMessage, { t: 'job' } | { t: 'cancel' } | { t: 'hold' } | { t: 'go' } | { t: 'input' }>;
 
 /**
  * The origin's side of the relay: this process's jobs on nodes whose channel another process holds (the
@@ -46,6 +46,27 @@ export class RemoteJobs {
         gone('the job could not be relayed');
       },
     );
+  }
+
+  /** Input of jobs gathered while an earlier write about the job is on its way: the next write carries it all. */
+  private readonly inputs = new Map<string, { to: string; ms: RelayMessage[] }>();
+
+  /** Sends input for the job to the process holding its node's channel, after what was sent about the job before. */
+  sendInput(p: Pending, seq: number, input: unknown): void {
+    const to = p.holder!;
+    const m: RelayMessage = { t: 'input', job: p.jobId, seq, input };
+    const waiting = this.inputs.get(p.jobId);
+    if (waiting && waiting.to === to) {
+      waiting.ms.push(m);
+      return;
+    }
+    const batch = { to, ms: [m] };
+    this.inputs.set(p.jobId, batch);
+    const take = () => {
+      if (this.inputs.get(p.jobId) === batch) this.inputs.delete(p.jobId);
+      return batch.ms;
+    };
+    this.relay.sendGathered(to, p.jobId, take).catch((e: unknown) => this.log().error({ err: e, job_id: p.jobId }, 'could not relay input'));
   }
 
   /** Asks `holder` to cancel the job on its node (or tells a process that moved a job nobody owns). */

@@ -6,6 +6,11 @@ export interface JobContext {
    * control plane is slow to take them, for a slow caller, say): a handler that can wait awaits it.
    */
   emit(stream: 'stdout' | 'stderr' | 'data', data: string): void | Promise<void>;
+  /**
+   * Takes the job's input (InputMessage: a terminal's keystrokes), in seq order; what came before the handler
+   * listened is handed over first. Absent where a job gets no input.
+   */
+  onInput?(listener: (seq: number, input: unknown) => void): void;
 }
 
 export interface JobOutcome {

@@ -149,16 +149,17 @@ async function exitCodeOf(exec: { inspect(): Promise<{ Running: boolean; ExitCod
  * Kills one exec's processes in a box that lives on (a session). Docker has no API for it. runc makes each
  * exec'd process a session and process-group leader, so on the Docker host the group is killed by the
  * exec's host PID; where that PID is not ours to signal, `kill` runs inside the container against the
- * group's PID there (or, failing that, every process of the sandbox user but init).
+ * group's PID there (or, failing that, every process of the sandbox user but init: for SIGKILL only).
+ * `signal` sends another signal the same way (a terminal's HUP or TERM).
  */
-export async function killExec(sd: SandboxDocker, box: Box, execId: string): Promise<void> {
+export async function killExec(sd: SandboxDocker, box: Box, execId: string, signal: 'SIGKILL' | 'SIGTERM' | 'SIGHUP' = 'SIGKILL'): Promise<void> {
   const info = (await sd.docker.getExec(execId).inspect()) as { Pid?: number; Running: boolean };
   const pid = info.Pid ?? 0;
   if (!info.Running || pid <= 0) return;
   const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
   if (cgroup.includes(box.id)) {
     try {
-      process.kill(-pid, 'SIGKILL');
+      process.kill(-pid, signal);
       return;
     } catch {
       /* not permitted: kill from inside */
@@ -166,7 +167,9 @@ export async function killExec(sd: SandboxDocker, box: Box, execId: string): Pro
   }
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   const nspid = /^NSpid:\s+(.*)$/m.exec(status)?.[1]?.trim().split(/\s+/).pop();
-  const cmd = nspid && cgroup.includes(box.id) ? ['kill', '-KILL', '--', `-${nspid}`] : ['kill', '-KILL', '-1'];
+  const name = signal.slice(3);
+  if (!(nspid && cgroup.includes(box.id)) && signal !== 'SIGKILL') return;
+  const cmd = nspid && cgroup.includes(box.id) ? ['kill', `-${name}`, '--', `-${nspid}`] : ['kill', '-KILL', '-1'];
   const k = await box.container.exec({ Cmd: cmd, User: SANDBOX_UID, AttachStdout: false, AttachStderr: false });
   await ignoreGone(k.start({ Detach: true }));
 }

@@ -77,6 +77,7 @@ export async function startSandbox(opts: SandboxOptions & { dataDir: string; log
     [SANDBOX_JOBS.sessionCreate]: async (p) => ({ result: await sessions.create(p) }),
     [SANDBOX_JOBS.sessionExec]: async (p, ctx) => ({ result: await sessions.exec(p, ctx) }),
     [SANDBOX_JOBS.sessionStop]: async (p) => ({ result: await sessions.stop(p) }),
+    [SANDBOX_JOBS.sessionTerminal]: async (p, ctx) => ({ result: await sessions.terminal(p, ctx) }),
     [SANDBOX_JOBS.fileWrite]: async (p) => {
       const job = FileWriteJob.parse(p);
       const file = decodeFile(job.path, job.content_b64);

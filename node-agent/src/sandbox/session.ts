@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { SessionCreateJob, SessionExecJob, SessionStopJob, type ExecResult } from '@svc/shared';
+import { SANDBOX_ERRORS, SessionCreateJob, SessionExecJob, SessionStopJob, TerminalJob, type ExecResult, type TerminalResult } from '@svc/shared';
 import type { JobContext } from '../jobs/types.ts';
 import type { Box, SandboxDocker } from './docker.ts';
 import { notFound } from './errors.ts';
@@ -7,6 +7,7 @@ import { execProgram, killExec, type ExecOptions } from './exec.ts';
 import { envList, programArgv } from './program.ts';
 import { ptyExec } from './pty.ts';
 import type { Snapshots } from './snapshots.ts';
+import { runTerminal } from './terminal.ts';
 import { writeTmp } from './tmp.ts';
 
 interface Session {
@@ -15,6 +16,8 @@ interface Session {
   outputBytes: number;
   idleMs: number;
   running: number;
+  /** Terminals open (counted in `running` too). */
+  terminals: number;
   idleTimer: NodeJS.Timeout | undefined;
   stopping: Promise<void> | undefined;
 }
@@ -71,7 +74,7 @@ export class Sessions {
       await this.sd.destroyBox(box).catch(() => undefined);
       throw e;
     }
-    const s: Session = { id: job.session_id, box, outputBytes: job.limits.output_bytes, idleMs: job.idle_timeout_ms, running: 0, idleTimer: undefined, stopping: undefined };
+    const s: Session = { id: job.session_id, box, outputBytes: job.limits.output_bytes, idleMs: job.idle_timeout_ms, running: 0, terminals: 0, idleTimer: undefined, stopping: undefined };
     this.sessions.set(s.id, s);
     this.arm(s);
     return s;
@@ -102,6 +105,29 @@ export class Sessions {
       const { canceled: _, ...rest } = outcome;
       return { ...rest, oom_killed: oomKilled, image_digest: s.box.imageId };
     } finally {
+      s.running--;
+      this.arm(s);
+    }
+  }
+
+  /**
+   * An interactive terminal in the session (runTerminal), at most `max_terminals` of them open at once (above:
+   * `sandbox_busy`). The session does not idle out while one is open.
+   */
+  async terminal(payload: unknown, ctx: JobContext): Promise<TerminalResult> {
+    const job = TerminalJob.parse(payload);
+    const s = this.sessions.get(job.session_id);
+    if (!s || s.stopping) throw notFound(`no session ${job.session_id} on this node`);
+    if (s.terminals >= job.max_terminals) throw new Error(`${SANDBOX_ERRORS.busy}: session ${s.id} has ${s.terminals} terminals open, the most it may have at once; close one first`);
+    s.terminals++;
+    s.running++;
+    clearTimeout(s.idleTimer);
+    try {
+      const before = await this.sd.oom.count(s.box);
+      const out = await runTerminal(this.sd, s.box, job, ctx);
+      return { ...out, oom_killed: await this.sd.oom.killedSince(s.box, before, out.exit_code), image_digest: s.box.imageId };
+    } finally {
+      s.terminals--;
       s.running--;
       this.arm(s);
     }

@@ -6,6 +6,7 @@ import type { Idempotency } from '../../http/idempotency.ts';
 import type { SandboxExecutor } from './executor.ts';
 import type { RunRecords } from './records.ts';
 import type { SandboxSessions } from './sessions.ts';
+import type { SessionTerminals } from './session-terminals.ts';
 
 export interface SandboxDeps {
   db: Kysely<DB>;
@@ -13,6 +14,8 @@ export interface SandboxDeps {
   config: SandboxConfig;
   executor: SandboxExecutor;
   sessions: SandboxSessions;
+  /** Interactive terminals into sessions, open on this process. */
+  terminals: SessionTerminals;
   records: RunRecords;
   idempotency: Idempotency;
   publicUrl: URL;

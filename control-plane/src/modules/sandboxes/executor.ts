@@ -21,17 +21,25 @@ export interface ExecContext {
   resource: string;
   route: string;
   /** Streamed output; when absent, output is collected into the result (never stored). */
-  onOutput?: (o: JobOutput) => void;
+  onOutput?: (o: JobOutput) => unknown;
   signal?: AbortSignal;
+  /** The job went to its node (its id, for input: AgentHub.input). */
+  onSent?: (jobId: string) => void;
 }
 
 export interface ExecTarget {
-  kind: 'run' | 'exec';
+  kind: 'run' | 'exec' | 'terminal';
   jobKind: string;
   payload: Record<string, unknown>;
   nodeId?: string | undefined;
   sessionId: string | null;
   network: boolean;
+  /** The time limit, when not the program's `timeout_seconds` (a terminal's). */
+  timeoutSeconds?: number;
+  /** What the run history and the receipt call the program, when not its language (`terminal`). */
+  label?: string;
+  /** More of the job's result for the receipt's detail (how a terminal ended). */
+  detail?: (result: unknown) => Record<string, unknown>;
 }
 
 const DEFAULT_TIMEOUT_S = 30;
@@ -56,6 +64,11 @@ export class SandboxExecutor {
     return t;
   }
 
+  /** Input for a job of this process that takes it (a terminal's keystrokes): AgentHub.input. */
+  input(jobId: string, seq: number, input: unknown): boolean {
+    return this.hub.input(jobId, seq, input);
+  }
+
   costOf(durationMs: number): number {
     return Math.max(1, Math.ceil((durationMs * this.cfg.pricePerSecondMicroUsd) / 1000));
   }
@@ -72,13 +85,15 @@ export class SandboxExecutor {
   }
 
   async execute(principal: KeyPrincipal, program: ProgramInput, target: ExecTarget, ctx: ExecContext): Promise<{ result: RunResult; receipt: SignedReceipt }> {
-    const timeoutS = this.timeoutSeconds(program);
+    const timeoutS = target.timeoutSeconds ?? this.timeoutSeconds(program);
+    const label = target.label ?? (program.command ? 'command' : program.language);
     const out = { stdout: '', stderr: '' };
     const collect = (o: JobOutput) => {
       if (o.stream === 'stdout' || o.stream === 'stderr') out[o.stream] += o.data;
     };
     const settled = await this.metering.meter(
-      { principal, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: this.costOf(timeoutS * 1000 + 5000), route: ctx.route, resource: ctx.resource },
+      // A terminal's hold lasts as long as the terminal: a row of its own, not a credit lease's.
+      { principal, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: this.costOf(timeoutS * 1000 + 5000), route: ctx.route, resource: ctx.resource, durable: target.kind === 'terminal' },
       async () => {
         const job = await this.hub.dispatch({
           kind: target.jobKind,
@@ -90,6 +105,7 @@ export class SandboxExecutor {
           retryable: target.kind === 'run',
           onOutput: ctx.onOutput ?? collect,
           signal: ctx.signal,
+          onSent: ctx.onSent,
         });
         const r = ExecResult.parse(job.result);
         return {
@@ -104,9 +120,10 @@ export class SandboxExecutor {
               image_digest: r.image_digest,
               timed_out: r.timed_out,
               oom_killed: r.oom_killed,
-              language: program.command ? 'command' : program.language,
+              language: label,
               network: target.network,
               session_id: target.sessionId,
+              ...target.detail?.(job.result),
             },
           },
         };
@@ -121,7 +138,7 @@ export class SandboxExecutor {
       key_id: principal.keyId,
       session_id: target.sessionId,
       node_id: nodeId,
-      language: program.command ? 'command' : program.language,
+      language: label,
       network: target.network,
       status,
       exit_code: r.exit_code,

@@ -35,6 +35,7 @@ export function sandboxError(e: unknown): never {
   if (msg.includes(SANDBOX_ERRORS.badPath)) throw new ServiceError('invalid_request', 'path: must stay inside the workspace (no "..", no absolute path elsewhere)', { param: 'path' });
   if (msg.includes(SANDBOX_ERRORS.notFound)) throw new ServiceError('not_found', msg.replace(/^.*sandbox_not_found:?\s*/, '') || 'Not found in the workspace');
   if (msg.includes(SANDBOX_ERRORS.tooLarge)) throw new ServiceError('payload_too_large', `Workspace files are limited to ${MAX_FILE_BYTES} bytes`);
+  if (msg.includes(SANDBOX_ERRORS.busy)) throw new ServiceError('conflict', msg.replace(/^.*sandbox_busy:?\s*/, ''), { reason: 'terminal_limit' });
   throw e;
 }
 
@@ -204,6 +205,12 @@ export class SandboxSessions {
       .set((eb) => ({ exec_count: eb('exec_count', '+', 1), cost_micro_usd: eb('cost_micro_usd', '+', cost), last_active_at: this.clock.now() }))
       .where('id', '=', id)
       .execute();
+  }
+
+  /** Sessions in use without execs (an open terminal): active now, so their idle timeout starts over. */
+  async touch(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.updateTable('sandbox_sessions').set({ last_active_at: this.clock.now() }).where('id', 'in', ids).where('status', '=', 'running').where('stopped_at', 'is', null).execute();
   }
 
   private async fileJob(accountId: string, id: string, kind: string, payload: Record<string, unknown>) {

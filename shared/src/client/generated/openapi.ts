@@ -5840,6 +5840,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/sessions/{id}/terminal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An interactive terminal into the session over WebSocket: keystrokes, resizes and signals in, screen output out; metered per second
+         * @description A WebSocket (send the GET as an upgrade; a plain GET is 426). The terminal runs a shell (bash where the image has it, else sh) under a TTY in the session's container, for as long as the connection stays open, metered per second as an exec is (held for the wall-clock limit, charged for the seconds it was open; a 402 comes before the upgrade).
+         *
+         *     Caller to gateway: binary frames are keystrokes (raw bytes, at most 64 KiB a frame); text frames are JSON, {"type":"resize","cols":C,"rows":R} or {"type":"signal","name":"INT"|"QUIT"|"TSTP"|"HUP"|"TERM"|"KILL"} (INT, QUIT, TSTP as the terminal's control characters; HUP, TERM, KILL sent to the shell's process group). Any other text frame closes the connection (1008).
+         *
+         *     Gateway to caller: a text frame {"type":"ready", ...limits} first, then binary frames of screen output, and at the end a text frame {"type":"exit","code","reason":"exited"|"closed"|"idle"|"timed_out","duration_ms","cost_micro_usd","receipt"} and close 1000, or {"type":"error","error":{type,message}} and close 1011.
+         *
+         *     Closing the connection kills the terminal's processes. A terminal with neither input nor output for the idle limit is closed (reason idle); one open past the wall-clock limit is killed (reason timed_out). A session has at most a few terminals open at once (409, reason terminal_limit). Screen output a slow caller does not read holds the terminal's program back; input past a window of 64 KiB not yet taken by the terminal pauses the caller's connection.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Initial width in columns */
+                    cols?: number;
+                    /** @description Initial height in rows */
+                    rows?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Switching Protocols: the WebSocket */
+                101: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/terminal/run": {
         parameters: {
             query?: never;
