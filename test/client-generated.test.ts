@@ -117,6 +117,16 @@ describe('the client error object', () => {
     expect(limited.retryAfterSeconds).toBeLessThanOrEqual(60);
   });
 
+  it("the generated client carries the client's credential; a call may name another or none", async () => {
+    const s = await t.signIn();
+    const me = await s.client.call(s.client.api.GET('/v1/auth/me'));
+    expect(me.account_id).toBe(s.accountId);
+    const anonymous = await caught(s.client.request('GET', '/v1/auth/me', { credential: null }));
+    expect({ status: anonymous.status, type: anonymous.type }).toEqual({ status: 401, type: 'authentication_required' });
+    const other = await t.signIn();
+    expect((await t.client.request<{ account_id: string }>('GET', '/v1/auth/me', { credential: { kind: 'session', token: other.token } })).account_id).toBe(other.accountId);
+  });
+
   it('reads Retry-After as seconds or an HTTP date, and only on a 429 or 503', () => {
     const now = Date.parse('2026-11-24T12:00:00Z');
     expect(retryAfterSeconds('17', now)).toBe(17);

@@ -71,6 +71,9 @@ function queryString(query: RequestOptions['query']): string {
   return q.toString();
 }
 
+/** A request header that asks for no credential at all (sign-in); the middleware removes it before sending. */
+const NO_CREDENTIAL = 'x-svc-client-no-credential';
+
 /** An answer the caller reads itself: the request was sent, and openapi-fetch is handed this empty one to parse. */
 const HANDED_OVER = () => new Response(null, { status: 204 });
 
@@ -83,7 +86,7 @@ const HANDED_OVER = () => new Response(null, { status: 204 });
 export class SvcClient {
   readonly baseUrl: string;
   credential: Credential;
-  /** The generated client, for any route without a method here; credentials are the caller's to add (see `auth`). */
+  /** The generated client, for any route without a method here; it sends this client's credential. */
   readonly api: ApiClient;
   private readonly fetchImpl: typeof fetch;
 
@@ -92,16 +95,24 @@ export class SvcClient {
     this.credential = opts.credential;
     this.fetchImpl = opts.fetch ?? ((input, init) => fetch(input, init));
     this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (req) => this.fetchImpl(req), bodySerializer: serializeBody });
+    // The credential goes on every request that names none itself; `auth(null)` asks for none.
+    this.api.use({
+      onRequest: ({ request }) => {
+        if (request.headers.has(NO_CREDENTIAL)) request.headers.delete(NO_CREDENTIAL);
+        else if (this.credential && !request.headers.has('authorization')) request.headers.set('authorization', `Bearer ${this.credential.token}`);
+        return undefined;
+      },
+    });
   }
 
   withCredential(credential: Credential): SvcClient {
     return new SvcClient({ baseUrl: this.baseUrl, credential, fetch: this.fetchImpl });
   }
 
-  /** The authorization header of this client's credential, or of `override` (null: none at all). */
+  /** Headers for a call that overrides the credential: another one, or none at all (null). */
   auth(override?: Credential | null): Record<string, string> {
-    const cred = override === null ? undefined : (override ?? this.credential);
-    return cred ? { authorization: `Bearer ${cred.token}` } : {};
+    if (override === null) return { [NO_CREDENTIAL]: '1' };
+    return override ? { authorization: `Bearer ${override.token}` } : {};
   }
 
   /** Unwraps a generated call: the data of a 2xx, else ApiError with the envelope as sent. */
@@ -164,10 +175,10 @@ export class SvcClient {
 
   // platform
   banner() {
-    return this.call(this.api.GET('/', { headers: this.auth() }));
+    return this.call(this.api.GET('/'));
   }
   status() {
-    return this.call(this.api.GET('/v1/status', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/status'));
   }
 
   // identity
@@ -203,99 +214,99 @@ export class SvcClient {
   }
 
   me() {
-    return this.call(this.api.GET('/v1/auth/me', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/auth/me'));
   }
   sessions() {
-    return this.call(this.api.GET('/v1/auth/sessions', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/auth/sessions'));
   }
   logout() {
-    return this.call(this.api.POST('/v1/auth/logout', { headers: this.auth() }));
+    return this.call(this.api.POST('/v1/auth/logout'));
   }
   logoutAll() {
-    return this.call(this.api.POST('/v1/auth/logout-all', { headers: this.auth() }));
+    return this.call(this.api.POST('/v1/auth/logout-all'));
   }
   wallets() {
-    return this.call(this.api.GET('/v1/auth/wallets', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/auth/wallets'));
   }
   async linkWallet(signer: MessageSigner, opts: { chainId?: number; issuedAt?: Date } = {}) {
     const { nonce } = await this.nonce();
     const message = this.siweMessage(signer.address, nonce, { ...opts, statement: 'Link this wallet to my gateway account.' });
     const signature = await signer.signMessage({ message });
-    return this.call(this.api.POST('/v1/auth/wallets', { body: { message, signature }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/auth/wallets', { body: { message, signature } }));
   }
   unlinkWallet(address: string) {
-    return this.call(this.api.DELETE('/v1/auth/wallets/{addr}', { params: { path: { addr: address } }, headers: this.auth() }));
+    return this.call(this.api.DELETE('/v1/auth/wallets/{addr}', { params: { path: { addr: address } } }));
   }
 
   // keys
   createKey(input: KeyInput = {}) {
-    return this.call(this.api.POST('/v1/keys', { body: input, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/keys', { body: input }));
   }
   listKeys() {
-    return this.call(this.api.GET('/v1/keys', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/keys'));
   }
   revokeKey(id: string) {
-    return this.call(this.api.DELETE('/v1/keys/{id}', { params: { path: { id } }, headers: this.auth() }));
+    return this.call(this.api.DELETE('/v1/keys/{id}', { params: { path: { id } } }));
   }
   rotateKey(id: string, graceSeconds?: number) {
-    return this.call(this.api.POST('/v1/keys/{id}/rotate', { params: { path: { id } }, body: graceSeconds === undefined ? {} : { grace_seconds: graceSeconds }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/keys/{id}/rotate', { params: { path: { id } }, body: graceSeconds === undefined ? {} : { grace_seconds: graceSeconds } }));
   }
   unfreezeKey(id: string) {
-    return this.call(this.api.POST('/v1/keys/{id}/unfreeze', { params: { path: { id } }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/keys/{id}/unfreeze', { params: { path: { id } } }));
   }
   /** Called with an API key credential: mints a child of that key. */
   delegateKey(input: KeyInput = {}) {
-    return this.call(this.api.POST('/v1/keys/delegate', { body: input, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/keys/delegate', { body: input }));
   }
 
   // fleet nodes
   /** The public node registry: the gateway, TEE backends, then enrolled nodes (no credential needed). */
   nodes() {
-    return this.call(this.api.GET('/v1/nodes', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/nodes'));
   }
   /** Session: enrolls a node for the signed-in account; the nk-svc_ key in the answer is shown once. */
   enrollNode(input: NodeEnrollInput) {
-    return this.call(this.api.POST('/v1/nodes/enroll', { body: input, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/nodes/enroll', { body: input }));
   }
   /** Session, node owner: sets or clears the `disabled` or `draining` gate. */
   gateNode(id: string, gate: NodeGate, set: boolean) {
-    return this.call(this.api.POST('/v1/nodes/{id}/{gate}', { params: { path: { id, gate } }, body: { set }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/nodes/{id}/{gate}', { params: { path: { id, gate } }, body: { set } }));
   }
   /** Admin token (a `bearer` credential): sets or clears the `disabled` or `draining` gate of any node, house nodes included. */
   adminGateNode(id: string, gate: NodeGate, set: boolean) {
-    return this.call(this.api.POST('/v1/admin/nodes/gate', { body: { node_id: id, gate, set }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/admin/nodes/gate', { body: { node_id: id, gate, set } }));
   }
   /** Admin token (a `bearer` credential): approves a node for scheduling, or withdraws the approval. */
   approveNode(id: string, approved = true) {
-    return this.call(this.api.POST('/v1/admin/nodes/approve', { body: { node_id: id, approved }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/admin/nodes/approve', { body: { node_id: id, approved } }));
   }
 
   // money
   /** Session: the credit position (balance, held, leased, spendable). */
   balance(): Promise<Balance> {
-    return this.call(this.api.GET('/v1/billing/balance', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/billing/balance'));
   }
   /** Public: how to pay (treasury, chains, USDT contracts, confirmations). */
   billingMethods(): Promise<BillingMethods> {
-    return this.call(this.api.GET('/v1/billing/methods', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/billing/methods'));
   }
   /** Session: verifies an on-chain USDT transfer to the treasury and credits it once. */
   deposit(input: DepositInput): Promise<Deposit> {
-    return this.call(this.api.POST('/v1/billing/deposits', { body: input, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/billing/deposits', { body: input }));
   }
   /** Session: lifetime totals, the 25 latest events and 14 daily buckets. */
   usage() {
-    return this.call(this.api.GET('/v1/usage', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/usage'));
   }
   /** Session: one page of metering events, newest first. */
   async usageEvents(query: Omit<UsageEventsQuery, 'format'> = {}) {
-    const page = await this.call(this.api.GET('/v1/usage/events', { params: { query: { ...query, format: 'json' } }, headers: this.auth() }));
+    const page = await this.call(this.api.GET('/v1/usage/events', { params: { query: { ...query, format: 'json' } } }));
     if (typeof page === 'string') throw new ApiError(502, { error: { type: 'upstream_error', message: 'gateway sent CSV where JSON was asked for' } }, new Headers());
     return page;
   }
   /** Session: one page of metering events as CSV (with its header line), and the cursor of the next page. */
   async usageEventsCsv(query: Omit<UsageEventsQuery, 'format'> = {}): Promise<{ csv: string; next_cursor: string | null }> {
-    const out = await this.api.GET('/v1/usage/events', { params: { query: { ...query, format: 'csv' } }, headers: this.auth(), parseAs: 'text' });
+    const out = await this.api.GET('/v1/usage/events', { params: { query: { ...query, format: 'csv' } }, parseAs: 'text' });
     const csv = await this.call(Promise.resolve(out));
     return { csv: csv ?? '', next_cursor: out.response.headers.get('x-next-cursor') };
   }
@@ -303,25 +314,25 @@ export class SvcClient {
   // receipts
   /** Public: the receipt signer's address and scheme. */
   receiptPubkey() {
-    return this.call(this.api.GET('/v1/receipts/pubkey', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/receipts/pubkey'));
   }
   /** Session: one of your stored receipts, by request id or usage-event id. */
   receipt(id: string) {
-    return this.call(this.api.GET('/v1/receipts/{id}', { params: { path: { id } }, headers: this.auth() }));
+    return this.call(this.api.GET('/v1/receipts/{id}', { params: { path: { id } } }));
   }
 
   // inference
   /** Public: the models served, with prices. */
   models() {
-    return this.call(this.api.GET('/v1/models', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/models'));
   }
   /** API key: a chat completion answered as one JSON object (receipt in the x-svc-* headers). */
   chatCompletion(input: ChatCompletionInput) {
-    return this.call(this.api.POST('/v1/chat/completions', { body: { ...input, stream: false }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/chat/completions', { body: { ...input, stream: false } }));
   }
   /** API key: a streamed chat completion; the unread SSE Response (read it with `sseFrames`), or ApiError before the stream begins. */
   async chatCompletionStream(input: ChatCompletionInput, signal?: AbortSignal): Promise<Response> {
-    const out = await this.api.POST('/v1/chat/completions', { body: { ...input, stream: true }, headers: this.auth(), parseAs: 'stream', signal });
+    const out = await this.api.POST('/v1/chat/completions', { body: { ...input, stream: true }, parseAs: 'stream', signal });
     if (!out.response.ok) throw new ApiError(out.response.status, out.error, out.response.headers);
     return out.response;
   }
@@ -329,32 +340,32 @@ export class SvcClient {
   // sandboxes
   /** API key: a one-shot sandbox run answered when it ends (receipt in the x-svc-* headers). */
   runSandbox(input: SandboxRunInput, headers: Record<string, string> = {}) {
-    return this.call(this.api.POST('/v1/sandboxes', { body: { ...input, stream: false }, headers: { ...this.auth(), ...headers } }));
+    return this.call(this.api.POST('/v1/sandboxes', { body: { ...input, stream: false }, headers }));
   }
   /** API key: a one-shot sandbox run streamed as SSE (stdout, stderr, result, receipt; `error` on failure). */
   async runSandboxStream(input: SandboxRunInput, opts: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
-    const out = await this.api.POST('/v1/sandboxes', { body: { ...input, stream: true }, headers: { ...this.auth(), ...opts.headers }, parseAs: 'stream', signal: opts.signal });
+    const out = await this.api.POST('/v1/sandboxes', { body: { ...input, stream: true }, headers: opts.headers, parseAs: 'stream', signal: opts.signal });
     if (!out.response.ok) throw new ApiError(out.response.status, out.error, out.response.headers);
     return out.response;
   }
 
   // webhooks
   webhooks() {
-    return this.call(this.api.GET('/v1/webhooks', { headers: this.auth() }));
+    return this.call(this.api.GET('/v1/webhooks'));
   }
   /** Session: the answer carries the signing secret, shown once. */
   createWebhook(input: WebhookInput) {
-    return this.call(this.api.POST('/v1/webhooks', { body: input, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/webhooks', { body: input }));
   }
   deleteWebhook(id: string) {
-    return this.call(this.api.DELETE('/v1/webhooks/{id}', { params: { path: { id } }, headers: this.auth() }));
+    return this.call(this.api.DELETE('/v1/webhooks/{id}', { params: { path: { id } } }));
   }
   /** Session: queues a synthetic `webhook_test` event for the webhook. */
   testWebhook(id: string) {
-    return this.call(this.api.POST('/v1/webhooks/{id}/test', { params: { path: { id } }, headers: this.auth() }));
+    return this.call(this.api.POST('/v1/webhooks/{id}/test', { params: { path: { id } } }));
   }
   /** Session: the last 50 delivery attempts, newest first. */
   webhookDeliveries(id: string) {
-    return this.call(this.api.GET('/v1/webhooks/{id}/deliveries', { params: { path: { id } }, headers: this.auth() }));
+    return this.call(this.api.GET('/v1/webhooks/{id}/deliveries', { params: { path: { id } } }));
   }
 }
