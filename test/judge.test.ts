@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyMessage } from 'ethers';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import type { Scope } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.ts';
 import { launchChromium } from './support/browser.ts';
+import { openPublicPage } from './support/public-page.ts';
 import { call } from './support/call.ts';
 import { buf, hex, mth, rootFromPath } from './support/merkle.ts';
 
@@ -313,32 +314,4 @@ describe('judge verdicts', () => {
   });
 });
 
-interface Opened {
-  page: Page;
-  status: number;
-  verdict: string;
-  checks: Record<string, string>;
-  requests: string[];
-}
-
-/** Opens a page of the gateway in Chromium, optionally altering its HTML on the way, and waits for the script's verdict. */
-async function open(path: string, alter?: (html: string) => string): Promise<Opened> {
-  const page = await context.newPage();
-  const requests: string[] = [];
-  page.on('request', (r) => requests.push(r.url()));
-  if (alter) {
-    await page.route(`${t.url}${path}`, async (route) => {
-      const res = await route.fetch();
-      const body = await res.text();
-      const altered = alter(body);
-      expect(altered, 'the alteration changed nothing').not.toBe(body);
-      await route.fulfill({ response: res, body: altered });
-    });
-  }
-  const res = await page.goto(`${t.url}${path}`);
-  await expect.poll(() => page.getAttribute('#verdict', 'data-verdict'), { timeout: 15_000 }).not.toBe('pending');
-  const checks: Record<string, string> = {};
-  for (const el of await page.locator('[data-check]').all()) checks[(await el.getAttribute('data-check'))!] = (await el.getAttribute('data-state'))!;
-  expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390); // readable on a phone
-  return { page, status: res!.status(), verdict: (await page.getAttribute('#verdict', 'data-verdict'))!, checks, requests };
-}
+const open = (path: string, alter?: (html: string) => string) => openPublicPage(context, t.url, path, alter);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { launchChromium } from './support/browser.ts';
+import { openPublicPage, type OpenedPage } from './support/public-page.ts';
 import { notarize, notaryAccount } from './support/notary.ts';
 
 /**
@@ -31,38 +32,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface Opened {
-  page: Page;
-  status: number;
-  verdict: string;
-  checks: Record<string, string>;
-  requests: string[];
-}
+const open = (path: string, alter?: (html: string) => string) => openPublicPage(context, t.url, path, alter);
 
-/** Opens a page of the gateway, optionally altering its HTML on the way, and waits for the script's verdict. */
-async function open(path: string, alter?: (html: string) => string): Promise<Opened> {
-  const page = await context.newPage();
-  const requests: string[] = [];
-  page.on('request', (r) => requests.push(r.url()));
-  if (alter) {
-    await page.route(`${t.url}${path}`, async (route) => {
-      const res = await route.fetch();
-      const body = await res.text();
-      const altered = alter(body);
-      expect(altered, 'the alteration changed nothing').not.toBe(body);
-      await route.fulfill({ response: res, body: altered });
-    });
-  }
-  const res = await page.goto(`${t.url}${path}`);
-  await expect.poll(() => page.getAttribute('#verdict', 'data-verdict'), { timeout: 15_000 }).not.toBe('pending');
-  const checks: Record<string, string> = {};
-  for (const el of await page.locator('[data-check]').all()) checks[(await el.getAttribute('data-check'))!] = (await el.getAttribute('data-state'))!;
-  // Readable on a phone: nothing wider than the screen.
-  expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-  return { page, status: res!.status(), verdict: (await page.getAttribute('#verdict', 'data-verdict'))!, checks, requests };
-}
-
-function expectOwnOrigin(o: Opened) {
+function expectOwnOrigin(o: OpenedPage) {
   expect(o.requests.length).toBeGreaterThan(0);
   for (const u of o.requests) expect(new URL(u).origin, u).toBe(t.url);
   expect(o.requests.some((u) => new URL(u).pathname === '/assets/verify.js')).toBe(true);
