@@ -10,6 +10,10 @@ import { registerRun } from './commands/run.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerUsage } from './commands/usage.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
+import { registerSandbox } from './commands/sandbox.ts';
+import { registerFiles } from './commands/files.ts';
+import { registerBatches } from './commands/batches.ts';
+import { registerVideos } from './commands/videos.ts';
 import { DEFAULT_URL, resolvedUrl } from './context.ts';
 import { commandExitCode, reportError } from './errors.ts';
 
@@ -33,6 +37,10 @@ function buildProgram(): Command {
   registerUsage(program);
   registerReceipts(program);
   registerWebhooks(program);
+  registerSandbox(program);
+  registerFiles(program);
+  registerBatches(program);
+  registerVideos(program);
   oneLineErrors(program);
   return program;
 }
