@@ -161,7 +161,20 @@ describe.skipIf(!enabled)('svc files and svc batches', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^file-\S+\n$/);
     expect(r.stderr).not.toContain('\r'); // no progress bar where stderr is not a terminal
-  });
+
+    // On a terminal a large file gets a progress bar of bytes on stderr, and stdout still has only the id.
+    const big = local('big.jsonl', jsonl(Array.from({ length: 16_000 }, (_, i) => chatLine(`q${i}`))));
+    const term = ptySpawn(process.execPath, [join(ROOT, 'cli/bin/svc.js'), '--url', t.url, 'files', 'upload', big], {
+      cols: 120,
+      rows: 24,
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: tmp, SVC_KEY: key, SVC_CONFIG_DIR: join(tmp, 'config') },
+    });
+    const screen = watch(term);
+    expect(await screen.exit).toBe(0);
+    expect(screen.text).toMatch(/uploading big\.jsonl \[#{30}\] 100% {2}\d\.\d MiB of \d\.\d MiB/);
+    expect(screen.text).toMatch(/\x1b\[2Kfile-[\w-]+\r\n/); // the bar erased, then the id
+  }, 60_000);
 
   it('batches create --wait runs bare request bodies as a batch and writes its output file', async () => {
     const input = local('questions.jsonl', ['one', 'two', 'three'].map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }] })).join('\n') + '\n');
