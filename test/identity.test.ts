@@ -77,6 +77,24 @@ describe('SIWE sign-in', () => {
     expect(e.message).toMatch(/expired/);
   });
 
+  it('purges expired nonces on the leader\'s loop; a used nonce stays refused once its row is gone', async () => {
+    const db = t.gw.database.db;
+    const account = privateKeyToAccount(generatePrivateKey());
+    const used = await t.client.nonce();
+    const message = t.client.siweMessage(account.address, used.nonce, { issuedAt: t.clock.now() });
+    const signature = await account.signMessage({ message });
+    await t.client.verify(message, signature);
+    const waiting = await t.client.nonce();
+    const rows = async (n: string) => (await db.selectFrom('siwe_nonces').select('nonce').where('nonce', '=', n).execute()).length;
+    await t.gw.leader.runAllOnce(); // nothing has expired yet
+    expect([await rows(used.nonce), await rows(waiting.nonce)]).toEqual([1, 1]);
+    t.clock.advance(5 * 60_000);
+    await t.gw.leader.runAllOnce();
+    expect([await rows(used.nonce), await rows(waiting.nonce)]).toEqual([0, 0]);
+    // Gone is refused as used or expired was: nothing deleted can be replayed.
+    await expectApiError(t.client.verify(message, signature), 401, 'invalid_siwe');
+  });
+
   it('refuses a message for another domain, another origin, another chain, or not yet valid', async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const host = new URL(t.url).host;

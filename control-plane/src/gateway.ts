@@ -278,6 +278,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'purge_expired_ghosts', everyMs: 60_000, run: async () => void (await mandates.ghosts.purgeExpired()) }); // mandates: ghost sessions
   leader.add({ name: 'eval_monitors', everyMs: 60_000, run: () => evals.monitors.runDue() }); // quality
   leader.add({ name: 'purge_idle_mcp_sessions', everyMs: 300_000, run: async () => void (await mcp.sessions.purgeIdle()) }); // mcp
+  leader.add({ name: 'purge_siwe_nonces', everyMs: 3600_000, run: async () => void (await identity.purgeNonces()) }); // sign-in nonces
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 

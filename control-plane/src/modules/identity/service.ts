@@ -56,6 +56,15 @@ export class IdentityService {
     return { nonce, expires_at: expires.toISOString() };
   }
 
+  /**
+   * Deletes expired nonces (the leader's loop). Safe at any time: an expired nonce is refused anyway, and an
+   * unknown one is refused the same way, so nothing deleted can be replayed. Returns how many went.
+   */
+  async purgeNonces(): Promise<number> {
+    const r = await this.db.deleteFrom('siwe_nonces').where('expires_at', '<=', this.clock.now()).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
   /** Consumes a nonce: true once for an issued, unexpired, unused nonce; never again. */
   private async consumeNonce(trx: Kysely<DB>, nonce: string, now: Date): Promise<void> {
     const r = await trx
