@@ -2,9 +2,8 @@ import { z } from 'zod';
 import { ServiceError, deliveredText, type SignedReceipt } from '@svc/shared';
 import { assertModelAllowed } from '../../../http/key-bounds.ts';
 import type { CallContext, ChatSink, Chunk, InferenceService, StreamEnd } from '../../inference/service.ts';
-import { RequestGuard, checkPolicy } from '../../guardrails/enforce.ts';
+import { guardRequest, type RequestGuard } from '../../guardrails/enforce.ts';
 import type { Mode } from '../../guardrails/scanner.ts';
-import type { ActivePolicy } from '../../policies/service.ts';
 import type { McpTool, ToolAnswer, ToolContext } from './registry.ts';
 
 const Message = z.object({
@@ -72,16 +71,6 @@ export function chatTool(inference: InferenceService, guardrailsMode: Mode): Mcp
     ...(guard ? { guard } : {}),
   });
 
-  /** The key's policy, as the inference routes apply it: model and output limit checked, the input scanned. */
-  function guardOf(ctx: ToolContext, body: Record<string, unknown>): RequestGuard | undefined {
-    const policy = ctx.principal.policy as ActivePolicy | null | undefined;
-    if (!policy) return undefined;
-    checkPolicy(policy, 'chat.completions', body);
-    const guard = new RequestGuard(policy, guardrailsMode);
-    guard.input('chat.completions', body);
-    return guard;
-  }
-
   async function once(body: Record<string, unknown>, ctx: ToolContext, guard: RequestGuard | undefined): Promise<Answer> {
     const a = await inference.chat(ctx.principal, body, context(ctx, guard));
     const choice = (Array.isArray(a.body.choices) ? a.body.choices[0] : undefined) as { message?: unknown; finish_reason?: string | null } | undefined;
@@ -115,7 +104,7 @@ export function chatTool(inference: InferenceService, guardrailsMode: Mode): Mcp
       const body: Record<string, unknown> = { model: args.model, messages: args.messages };
       if (args.max_tokens !== undefined) body.max_tokens = args.max_tokens;
       if (args.temperature !== undefined) body.temperature = args.temperature;
-      const guard = guardOf(ctx, body); // guardrails: the key's policy
+      const guard = guardRequest(ctx.principal, 'chat.completions', body, guardrailsMode); // guardrails: the key's policy, as on a request of it
       const a = ctx.progress ? await streamed(body, ctx, guard, ctx.progress) : await once(body, ctx, guard);
       return {
         content: [{ type: 'text', text: a.text }],
