@@ -195,7 +195,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   metering.onBalance(alerts.observe);
   const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
   const judge = new JudgeService({ db, clock, signer: signerSvc, sealKey: seal, anchors, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, publicUrl: config.publicUrl }); // quality
-  for (const [name, source] of Object.entries(judge.explorerSources())) explorer.register(name, source); // explorer
+  explorer.register('verdicts', judge.explorerSource()); // explorer
   const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
   const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });

@@ -3,9 +3,9 @@ import type { Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import { ExplorerStore } from './store.ts';
 
-/** A count another module adds to the explorer (sealed calls, passports, ...), and its recent public items. */
+/** Counts another module adds to the explorer (sealed calls, passports, ...), and its recent public items. */
 export interface ExplorerSource {
-  count(): Promise<number>;
+  counts(): Promise<Record<string, number>>;
   recent?(limit: number): Promise<unknown[]>;
 }
 
@@ -32,7 +32,7 @@ export class Explorer {
     this.store = new ExplorerStore(db);
   }
 
-  /** Adds a module's count (under `name` in `counts`) and, if it has one, its recent items (under `recent`). */
+  /** Adds a module's counts (merged into `counts`) and, if it has them, its recent items (under `recent[name]`). */
   register(name: string, source: ExplorerSource): void {
     this.sources.set(name, source);
   }
@@ -50,7 +50,7 @@ export class Explorer {
   private async build(): Promise<ExplorerSnapshot> {
     const [counts, shared, anchors] = await Promise.all([this.store.counts(), this.store.recentShared(RECENT), this.store.recentBatches(RECENT)]);
     const extra = await Promise.all(
-      [...this.sources].map(async ([name, s]) => [name, await s.count(), s.recent ? await s.recent(RECENT) : undefined] as const),
+      [...this.sources].map(async ([name, s]) => [name, await s.counts(), s.recent ? await s.recent(RECENT) : undefined] as const),
     );
     const recent: Record<string, unknown[]> = {
       shared_receipts: shared.map((r) => ({ id: r.id, kind: r.kind, created_at: r.created_at.toISOString(), shared_at: r.shared_at.toISOString(), page_url: `${this.publicBase}/r/${encodeURIComponent(r.id)}` })),
@@ -63,8 +63,8 @@ export class Explorer {
       })),
     };
     const all: Record<string, number> = { ...counts };
-    for (const [name, n, items] of extra) {
-      all[name] = n;
+    for (const [name, counts, items] of extra) {
+      Object.assign(all, counts);
       if (items) recent[name] = items;
     }
     return { counts: all, recent, generated_at: this.clock.now().toISOString(), cache_seconds: EXPLORER_CACHE_MS / 1000 };

@@ -89,11 +89,13 @@ export class JudgeService {
     this.sealer = new Sealer(d.sealKey);
     this.base = d.publicUrl.href.replace(/\/+$/, '');
   }
-  /** For the explorer: signed verdicts, and (separately) the published ones. */
-  explorerSources() {
+  /** For the explorer: signed verdicts, and how many are published (one query). */
+  explorerSource() {
     return {
-      verdicts: { count: async () => (await verdictCounts(this.d.db)).all },
-      published_verdicts: { count: async () => (await verdictCounts(this.d.db)).published },
+      counts: async () => {
+        const c = await verdictCounts(this.d.db);
+        return { verdicts: c.all, published_verdicts: c.published };
+      },
     };
   }
 

@@ -150,7 +150,7 @@ export class PassportsService {
   /** For the explorer: how many passports, and the newest minted. */
   explorerSource() {
     return {
-      count: async () => (await this.store.minted(0)).count,
+      counts: async () => ({ passports: (await this.store.minted(0)).count }),
       recent: async (limit: number) => (await this.store.minted(limit)).newest.map((h) => this.entry(h)),
     };
   }
