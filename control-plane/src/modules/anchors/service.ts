@@ -37,6 +37,15 @@ export interface AnchorField {
 }
 
 const HASH = /^0x[0-9a-f]{64}$/;
+
+/** The items with their hashes lower-cased; a hash that is not 32 bytes of 0x-hex is a bug of the caller. */
+function checked(kind: string, items: Array<{ ref: string; hash: string }>): Array<{ ref: string; hash: string }> {
+  return items.map((i) => {
+    const hash = i.hash.toLowerCase();
+    if (!HASH.test(hash)) throw new Error(`anchors: ${kind} ${i.ref}: not a 32-byte hash: ${i.hash}`);
+    return { ref: i.ref, hash };
+  });
+}
 /** A failed attempt is tried again after 30 s, doubling up to an hour. */
 const backoffMs = (attempts: number) => Math.min(3_600_000, 30_000 * 2 ** Math.max(0, attempts - 1));
 
@@ -65,9 +74,7 @@ export class Anchors {
 
   /** Queues `hash` (0x-hex, 32 bytes) of the artifact `kind`/`ref` for the next batch; once per triple. */
   async enqueue(kind: string, ref: string, hash: string): Promise<void> {
-    const h = hash.toLowerCase();
-    if (!HASH.test(h)) throw new Error(`anchors: ${kind} ${ref}: not a 32-byte hash: ${hash}`);
-    await this.store.enqueue(kind, ref, h, this.clock.now());
+    await this.store.enqueueMany(kind, checked(kind, [{ ref, hash }]), this.clock.now());
   }
 
   /** Queues the hash if it is not yet, and returns the artifact's anchor field. */
@@ -84,8 +91,7 @@ export class Anchors {
    * queued first (so an artifact whose process died before it was queued is queued on its next read).
    */
   async fields(kind: string, items: Array<{ ref: string; hash: string }>, track = false): Promise<AnchorField[]> {
-    const wanted = items.map((i) => ({ ref: i.ref, hash: i.hash.toLowerCase() }));
-    for (const w of wanted) if (!HASH.test(w.hash)) throw new Error(`anchors: ${kind} ${w.ref}: not a 32-byte hash: ${w.hash}`);
+    const wanted = checked(kind, items);
     if (track) await this.store.enqueueMany(kind, wanted, this.clock.now());
     const leaves = await this.store.leaves(kind, [...new Set(wanted.map((w) => w.ref))]);
     const roots = [...new Set(leaves.map((l) => l.batch_root).filter((r): r is string => r !== null))];

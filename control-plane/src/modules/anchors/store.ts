@@ -14,11 +14,6 @@ export interface LeafRow {
 export class AnchorStore {
   constructor(private readonly db: Kysely<DB>) {}
 
-  /** Queues a leaf once per (kind, ref, hash). */
-  async enqueue(kind: string, ref: string, hash: string, at: Date): Promise<void> {
-    await this.db.insertInto('anchor_leaves').values({ kind, ref, hash, created_at: at }).onConflict((oc) => oc.columns(['kind', 'ref', 'hash']).doNothing()).execute();
-  }
-
   /** Queues many leaves of one kind at once (each once per (kind, ref, hash)). */
   async enqueueMany(kind: string, items: Array<{ ref: string; hash: string }>, at: Date): Promise<void> {
     if (items.length === 0) return;
