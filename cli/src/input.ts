@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { InvalidArgumentError } from 'commander';
 import { usageError } from './errors.ts';
 
 /** All of stdin as text. */
@@ -16,4 +17,21 @@ export async function readInput(path: string, what: string): Promise<string> {
   } catch (err) {
     throw usageError(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+}
+
+/** An option parser for whole seconds from 1 to `max`. */
+export function wholeSeconds(max: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || n < 1 || n > max) throw new InvalidArgumentError(`expected whole seconds, 1 to ${max}`);
+    return n;
+  };
+}
+
+/** A repeatable `NAME=value` option, collected into an environment. */
+export function collectEnv(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const eq = value.indexOf('=');
+  const name = value.slice(0, eq);
+  if (eq < 1 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new InvalidArgumentError(`expected NAME=value, got "${value}"`);
+  return { ...previous, [name]: value.slice(eq + 1) };
 }

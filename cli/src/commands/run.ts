@@ -1,9 +1,9 @@
 import { extname } from 'node:path';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { sseFrames, type SandboxRun, type SandboxRunInput } from '@svc/shared/client';
 import { context, keyClient } from '../context.ts';
 import { CliError, EXIT_FAILURE, setExitCode, usageError } from '../errors.ts';
-import { readInput } from '../input.ts';
+import { collectEnv, readInput, wholeSeconds } from '../input.ts';
 import { progress } from '../progress.ts';
 import { usd } from '../output.ts';
 
@@ -24,18 +24,7 @@ interface RunOptions {
   stdin?: string;
 }
 
-function seconds(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 3600) throw new InvalidArgumentError('expected whole seconds, 1 to 3600');
-  return n;
-}
-
-function collectEnv(value: string, previous: Record<string, string> = {}): Record<string, string> {
-  const eq = value.indexOf('=');
-  const name = value.slice(0, eq);
-  if (eq < 1 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new InvalidArgumentError(`expected NAME=value, got "${value}"`);
-  return { ...previous, [name]: value.slice(eq + 1) };
-}
+const seconds = wholeSeconds(3600);
 
 /** The metadata the result event carries (a run's output went out as it came). */
 type RunMeta = Omit<SandboxRun, 'stdout' | 'stderr'>;

@@ -2,11 +2,11 @@ import { createWriteStream, readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { ApiError, sseFrames, type SvcClient } from '@svc/shared/client';
 import { context, keyClient } from '../context.ts';
 import { CliError, EXIT_FAILURE, setExitCode, usageError } from '../errors.ts';
-import { readStdin } from '../input.ts';
+import { collectEnv, readStdin, wholeSeconds } from '../input.ts';
 import { fields, table, usd } from '../output.ts';
 import { onSession, sessionError } from '../sandbox-errors.ts';
 import { registerShell } from './sandbox-shell.ts';
@@ -41,18 +41,7 @@ interface ExecMeta {
 const LANGUAGES = ['sh', 'python', 'node'] as const;
 /** What one workspace file may hold (PUT .../files/*). */
 const MAX_FILE_BYTES = 8 * 1024 * 1024;
-function seconds(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 86400) throw new InvalidArgumentError('expected whole seconds, 1 to 86400');
-  return n;
-}
-
-function collectEnv(value: string, previous: Record<string, string> = {}): Record<string, string> {
-  const eq = value.indexOf('=');
-  const name = value.slice(0, eq);
-  if (eq < 1 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new InvalidArgumentError(`expected NAME=value, got "${value}"`);
-  return { ...previous, [name]: value.slice(eq + 1) };
-}
+const seconds = wholeSeconds(86400);
 
 /** A workspace path as the URL carries it: each segment encoded, the slashes kept. */
 const filePath = (p: string) =>
