@@ -14,6 +14,8 @@ export const MAX_TERM_LENGTH = 100;
 export const MAX_PATTERNS = 20;
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\\-/]/g, '\\$&');
+/** A literal in a regex with the `u` flag (where `\\-` is not allowed outside a class). */
+const escapeLiteral = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 const WORDISH = /[\p{L}\p{N}]/u;
 /** Anchors and word boundaries: a pattern with one matches differently at the edge of a slice of the text. */
 const EDGE_SENSITIVE = /\\[bBAz]|[\^$]/;
@@ -52,11 +54,10 @@ export function blocklistDetector(terms: readonly string[], patterns: readonly s
   const folded = [...new Set(terms.map(fold).filter((t) => t.length > 0))].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
   // Escaped literals only, as a trie: fixed strings, which cannot backtrack catastrophically.
   const termRe = folded.length ? new RegExp(trieSource(folded), 'g') : null;
-  const compiled: Array<{ re: RE2; maxSpan: number; needs: ReturnType<typeof requiredLiteral>; windowed: boolean }> = patterns.map((p) => ({
-    ...compilePattern(p),
-    needs: requiredLiteral(p),
-    windowed: !EDGE_SENSITIVE.test(p),
-  }));
+  const compiled: Array<{ re: RE2; maxSpan: number; needs: ReturnType<typeof requiredLiteral>; literalRe: RegExp | null; windowed: boolean }> = patterns.map((p) => {
+    const needs = requiredLiteral(p);
+    return { ...compilePattern(p), needs, literalRe: needs?.ignoreCase ? new RegExp(escapeLiteral(needs.literal), 'giu') : null, windowed: !EDGE_SENSITIVE.test(p) };
+  });
   const longestTerm = folded.reduce((m, t) => Math.max(m, t.length), 0);
   // A folded character comes from at most a few original ones (a letter and its combining marks).
   const maxSpan = Math.max(longestTerm ? 2 * longestTerm + 8 : 0, ...compiled.map((c) => c.maxSpan), 1);
@@ -83,20 +84,28 @@ export function blocklistDetector(terms: readonly string[], patterns: readonly s
           out.push({ start: s, end: e, category: 'term', severity: 'medium' });
         }
       }
-      let lower: string | undefined;
       for (const c of compiled) {
         let from = 0;
         let to = text.length;
         if (c.needs) {
-          const hay = c.needs.ignoreCase ? (lower ??= text.toLowerCase()) : text;
-          const first = hay.indexOf(c.needs.literal);
+          // Where the literal occurs (first and last); ignoring case as RE2's (?i) does (Unicode simple case
+          // folding), without lower-casing the whole text.
+          let first = -1;
+          let last = -1;
+          const lit = c.needs.literal;
+          if (c.literalRe) {
+            c.literalRe.lastIndex = 0;
+            for (let m = c.literalRe.exec(text); m; m = c.literalRe.exec(text)) {
+              if (first < 0) first = m.index;
+              last = m.index + m[0].length;
+            }
+          } else if ((first = text.indexOf(lit)) >= 0) last = text.lastIndexOf(lit) + lit.length;
           if (first < 0) continue; // cannot match
           // Every match holds the literal and is at most maxSpan long: RE2 need only see the span around the
           // occurrences (a pattern with anchors or word boundaries, which the edges would change, sees it all).
-          if (c.windowed && hay.length === text.length) {
-            const last = hay.lastIndexOf(c.needs.literal);
+          if (c.windowed) {
             from = Math.max(0, first - c.maxSpan);
-            to = Math.min(text.length, last + c.needs.literal.length + c.maxSpan);
+            to = Math.min(text.length, last + c.maxSpan);
             if (from > 0 && isLowSurrogate(text.charCodeAt(from))) from--;
             if (to < text.length && isLowSurrogate(text.charCodeAt(to))) to++;
           }

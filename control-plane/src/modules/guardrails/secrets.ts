@@ -1,3 +1,4 @@
+import { trieSource } from './blocklist.ts';
 import { eachMatch, isAlnum, isTokenChar, ordered, type Detector, type Match, type Severity } from './types.ts';
 
 /**
@@ -72,7 +73,7 @@ interface TokenRule {
   /** What may not follow a fixed-length token. */
   after?: (c: number) => boolean;
   span: number;
-  /** A quick test: the text cannot hold this token without it. */
+  /** Literal prefixes: every match starts with one of them. */
   needles: string[];
 }
 
@@ -82,7 +83,7 @@ const RULES: TokenRule[] = [
   { category: 'github_token', re: /(?<![0-9A-Za-z_])gh[pousr]_[A-Za-z0-9]{36}/g, after: alnum, span: 41, needles: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'] },
   { category: 'github_token', re: /(?<![0-9A-Za-z_])github_pat_[A-Za-z0-9_]{82}/g, after: word, span: 94, needles: ['github_pat_'] },
   { category: 'slack_token', re: /(?<![0-9A-Za-z_-])xox[abposr]-[A-Za-z0-9-]{10}/g, tail: (c) => alnum(c) || c === 45, span: 16, needles: ['xox'] },
-  { category: 'stripe_key', re: /(?<![0-9A-Za-z_])[sr]k_(?:live|test)_[A-Za-z0-9]{24}/g, tail: alnum, span: 33, needles: ['k_live_', 'k_test_'] },
+  { category: 'stripe_key', re: /(?<![0-9A-Za-z_])[sr]k_(?:live|test)_[A-Za-z0-9]{24}/g, tail: alnum, span: 33, needles: ['sk_live_', 'rk_live_', 'sk_test_', 'rk_test_'] },
   { category: 'svc_api_key', re: /(?<![0-9A-Za-z_-])sk-svc_[A-Za-z0-9]{16}/g, tail: word, span: 24, needles: ['sk-svc_'] },
   { category: 'openai_api_key', re: /(?<![0-9A-Za-z_-])sk-(?!svc_)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20}/g, tail: word, span: 33, needles: ['sk-'] },
   { category: 'google_api_key', re: /(?<![0-9A-Za-z_-])AIza[0-9A-Za-z_-]{35}/g, after: word, span: 40, needles: ['AIza'] },
@@ -123,20 +124,33 @@ function pemBodyLine(text: string, i: number, j: number): boolean {
 const TOKEN = new Uint8Array(128);
 for (let c = 0; c < 128; c++) TOKEN[c] = isTokenChar(c) ? 1 : 0;
 
-/** Runs of token characters at least ENTROPY_MIN_LENGTH long whose head looks random. */
+const tokenAt = (text: string, i: number) => {
+  const c = text.charCodeAt(i);
+  return c < 128 && TOKEN[c] === 1;
+};
+
+/**
+ * Runs of token characters at least ENTROPY_MIN_LENGTH long whose head looks random. Such a run starting at or
+ * after `i` covers i + ENTROPY_MIN_LENGTH - 1: only the run through that character is read (back to its start,
+ * on to its end), and when it is too short the search goes on past it, so most characters are never read.
+ */
 function highEntropy(text: string, out: Match[]): void {
   const n = text.length;
-  for (let i = 0; i < n; ) {
-    let c = text.charCodeAt(i);
-    if (c >= 128 || TOKEN[c] === 0) {
-      i++;
+  const reach = ENTROPY_MIN_LENGTH - 1;
+  for (let i = 0; i + reach < n; ) {
+    const probe = i + reach;
+    if (!tokenAt(text, probe)) {
+      i = probe + 1;
       continue;
     }
-    const start = i;
-    while (++i < n && (c = text.charCodeAt(i)) < 128 && TOKEN[c] === 1);
-    if (i - start >= ENTROPY_MIN_LENGTH && looksRandom(text, start, i)) {
-      out.push({ start, end: i, category: 'high_entropy_token', severity: SECRET_SEVERITY.high_entropy_token, tail: isTokenChar });
+    let start = probe;
+    while (start > i && tokenAt(text, start - 1)) start--;
+    let end = probe + 1;
+    while (end < n && tokenAt(text, end)) end++;
+    if (end - start >= ENTROPY_MIN_LENGTH && looksRandom(text, start, end)) {
+      out.push({ start, end, category: 'high_entropy_token', severity: SECRET_SEVERITY.high_entropy_token, tail: isTokenChar });
     }
+    i = end + 1;
   }
 }
 
@@ -166,17 +180,34 @@ function pem(text: string, out: Match[]): void {
   }, out);
 }
 
-function tokens(text: string, rules: readonly TokenRule[], out: Match[]): void {
-  for (const r of rules) {
-    if (!r.needles.some((n) => text.includes(n))) continue;
-    eachMatch(r.re, text, (m) => {
-      let end = m.index + m[0].length;
-      if (r.after && r.after(text.charCodeAt(end))) return null;
-      if (r.tail) while (end < text.length && r.tail(text.charCodeAt(end))) end++;
-      r.re.lastIndex = end;
-      return { start: m.index, end, category: r.category, severity: SECRET_SEVERITY[r.category], ...(r.tail ? { tail: r.tail } : {}) };
-    }, out);
-  }
+/**
+ * The named tokens, found in one pass: a trie of every rule's literal prefixes finds the places a token can
+ * start, and only there does each rule whose prefix is there try its pattern (sticky, so it reads nothing else).
+ */
+function tokenFinder(rules: readonly TokenRule[]): (text: string, out: Match[]) => void {
+  if (!rules.length) return () => {};
+  const sticky = rules.map((r) => ({ r, re: new RegExp(r.re.source, 'y') }));
+  const needles = [...new Set(rules.flatMap((r) => r.needles))];
+  const starts = new RegExp(trieSource(needles), 'g');
+  // The trie matches the longest needle at a place: every rule whose needle that one starts with may apply.
+  const at = new Map(needles.map((n) => [n, sticky.filter(({ r }) => r.needles.some((m) => n.startsWith(m)))]));
+  return (text, out) => {
+    starts.lastIndex = 0;
+    for (let h = starts.exec(text); h; h = starts.exec(text)) {
+      let next = h.index + 1;
+      for (const { r, re } of at.get(h[0])!) {
+        re.lastIndex = h.index;
+        const m = re.exec(text);
+        if (!m) continue;
+        let end = m.index + m[0].length;
+        if (r.after && r.after(text.charCodeAt(end))) continue;
+        if (r.tail) while (end < text.length && r.tail(text.charCodeAt(end))) end++;
+        out.push({ start: m.index, end, category: r.category, severity: SECRET_SEVERITY[r.category], ...(r.tail ? { tail: r.tail } : {}) });
+        next = Math.max(next, end);
+      }
+      starts.lastIndex = next;
+    }
+  };
 }
 
 const PEM_SPAN = 40;
@@ -186,6 +217,7 @@ export function secretsDetector(categories: readonly SecretCategory[] = SECRET_C
   const rules = RULES.filter((r) => cats.includes(r.category));
   const withPem = cats.includes('private_key');
   const withEntropy = cats.includes('high_entropy_token');
+  const tokens = tokenFinder(rules);
   // A run's PEM-body-line exception looks 12 characters past a run of up to 64.
   const spans = [...rules.map((r) => r.span), withPem ? PEM_SPAN : 0, withEntropy ? 64 + 12 : 0];
   return {
@@ -195,7 +227,7 @@ export function secretsDetector(categories: readonly SecretCategory[] = SECRET_C
     find(text) {
       const out: Match[] = [];
       if (withPem) pem(text, out);
-      tokens(text, rules, out);
+      tokens(text, out);
       if (withEntropy) {
         // A run already matched as a named token (or inside a key block) keeps its name.
         const runs: Match[] = [];
