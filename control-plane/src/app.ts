@@ -79,6 +79,9 @@ import { judgeRoutes } from './modules/judge/routes.ts'; // quality
 import type { JudgeService } from './modules/judge/service.ts'; // quality
 import { mcpRoutes } from './modules/mcp/routes.ts'; // mcp
 import type { Mcp } from './modules/mcp/deps.ts'; // mcp
+import { agentsRoutes } from './modules/agents/routes.ts'; // agents
+import type { Agents } from './modules/agents/deps.ts'; // agents
+import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
 
 export const VERSION = '0.1.0';
 
@@ -131,6 +134,7 @@ export interface AppDeps {
   mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
   quality: { evals: Evals; judge: JudgeService }; // quality: eval suites, drift monitors, judge verdicts
   mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
+  agents: Agents; // agents: hosted agents, their hooks and mailboxes
   logger?: boolean | object;
 }
 
@@ -139,7 +143,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   const newRequestId = () => PREFIX.request + randomId(20);
   const errors = errorHandling({ drainBytes: d.config.bodyDrainBytes, newRequestId });
   const app = Fastify({
-    logger: d.logger ?? { level: d.config.logLevel },
+    logger: withUrlRedaction(d.logger ?? { level: d.config.logLevel }), // path tokens (agent hooks, invites) never reach a log
     bodyLimit: d.config.bodyLimitBytes,
     genReqId: newRequestId,
     trustProxy: d.config.trustedProxies.length ? d.config.trustedProxies : false,
@@ -218,6 +222,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   evalsRoutes(app, d.quality.evals); // quality
   judgeRoutes(app, { judge: d.quality.judge, signerAddress: d.signer.address }); // quality: judge verdicts and the page /j/{id}
   mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
+  agentsRoutes(app, d.agents); // agents
 
   await app.ready();
   return app;

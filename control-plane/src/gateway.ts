@@ -60,6 +60,7 @@ import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost se
 import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
+import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -95,6 +96,8 @@ export interface Gateway {
   fleet: { registry: NodeRegistry; hub: AgentHub };
   /** Public anchors of proof artifacts. */
   anchors: Anchors;
+  /** Hosted agents: their run queue and scheduler (tests drive the queue across processes). */
+  agents: Agents; // agents
   signerKey: `0x${string}`;
   sealKey: Uint8Array;
   /** Listens on config.host:config.port; returns the bound base URL. */
@@ -183,6 +186,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     publicUrl: config.publicUrl,
   };
   if (config.sandbox.terminal.enabled) await ensureTerminalAccount(db, clock.now());
+  const agents = createAgents({ db, clock, sealKey: seal, keys, identity, executor, sandbox: config.sandbox, publicUrl: config.publicUrl, processId: database.processId, log: { warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) } }); // agents
+  explorer.register('agents', agents.explorerSource()); // agents
   const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference
   // webhooks, balance alerts, plans and subscriptions
   const self = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate };
@@ -231,6 +236,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     explorer, // explorer
     passports, // passports and KYA credentials
     mcp, // mcp
+    agents, // agents
     guardrails: { guardrails, policies }, // guardrails, policies
     quality: { evals, judge }, // quality
     logger: opts.logger,
@@ -279,6 +285,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'eval_monitors', everyMs: 60_000, run: () => evals.monitors.runDue() }); // quality
   leader.add({ name: 'purge_idle_mcp_sessions', everyMs: 300_000, run: async () => void (await mcp.sessions.purgeIdle()) }); // mcp
   leader.add({ name: 'purge_siwe_nonces', everyMs: 3600_000, run: async () => void (await identity.purgeNonces()) }); // sign-in nonces
+  leader.add({ name: 'agents', everyMs: 5_000, run: () => agents.tick() }); // agents: schedules, queued hook and mailbox runs
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 
@@ -291,6 +298,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions, inference, terminals: sandboxes.terminals },
     fleet: { registry, hub },
     anchors,
+    agents, // agents
     signerKey: signer,
     sealKey: seal,
     async listen() {
@@ -300,6 +308,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       if (closed) return;
       closed = true;
       await batches.runner.stop(); // files and batches: lines in flight end before the database closes
+      await agents.runner.stop(); // agents: runs under way end before the database closes
       await leader.stop();
       await detachChannel(); // agents see their connection drop and dial again (another process, or this one restarted)
       await hub.close();

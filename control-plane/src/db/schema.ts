@@ -14,11 +14,13 @@ import type { GhostSessionsTable, MandatesTable } from './schema-mandates.ts'; /
 import type { GuardrailsTable, PoliciesTable } from './schema-guardrails.ts'; // guardrails, policies
 import type { EvalMonitorsTable, EvalRunsTable, EvalSuitesTable, JudgeVerdictsTable } from './schema-quality.ts'; // quality
 import type { McpServersTable, McpSessionsTable } from './schema-mcp.ts'; // mcp
+import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
 export type * from './schema-quality.ts'; // quality
 export type * from './schema-mcp.ts'; // mcp
+export type * from './schema-agents.ts'; // agents
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
 export type * from './schema-escrow.ts'; // escrow claims
@@ -92,7 +94,7 @@ export interface ApiKeysTable {
   window_spent_micro_usd: Generated<number>;
   allowed_models: ColumnType<string[] | null, string | null | undefined, string | null>; // mandates: model allow list (JSON)
   allowed_routes: ColumnType<string[] | null, string | null | undefined, string | null>; // mandates: route allow list (JSON)
-  managed_by: ColumnType<'mandate' | 'ghost' | null, 'mandate' | 'ghost' | null | undefined, 'mandate' | 'ghost' | null>; // mandates: the module whose resource the key is
+  managed_by: ColumnType<'mandate' | 'ghost' | 'agent' | null, 'mandate' | 'ghost' | 'agent' | null | undefined, 'mandate' | 'ghost' | 'agent' | null>; // mandates, ghost sessions, agents: the module whose resource the key is
   policy_id: ColumnType<string | null, string | null | undefined, string | null>; // policies: the policy the key carries
 }
 
@@ -373,6 +375,10 @@ export interface DB {
   judge_verdicts: JudgeVerdictsTable; // quality
   mcp_servers: McpServersTable; // mcp
   mcp_sessions: McpSessionsTable; // mcp
+  agents: AgentsTable; // agents
+  agent_runs: AgentRunsTable; // agents
+  agent_messages: AgentMessagesTable; // agents
+  agent_hook_signatures: AgentHookSignaturesTable; // agents
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -38,9 +38,9 @@ const POINTING = /\b(?:previous|prior|above|earlier|preceding|foregoing|initial|
 const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: string) => boolean; needles: string[] }> = [
   { needles: ['ignor', 'disregard', 'forget', 'overrid', 'bypass', 'neglect', 'drop', 'abandon'], category: 'instruction_override', re: new RegExp(`\\b(?:ignore|disregard|forget|override|bypass|neglect|drop|abandon)(?: about)? (?:${QUALIFIER} ){1,4}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
   { needles: ['ignor', 'disregard', 'forget'], category: 'instruction_override', re: /\b(?:ignore|disregard|forget) (?:everything|anything|all|what(?:ever)? (?:was|you were) (?:said|told)) (?:above|before|previously|prior|so far|until now)\b/g },
-  { needles: ['not follow', "n't follow", 'never follow', 'stop follow', 'cease follow', 'not obey', "n't obey", 'never obey', 'stop obey', 'cease obey', 'not adher', "n't adher", 'never adher', 'stop adher', 'cease adher'], category: 'instruction_override', re: new RegExp(`\\b(?:do not|don't|never|stop|cease) (?:follow|following|obey|obeying|adhere to|adhering to) (?:${QUALIFIER} ){1,3}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
+  { needles: ['not follow', "don't follow", 'never follow', 'stop follow', 'cease follow', 'not obey', "don't obey", 'never obey', 'stop obey', 'cease obey', 'not adher', "don't adher", 'never adher', 'stop adher', 'cease adher'], category: 'instruction_override', re: new RegExp(`\\b(?:do not|don't|never|stop|cease) (?:follow|following|obey|obeying|adhere to|adhering to) (?:${QUALIFIER} ){1,3}${TARGET}\\b`, 'g'), check: (s) => POINTING.test(s) },
   { needles: ['your new', 'your real', 'your actual', 'your true', 'your updated'], category: 'instruction_override', re: /\byour (?:new|real|actual|true|updated) (?:instructions|task|rules|orders|objective) (?:are|is|will be)\b/g },
-  { needles: [' dan', ' stan', ' aim', ' dude', 'unrestricted', 'unfiltered', 'uncensored', 'jailbr', 'unaligned', 'amoral', 'evil'], category: 'role_override', re: /\byou are (?:now |going to be |henceforth )?(?:dan|stan|aim|dude|an? (?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|version))\b/g },
+  { needles: ['dan', 'stan', 'aim', 'dude', 'unrestricted', 'unfiltered', 'uncensored', 'jailbr', 'unaligned', 'amoral', 'evil'], category: 'role_override', re: /\byou are (?:now |going to be |henceforth )?(?:dan|stan|aim|dude|an? (?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|version))\b/g },
   { needles: ['unrestricted', 'unfiltered', 'uncensored', 'jailbr', 'unaligned', 'amoral', 'evil'], category: 'role_override', re: /\b(?:act|behave|respond|answer|pretend|roleplay|role-play) (?:as|like) (?:if you (?:are|were) )?(?:an? )?(?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|amoral|evil) (?:ai|model|assistant|chatbot|llm|character)\b/g },
   { needles: ['pretend'], category: 'role_override', re: /\bpretend (?:that )?you (?:are|have|had) (?:not |no )(?:bound by )?(?:any )?(?:rules|restrictions|guidelines|filters|limits|limitations|content policy|policies)\b/g },
   { needles: ['no longer'], category: 'role_override', re: /\byou (?:are|will be|were) no longer (?:bound|restricted|limited|constrained|governed) by\b/g },
@@ -57,11 +57,31 @@ const PATTERNS: Array<{ category: InjectionCategory; re: RegExp; check?: (s: str
   { needles: ['note to', 'if you are', 'reading this', 'processing this', 'summarizing this', 'summarising this'], category: 'hidden_instruction', re: /\bnote to (?:the |any )?(?:ai|assistant|llm|model|language model|chatbot)s?\b|\bif you are an? (?:ai|llm|language model|ai assistant|assistant|chatbot)(?: model)? (?:reading|processing|summari[sz]ing|seeing) this\b|\b(?:ai|llm) (?:assistants?|agents?|models?) (?:reading|processing|summari[sz]ing) this (?:document|email|page|text|message)\b/g },
 ];
 
-/** Every word some pattern needs, found in one pass: a pattern none of whose words occur is not run. */
-export const NEEDLE_LIST = [...new Set(PATTERNS.flatMap((p) => p.needles))];
-const NEEDLES = new RegExp(trieSource(NEEDLE_LIST), 'g');
+/**
+ * Every word some pattern needs, found in one pass: a pattern none of whose words occur is not run. A needle
+ * that starts with a letter starts a word wherever a match holds it (the patterns begin at a word boundary and
+ * put a space before each later word), so only word starts are tried; the few that start with a sign
+ * (`<|`, `<<`, `##`, `<!--`) are looked for anywhere.
+ */
+const NEEDLE_LIST = [...new Set(PATTERNS.flatMap((p) => p.needles))];
+const WORD_NEEDLES = NEEDLE_LIST.filter((n) => /^[a-z]/.test(n));
+const SIGN_NEEDLES = NEEDLE_LIST.filter((n) => !/^[a-z]/.test(n));
+const NEEDLES = new RegExp(`(?<![a-z0-9_])${trieSource(WORD_NEEDLES)}`, 'g');
 /** The needles a matched needle starts with (the trie matches the longest one at a position). */
-const PREFIXES = new Map(NEEDLE_LIST.map((n) => [n, NEEDLE_LIST.filter((m) => n.startsWith(m))]));
+const PREFIXES = new Map(WORD_NEEDLES.map((n) => [n, WORD_NEEDLES.filter((m) => n.startsWith(m))]));
+
+/** Where each needle occurs in the folded text `t`. */
+function needlesIn(t: string): Map<string, number[]> {
+  const at = new Map<string, number[]>();
+  const put = (n: string, i: number) => (at.get(n) ?? at.set(n, []).get(n)!).push(i);
+  NEEDLES.lastIndex = 0;
+  for (let m = NEEDLES.exec(t); m; m = NEEDLES.exec(t)) {
+    for (const n of PREFIXES.get(m[0])!) put(n, m.index);
+    NEEDLES.lastIndex = m.index + 1; // needles may overlap
+  }
+  for (const n of SIGN_NEEDLES) for (let i = t.indexOf(n); i >= 0; i = t.indexOf(n, i + 1)) put(n, i);
+  return at;
+}
 
 /** Invisible carriers, matched in the original text: runs of zero-width characters, Unicode tag characters. */
 const ZERO_WIDTH = /[\u200b-\u200f\u2060-\u2064\ufeff]{3}/g;
@@ -81,19 +101,21 @@ export function injectionDetector(): Detector {
       const out: Match[] = [];
       const v = foldedView(text);
       const t = v.text;
-      const at = new Map<string, number[]>();
-      NEEDLES.lastIndex = 0;
-      for (let m = NEEDLES.exec(t); m; m = NEEDLES.exec(t)) {
-        for (const n of PREFIXES.get(m[0])!) (at.get(n) ?? at.set(n, []).get(n)!).push(m.index);
-        NEEDLES.lastIndex = m.index + 1; // needles may overlap
-      }
+      const at = needlesIn(t);
       if (at.size) {
         for (const p of PATTERNS) {
           // Every match holds one of the pattern's needles and is shorter than MAX_SPAN: it runs on the text
           // around their occurrences only, each window starting and ending at a space (so \b reads alike).
-          const positions = p.needles!.flatMap((n) => at.get(n) ?? []);
-          if (!positions.length) continue; // cannot match: no word it needs occurs
-          positions.sort((a, b) => a - b);
+          let positions: number[] | null = null;
+          let merged = false;
+          for (const n of p.needles) {
+            const found = at.get(n);
+            if (!found) continue;
+            merged = positions !== null;
+            positions = positions ? positions.concat(found) : found;
+          }
+          if (!positions) continue; // cannot match: no word it needs occurs
+          if (merged) positions.sort((a, b) => a - b); // each needle's own list is in order
           const windows: Array<[number, number]> = [];
           let covered = 0;
           for (const pos of positions) {

@@ -99,9 +99,20 @@ export interface Finding {
   decision: Decision;
 }
 
+const DECISION_INDEX: Record<Decision, number> = { allowed: 0, redacted: 1, blocked: 2, would_redact: 3, would_block: 4 };
+/** The part of a finding's identity its rule entry gives: the rule and its action (two entries may share it). */
+const entryKeys = new WeakMap<RuleEntry, string>();
+const entryKey = (e: RuleEntry) => {
+  let k = entryKeys.get(e);
+  if (k === undefined) entryKeys.set(e, (k = `${e.rule}\u0000${e.action}`));
+  return k;
+};
+
 /** Findings of one request, counted per rule, direction, category, action and decision. Never any text. */
 export class FindingsLog {
-  private readonly map = new Map<string, Finding>();
+  /** Rule and action → category → one finding per direction and decision. */
+  private readonly slots = new Map<string, Map<string, Array<Finding | undefined>>>();
+  private readonly all: Finding[] = [];
   /** The first hit that blocked (enforce mode), for the refusal. */
   blockedBy: Finding | null = null;
 
@@ -109,30 +120,44 @@ export class FindingsLog {
 
   add(direction: Direction, hit: Hit): void {
     const decision = decisionOf(hit.action, this.mode);
-    const seen = hit.parts.length > 1 ? new Set<string>() : null;
+    const at = (direction === 'input' ? 0 : 5) + DECISION_INDEX[decision];
+    const seen = hit.parts.length > 1 ? new Set<Finding>() : null;
+    let blocking: Finding | null = null;
     for (const p of hit.parts) {
-      const k = `${p.entry.rule}\u0000${direction}\u0000${p.category}\u0000${p.entry.action}\u0000${decision}`;
-      if (seen) {
-        if (seen.has(k)) continue; // one hit counts once for each rule, however many of its matches merged
-        seen.add(k);
+      const ek = entryKey(p.entry);
+      let cats = this.slots.get(ek);
+      if (!cats) this.slots.set(ek, (cats = new Map()));
+      let list = cats.get(p.category);
+      if (!list) cats.set(p.category, (list = []));
+      let f = list[at];
+      if (f) {
+        if (seen) {
+          if (seen.has(f)) continue; // one hit counts once for each rule, however many of its matches merged
+          seen.add(f);
+        }
+        f.count++;
+      } else {
+        f = { rule: p.entry.rule, direction, category: p.category, count: 1, severity: p.severity, action: p.entry.action, decision };
+        list[at] = f;
+        this.all.push(f);
+        seen?.add(f);
       }
-      const f = this.map.get(k);
-      if (f) f.count++;
-      else this.map.set(k, { rule: p.entry.rule, direction, category: p.category, count: 1, severity: p.severity, action: p.entry.action, decision });
+      if (!blocking && p.entry.action === 'block') blocking = f;
     }
-    if (decision === 'blocked' && !this.blockedBy) {
-      const p = hit.parts.find((x) => x.entry.action === 'block') ?? hit.parts[0]!;
-      this.blockedBy = this.map.get(`${p.entry.rule}\u0000${direction}\u0000${p.category}\u0000${p.entry.action}\u0000${decision}`) ?? null;
-    }
+    if (decision === 'blocked' && !this.blockedBy) this.blockedBy = blocking ?? this.findingOf(hit.parts[0]!, at);
+  }
+
+  private findingOf(p: Hit['parts'][number], at: number): Finding | null {
+    return this.slots.get(entryKey(p.entry))?.get(p.category)?.[at] ?? null;
   }
 
   get size(): number {
-    return this.map.size;
+    return this.all.length;
   }
 
   /** In a stable order (rule, direction, category), for the receipt. */
   list(): Finding[] {
-    return [...this.map.values()].sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : a.direction < b.direction ? -1 : a.direction > b.direction ? 1 : a.category < b.category ? -1 : a.category > b.category ? 1 : 0));
+    return [...this.all].sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : a.direction < b.direction ? -1 : a.direction > b.direction ? 1 : a.category < b.category ? -1 : a.category > b.category ? 1 : 0));
   }
 }
 

@@ -40,7 +40,7 @@ const KeyView = z.object({
   last_used_at: z.string().nullable(),
   allowed_models: z.array(z.string()).nullable().describe("A mandate key's model allow list (keys below it are held to it too); null: any model."),
   allowed_routes: z.array(z.string()).nullable().describe("A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open."),
-  managed_by: z.enum(['mandate', 'ghost']).nullable().describe('The mandate or ghost session this key belongs to; such a key is never rotated.'),
+  managed_by: z.enum(['mandate', 'ghost', 'agent']).nullable().describe('The mandate, ghost session or hosted agent this key belongs to; such a key is never rotated.'),
   policy_id: z.string().nullable().describe('The policy the key carries (GET /v1/policies); null: none.'), // policies
 });
 const NewKey = KeyView.extend({ key: z.string().describe('The sk-svc_ secret; shown this once, stored only as sha256.') });

@@ -43,8 +43,8 @@ export interface ManagedKeyInput extends KeyInput {
   /** Allow lists (http/key-bounds.ts), checked on every request of the key and of keys below it; null: any. */
   allowed_models?: string[] | null;
   allowed_routes?: string[] | null;
-  /** The module whose resource the key is ('mandate', 'ghost'): it is never rotated, only revoked or expired. */
-  managed_by?: 'mandate' | 'ghost';
+  /** The module whose resource the key is ('mandate', 'ghost', 'agent'): it is never rotated, only revoked or expired. */
+  managed_by?: 'mandate' | 'ghost' | 'agent';
   /**
    * The policy the key carries (an id PoliciesService.attach returned); with `policy` set, the policy that one is
    * added to. A delegated key gets its parent's when this is not set.
@@ -295,7 +295,7 @@ export class KeysService {
       const st = this.status(old, now);
       if (st === 'revoked' || st === 'expired') throw conflict(`API key ${id} is ${st} and cannot be rotated`);
       if (old.rotated_to) throw conflict(`API key ${id} was already rotated to ${old.rotated_to}`);
-      if (old.managed_by) throw conflict(`API key ${id} belongs to a ${old.managed_by === 'ghost' ? 'ghost session' : old.managed_by} and is never rotated; revoke it there and create a new one`);
+      if (old.managed_by) throw conflict(`API key ${id} belongs to a ${old.managed_by === 'ghost' ? 'ghost session' : old.managed_by === 'agent' ? 'hosted agent' : old.managed_by} and is never rotated; revoke it there and create a new one`);
       const { row, secret } = await this.insert(
         trx,
         accountId,

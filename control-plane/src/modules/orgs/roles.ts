@@ -116,6 +116,18 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'POST /v1/evals/monitors': 'admin', // quality
   'PATCH /v1/evals/monitors/:id': 'admin', // quality
   'DELETE /v1/evals/monitors/:id': 'admin', // quality
+  // Hosted agents: members read agents and runs; admins deploy (a key is minted), run, gate, set triggers and hooks, delete.
+  'GET /v1/agents': 'member', // agents
+  'GET /v1/agents/:id/runs': 'member', // agents
+  'GET /v1/agents/:id/runs/:run_id': 'member', // agents
+  'POST /v1/agents': 'admin', // agents
+  'POST /v1/agents/:id/trigger': 'admin', // agents
+  'POST /v1/agents/:id/gate': 'admin', // agents
+  'POST /v1/agents/:id/triggers': 'admin', // agents
+  'POST /v1/agents/:id/hooks/rotate': 'admin', // agents
+  'POST /v1/agents/:id/hooks/disable': 'admin', // agents
+  'POST /v1/agents/:id/hooks/secret': 'admin', // agents
+  'DELETE /v1/agents/:id': 'admin', // agents
   // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',
