@@ -127,14 +127,20 @@ export function cardIssuer(d: string): string | null {
 function cards(text: string, out: Match[]): void {
   eachMatch(CARD, text, (m) => {
     const s = m[0];
-    const seps = s.replace(/\d/g, '');
-    if (seps && !/^( +|-+)$/.test(seps)) return null; // mixed separators: not one printed number
+    // The digits, and the separator between groups: one kind only (mixed: not one printed number).
+    let digits = '';
+    let sep = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 48 && c <= 57) digits += s[i];
+      else if (sep === 0) sep = c;
+      else if (c !== sep) return null;
+    }
     const end = m.index + s.length;
     // Part of a longer grouped number (a tracking or account number, a token's digits): a space or dash and a
     // digit on either side.
     const joined = (c: string | undefined) => c === ' ' || c === '-';
     if ((joined(text[end]) && isDigit(text.charCodeAt(end + 1))) || (joined(text[m.index - 1]) && isDigit(text.charCodeAt(m.index - 2)))) return null;
-    const digits = seps ? s.replace(/\D/g, '') : s;
     if (!luhnValid(digits) || !cardIssuer(digits)) return null;
     return { start: m.index, end, category: 'payment_card', severity: PII_SEVERITY.payment_card };
   }, out);

@@ -1312,8 +1312,8 @@ export interface paths {
                             allowed_models: string[] | null;
                             /** @description A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open. */
                             allowed_routes: string[] | null;
-                            /** @description The mandate or ghost session this key belongs to; such a key is never rotated. */
-                            managed_by: ("mandate" | "ghost") | null;
+                            /** @description The mandate, ghost session or hosted agent this key belongs to; such a key is never rotated. */
+                            managed_by: ("mandate" | "ghost" | "agent") | null;
                             /** @description The policy the key carries (GET /v1/policies); null: none. */
                             policy_id: string | null;
                         }[];
@@ -1383,8 +1383,8 @@ export interface paths {
                             allowed_models: string[] | null;
                             /** @description A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open. */
                             allowed_routes: string[] | null;
-                            /** @description The mandate or ghost session this key belongs to; such a key is never rotated. */
-                            managed_by: ("mandate" | "ghost") | null;
+                            /** @description The mandate, ghost session or hosted agent this key belongs to; such a key is never rotated. */
+                            managed_by: ("mandate" | "ghost" | "agent") | null;
                             /** @description The policy the key carries (GET /v1/policies); null: none. */
                             policy_id: string | null;
                             /** @description The sk-svc_ secret; shown this once, stored only as sha256. */
@@ -1499,8 +1499,8 @@ export interface paths {
                             allowed_models: string[] | null;
                             /** @description A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open. */
                             allowed_routes: string[] | null;
-                            /** @description The mandate or ghost session this key belongs to; such a key is never rotated. */
-                            managed_by: ("mandate" | "ghost") | null;
+                            /** @description The mandate, ghost session or hosted agent this key belongs to; such a key is never rotated. */
+                            managed_by: ("mandate" | "ghost" | "agent") | null;
                             /** @description The policy the key carries (GET /v1/policies); null: none. */
                             policy_id: string | null;
                             /** @description The sk-svc_ secret; shown this once, stored only as sha256. */
@@ -1572,8 +1572,8 @@ export interface paths {
                             allowed_models: string[] | null;
                             /** @description A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open. */
                             allowed_routes: string[] | null;
-                            /** @description The mandate or ghost session this key belongs to; such a key is never rotated. */
-                            managed_by: ("mandate" | "ghost") | null;
+                            /** @description The mandate, ghost session or hosted agent this key belongs to; such a key is never rotated. */
+                            managed_by: ("mandate" | "ghost" | "agent") | null;
                             /** @description The policy the key carries (GET /v1/policies); null: none. */
                             policy_id: string | null;
                             was_frozen: boolean;
@@ -1658,8 +1658,8 @@ export interface paths {
                             allowed_models: string[] | null;
                             /** @description A mandate key's route allow list (METHOD /path, /path or /prefix/*); null: any route its scopes open. */
                             allowed_routes: string[] | null;
-                            /** @description The mandate or ghost session this key belongs to; such a key is never rotated. */
-                            managed_by: ("mandate" | "ghost") | null;
+                            /** @description The mandate, ghost session or hosted agent this key belongs to; such a key is never rotated. */
+                            managed_by: ("mandate" | "ghost" | "agent") | null;
                             /** @description The policy the key carries (GET /v1/policies); null: none. */
                             policy_id: string | null;
                             /** @description The sk-svc_ secret; shown this once, stored only as sha256. */
@@ -14556,6 +14556,921 @@ export interface paths {
                             object: "mcp_server.test";
                             /** @description Tool names the server lists (before the allow list). */
                             tools: string[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Agents with schedule, triggers, hook state, key, last run and run count; never code or secrets */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agents: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "agent";
+                                name: string;
+                                language: string;
+                                code_sha256: string;
+                                code_bytes: number;
+                                enabled: boolean;
+                                schedule: string | null;
+                                next_run_at: string | null;
+                                timeout_seconds: number;
+                                network: boolean;
+                                triggers: {
+                                    mailbox: boolean;
+                                    max_runs_per_hour: number;
+                                    hook: {
+                                        enabled: boolean;
+                                        created_at: string | null;
+                                        /** @description An HMAC secret is set: calls must be signed. */
+                                        signed: boolean;
+                                    };
+                                };
+                                /** @description The agent key (its secret is never shown; runs receive it as SVC_API_KEY). */
+                                key: {
+                                    id: string;
+                                    prefix: string | null;
+                                    status: string;
+                                    scopes: string[];
+                                    spend_cap_micro_usd: number | null;
+                                    spent_micro_usd: number;
+                                };
+                                run_count: number;
+                                last_run: {
+                                    id: string;
+                                    at: string | null;
+                                    status: string | null;
+                                } | null;
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Deploy a hosted agent: code sealed, a bounded key minted (never shown), optional schedule; at most 20 per account */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /**
+                         * @description The sandbox language the code runs in.
+                         * @enum {string}
+                         */
+                        language: "sh" | "python" | "node";
+                        /** @description The program, at most 262144 bytes; sealed at rest, never returned. */
+                        code: string;
+                        /** @description A cron expression in UTC (5 fields, or 6 with seconds; @hourly and the like), at most once every 60 s. */
+                        schedule?: string | null;
+                        /** @description Lifetime spend cap of the agent's key; default 5000000 (or, with parent_key_id, what the parent has left). */
+                        spend_cap_micro_usd?: number;
+                        /** @description Mint the agent key as a delegated child of this API key of the account (its scopes and cap bound it). */
+                        parent_key_id?: string;
+                        /** @description Scopes of the agent key; default every scope but billing and keys:delegate. */
+                        scopes?: ("inference" | "files" | "sandboxes" | "billing" | "keys:delegate" | "mcp" | "memory" | "agents" | "proofs" | "post")[];
+                        /** @description Each run's time limit; default 30. */
+                        timeout_seconds?: number;
+                        /** @description Network access for runs, where the deployment allows sandboxes any. */
+                        network?: boolean;
+                        /** @description A message to the agent starts a run (default false). */
+                        mailbox?: boolean;
+                        /** @description Runs of every trigger in any hour; default 60. */
+                        max_runs_per_hour?: number;
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "agent";
+                            name: string;
+                            language: string;
+                            code_sha256: string;
+                            code_bytes: number;
+                            enabled: boolean;
+                            schedule: string | null;
+                            next_run_at: string | null;
+                            timeout_seconds: number;
+                            network: boolean;
+                            triggers: {
+                                mailbox: boolean;
+                                max_runs_per_hour: number;
+                                hook: {
+                                    enabled: boolean;
+                                    created_at: string | null;
+                                    /** @description An HMAC secret is set: calls must be signed. */
+                                    signed: boolean;
+                                };
+                            };
+                            /** @description The agent key (its secret is never shown; runs receive it as SVC_API_KEY). */
+                            key: {
+                                id: string;
+                                prefix: string | null;
+                                status: string;
+                                scopes: string[];
+                                spend_cap_micro_usd: number | null;
+                                spent_micro_usd: number;
+                            };
+                            run_count: number;
+                            last_run: {
+                                id: string;
+                                at: string | null;
+                                status: string | null;
+                            } | null;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run now as a sandbox run under the agent's key; answers the whole sandbox result once (output never stored); 409 disabled, 429 over max_runs_per_hour */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description SVC_INPUT of the run. */
+                        input?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "sandbox.run" | "sandbox.exec";
+                            /** @enum {string} */
+                            status: "succeeded" | "failed" | "timed_out";
+                            exit_code: number | null;
+                            stdout: string;
+                            stderr: string;
+                            stdout_truncated: boolean;
+                            stderr_truncated: boolean;
+                            timed_out: boolean;
+                            oom_killed: boolean;
+                            duration_ms: number;
+                            cost_micro_usd: number;
+                            node_id: string;
+                            session_id: string | null;
+                            image_digest: string;
+                            receipt: {
+                                id: string;
+                                hash: string;
+                                signature: string;
+                                signer: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            /** @description An Idempotency-Key replay: the first result, without its output (output is never stored). */
+                            replayed?: boolean;
+                            agent_id: string;
+                            run_id: string;
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/gate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Enable or disable the agent: a disabled agent takes no run of any trigger */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        enabled: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "agent";
+                            name: string;
+                            language: string;
+                            code_sha256: string;
+                            code_bytes: number;
+                            enabled: boolean;
+                            schedule: string | null;
+                            next_run_at: string | null;
+                            timeout_seconds: number;
+                            network: boolean;
+                            triggers: {
+                                mailbox: boolean;
+                                max_runs_per_hour: number;
+                                hook: {
+                                    enabled: boolean;
+                                    created_at: string | null;
+                                    /** @description An HMAC secret is set: calls must be signed. */
+                                    signed: boolean;
+                                };
+                            };
+                            /** @description The agent key (its secret is never shown; runs receive it as SVC_API_KEY). */
+                            key: {
+                                id: string;
+                                prefix: string | null;
+                                status: string;
+                                scopes: string[];
+                                spend_cap_micro_usd: number | null;
+                                spent_micro_usd: number;
+                            };
+                            run_count: number;
+                            last_run: {
+                                id: string;
+                                at: string | null;
+                                status: string | null;
+                            } | null;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the mailbox trigger and max_runs_per_hour */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        mailbox?: boolean;
+                        max_runs_per_hour?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "agent";
+                            name: string;
+                            language: string;
+                            code_sha256: string;
+                            code_bytes: number;
+                            enabled: boolean;
+                            schedule: string | null;
+                            next_run_at: string | null;
+                            timeout_seconds: number;
+                            network: boolean;
+                            triggers: {
+                                mailbox: boolean;
+                                max_runs_per_hour: number;
+                                hook: {
+                                    enabled: boolean;
+                                    created_at: string | null;
+                                    /** @description An HMAC secret is set: calls must be signed. */
+                                    signed: boolean;
+                                };
+                            };
+                            /** @description The agent key (its secret is never shown; runs receive it as SVC_API_KEY). */
+                            key: {
+                                id: string;
+                                prefix: string | null;
+                                status: string;
+                                scopes: string[];
+                                spend_cap_micro_usd: number | null;
+                                spent_micro_usd: number;
+                            };
+                            run_count: number;
+                            last_run: {
+                                id: string;
+                                at: string | null;
+                                status: string | null;
+                            } | null;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The 100 newest runs with their receipts; metadata only */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            runs: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "agent.run";
+                                agent_id: string;
+                                /** @enum {string} */
+                                trigger: "manual" | "schedule" | "mailbox" | "hook";
+                                /** @enum {string} */
+                                status: "queued" | "running" | "succeeded" | "failed" | "refused";
+                                cost_micro_usd: number | null;
+                                exit_code: number | null;
+                                duration_ms: number | null;
+                                input_bytes: number;
+                                /** @description Why the run was refused or failed before or around its program (spend_cap_reached, agent_disabled, timed_out, interrupted, ...). */
+                                error: {
+                                    type: string;
+                                    message: string;
+                                } | null;
+                                /** @description The sandbox run's request id: its usage event and sandbox run record. */
+                                request_id: string;
+                                /** @description The signed receipt of the sandbox run (verify with POST /v1/receipts/verify). */
+                                receipt: {
+                                    id: string;
+                                    hash: string;
+                                    signature: string;
+                                    signer: string;
+                                    canonical: string;
+                                    payload: {
+                                        [key: string]: unknown;
+                                    };
+                                } | null;
+                                created_at: string;
+                                started_at: string | null;
+                                ended_at: string | null;
+                            }[];
+                            agent_id: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run; metadata only */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    run_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "agent.run";
+                            agent_id: string;
+                            /** @enum {string} */
+                            trigger: "manual" | "schedule" | "mailbox" | "hook";
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "refused";
+                            cost_micro_usd: number | null;
+                            exit_code: number | null;
+                            duration_ms: number | null;
+                            input_bytes: number;
+                            /** @description Why the run was refused or failed before or around its program (spend_cap_reached, agent_disabled, timed_out, interrupted, ...). */
+                            error: {
+                                type: string;
+                                message: string;
+                            } | null;
+                            /** @description The sandbox run's request id: its usage event and sandbox run record. */
+                            request_id: string;
+                            /** @description The signed receipt of the sandbox run (verify with POST /v1/receipts/verify). */
+                            receipt: {
+                                id: string;
+                                hash: string;
+                                signature: string;
+                                signer: string;
+                                canonical: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                            } | null;
+                            created_at: string;
+                            started_at: string | null;
+                            ended_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete: the agent key and its subtree revoked; code, key secret, runs and mailbox deleted (receipts stay) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "agent";
+                            /** @enum {boolean} */
+                            deleted: true;
+                            key_id: string;
+                            revoked_ids: string[];
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/hooks/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mint or replace the inbound hook URL; returned once; the previous URL dies at once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agent_id: string;
+                            /** @enum {string} */
+                            object: "agent.hook";
+                            /** @description The hook URL with its token; shown this once, stored only as sha256. The previous URL stopped working. */
+                            url: string;
+                            created_at: string;
+                            signed: boolean;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/hooks/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Drop the hook URL */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agent_id: string;
+                            /** @enum {string} */
+                            object: "agent.hook";
+                            /** @enum {boolean} */
+                            enabled: false;
+                            signed: boolean;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/hooks/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set or clear (null) the HMAC secret; sealed, never returned */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The HMAC secret (at least 16 characters); null clears it. Sealed, never returned. */
+                        secret: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agent_id: string;
+                            /** @enum {string} */
+                            object: "agent.hook_secret";
+                            signed: boolean;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/hooks/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Inbound trigger: queues a run with the raw body as SVC_INPUT (at most 32768 bytes); 202. With a secret set: X-Svc-Timestamp (unix seconds, within 300 s) and X-Svc-Signature (hex HMAC-SHA256 over "<timestamp>.<body>"), each signature once. Wrong token 404, bad signature 401, replay 409, over max_runs_per_hour 429 with Retry-After */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    "x-svc-timestamp"?: string;
+                    "x-svc-signature"?: string;
+                };
+                path: {
+                    id: string;
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "*/*": string;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "agent.run";
+                            agent_id: string;
+                            run_id: string;
+                            /** @enum {string} */
+                            status: "queued";
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a mailbox, oldest first, 100 at most; ?consume=true marks them read; ?unread_only=true leaves read ones out */
+        get: {
+            parameters: {
+                query?: {
+                    consume?: "true" | "false";
+                    unread_only?: "true" | "false";
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agent_id: string;
+                            messages: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "agent.message";
+                                from_agent_id: string | null;
+                                content: string;
+                                bytes: number;
+                                run_id: string | null;
+                                created_at: string;
+                                read_at: string | null;
+                            }[];
+                            /** @description Unread messages left in the mailbox. */
+                            unread: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Deliver a message (content, at most 32768 bytes; sealed at rest) to one of the account's agents; with its mailbox trigger on, a run is queued with the message as SVC_INPUT. At most 1000 unread per mailbox (409 mailbox_full) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        content?: string;
+                        /** @description Another name for content. */
+                        body?: string;
+                        /** @description The sending agent, one of the account's; default the agent whose key sends, if any. */
+                        from_agent_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "agent.message";
+                            agent_id: string;
+                            from_agent_id: string | null;
+                            bytes: number;
+                            created_at: string;
+                            /** @description The run the message started (mailbox trigger on), queued for the leader. */
+                            run_id: string | null;
+                            /** @description Why no run started although the mailbox trigger is on (agent_disabled, max_runs_per_hour, spend_cap_reached). */
+                            run_skipped: {
+                                type: string;
+                                message: string;
+                            } | null;
                         };
                     };
                 };
