@@ -87,7 +87,7 @@ describe('deploy', () => {
     const racing = await Promise.allSettled([deploy(o.client, { name: 'x' }), deploy(o.client, { name: 'y' }), deploy(o.client, { name: 'z' })]);
     expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
     const e = await expectApiError(deploy(o.client, { name: '21st' }), 409, 'conflict');
-    expect(e.body.error).toMatchObject({ reason: 'agent_limit', limit: 20 });
+    expect(e.body?.error).toMatchObject({ reason: 'agent_limit', limit: 20 });
     expect((await o.client.request<{ agents: Agent[] }>('GET', '/v1/agents')).agents).toHaveLength(20);
   });
 });
