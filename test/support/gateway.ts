@@ -60,6 +60,8 @@ export interface TestGatewayOptions {
   /** Listen on this port (a restart on the same address, for agents to find again). */
   port?: number;
   reconnectGraceMs?: number;
+  /** Logger options (a stream to capture the request log, say); default no logging. */
+  logger?: object;
 }
 
 /** A real control plane on a free loopback port over a fresh database, with an injected clock. */
@@ -89,7 +91,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   const gw = await createGateway(config, {
     clock,
     loopTimers: false,
-    logger: false,
+    logger: opts.logger ?? false,
     memoryDatabase: !db.url && !opts.share && !opts.persistent && !seeded,
     ...(opts.reconnectGraceMs !== undefined ? { reconnectGraceMs: opts.reconnectGraceMs } : {}),
   });
