@@ -79,6 +79,8 @@ import { judgeRoutes } from './modules/judge/routes.ts'; // quality
 import type { JudgeService } from './modules/judge/service.ts'; // quality
 import { mcpRoutes } from './modules/mcp/routes.ts'; // mcp
 import type { Mcp } from './modules/mcp/deps.ts'; // mcp
+import { stateRoutes } from './modules/state/routes.ts'; // state
+import type { StateService } from './modules/state/service.ts'; // state
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
 import type { Agents } from './modules/agents/deps.ts'; // agents
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
@@ -134,6 +136,7 @@ export interface AppDeps {
   mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
   quality: { evals: Evals; judge: JudgeService }; // quality: eval suites, drift monitors, judge verdicts
   mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
+  state: StateService; // state: durable key-value state
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   logger?: boolean | object;
 }
@@ -222,6 +225,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   evalsRoutes(app, d.quality.evals); // quality
   judgeRoutes(app, { judge: d.quality.judge, signerAddress: d.signer.address }); // quality: judge verdicts and the page /j/{id}
   mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
+  stateRoutes(app, d.state); // state
   agentsRoutes(app, d.agents); // agents
 
   await app.ready();

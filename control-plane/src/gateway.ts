@@ -57,6 +57,7 @@ import { GuardrailsService } from './modules/guardrails/service.ts'; // guardrai
 import { PoliciesService } from './modules/policies/service.ts'; // policies
 import { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
+import { StateService } from './modules/state/service.ts'; // state
 import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
@@ -163,6 +164,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   explorer.register('passports', passportsSvc.explorerSource()); // explorer
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc, policies }) }; // passports: KYA credentials
   const mandates = { mandates: new MandatesService({ db, clock, keys, identity, signer: signerSvc }), ghosts: new GhostService({ db, clock, keys, identity }) }; // mandates and ghost sessions
+  const state = new StateService({ db, clock, sealKey: seal, identity }); // state
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
@@ -236,6 +238,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     explorer, // explorer
     passports, // passports and KYA credentials
     mcp, // mcp
+    state, // state
     agents, // agents
     guardrails: { guardrails, policies }, // guardrails, policies
     quality: { evals, judge }, // quality

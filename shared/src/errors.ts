@@ -35,6 +35,8 @@ export const ERROR_TYPES = {
   wallet_taken: 409,
   last_wallet: 409,
   idempotency_conflict: 409,
+  /** A conditional write (If-Match, If-None-Match) whose condition does not hold; the body names the current version. */
+  precondition_failed: 412, // state
   payload_too_large: 413,
   unsupported_media_type: 415,
   transfer_rejected: 422,

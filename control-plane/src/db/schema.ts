@@ -14,12 +14,14 @@ import type { GhostSessionsTable, MandatesTable } from './schema-mandates.ts'; /
 import type { GuardrailsTable, PoliciesTable } from './schema-guardrails.ts'; // guardrails, policies
 import type { EvalMonitorsTable, EvalRunsTable, EvalSuitesTable, JudgeVerdictsTable } from './schema-quality.ts'; // quality
 import type { McpServersTable, McpSessionsTable } from './schema-mcp.ts'; // mcp
+import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.ts'; // state
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
 export type * from './schema-quality.ts'; // quality
 export type * from './schema-mcp.ts'; // mcp
+export type * from './schema-state.ts'; // state
 export type * from './schema-agents.ts'; // agents
 export type * from './schema-batches.ts';
 export type * from './schema-orgs.ts';
@@ -375,6 +377,8 @@ export interface DB {
   judge_verdicts: JudgeVerdictsTable; // quality
   mcp_servers: McpServersTable; // mcp
   mcp_sessions: McpSessionsTable; // mcp
+  state_values: StateValuesTable; // state
+  state_version_floors: StateVersionFloorsTable; // state
   agents: AgentsTable; // agents
   agent_runs: AgentRunsTable; // agents
   agent_messages: AgentMessagesTable; // agents

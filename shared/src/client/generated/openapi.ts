@@ -14567,6 +14567,228 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/state/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one value with its version (also as ETag); 404 when absent */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" and "-"; default "default". */
+                    namespace?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description The key, percent-encoded as one path segment: 1 to 256 bytes of UTF-8; no "/", no control characters, not "." or "..". Case-sensitive, compared byte for byte. */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "state_value";
+                            key: string;
+                            namespace: string;
+                            /** @description Increments with every write of the key; also the ETag ("<version>"). A key created anew starts above every version the account deleted. */
+                            version: number;
+                            /** @description Bytes of the value's canonical JSON. */
+                            size: number;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description The stored JSON value. */
+                            value: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        /** Write a JSON value at a key (sealed at rest): 201 when the key was absent, 200 when replaced; the answer carries the new version, also as ETag. If-Match: <version> or * refuses a stale or absent write with 412 naming the current version; If-None-Match: * creates only. At most 10000 keys per account (409 beyond) */
+        put: {
+            parameters: {
+                query?: {
+                    /** @description 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" and "-"; default "default". */
+                    namespace?: string;
+                };
+                header?: {
+                    /** @description Write only if the current version is this one ("3" as the ETag gives it, or 3), or * for any existing value; otherwise 412. */
+                    "if-match"?: string;
+                    /** @description *: create only; 412 when the key exists. */
+                    "if-none-match"?: string;
+                };
+                path: {
+                    /** @description The key, percent-encoded as one path segment: 1 to 256 bytes of UTF-8; no "/", no control characters, not "." or "..". Case-sensitive, compared byte for byte. */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Any JSON value, at most 65536 bytes as RFC 8785 canonical JSON. Sealed at rest; read back in canonical form (object members sorted). */
+                        value: unknown;
+                        /** @description 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" and "-"; default "default". */
+                        namespace?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "state_value";
+                            key: string;
+                            namespace: string;
+                            /** @description Increments with every write of the key; also the ETag ("<version>"). A key created anew starts above every version the account deleted. */
+                            version: number;
+                            /** @description Bytes of the value's canonical JSON. */
+                            size: number;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description true: the key was absent (201); false: its value was replaced (200). */
+                            created: boolean;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "state_value";
+                            key: string;
+                            namespace: string;
+                            /** @description Increments with every write of the key; also the ETag ("<version>"). A key created anew starts above every version the account deleted. */
+                            version: number;
+                            /** @description Bytes of the value's canonical JSON. */
+                            size: number;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description true: the key was absent (201); false: its value was replaced (200). */
+                            created: boolean;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete one value; 404 when absent. If-Match: <version> deletes only that version (412 otherwise) */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" and "-"; default "default". */
+                    namespace?: string;
+                };
+                header?: {
+                    /** @description Write only if the current version is this one ("3" as the ETag gives it, or 3), or * for any existing value; otherwise 412. */
+                    "if-match"?: string;
+                };
+                path: {
+                    /** @description The key, percent-encoded as one path segment: 1 to 256 bytes of UTF-8; no "/", no control characters, not "." or "..". Case-sensitive, compared byte for byte. */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "state_value";
+                            key: string;
+                            namespace: string;
+                            /** @description The version deleted. */
+                            version: number;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/state": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The keys of one namespace without values, in byte order: complete up to 1000; a namespace holding more is listed truncated (truncated: true, count gives all) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" and "-"; default "default". */
+                    namespace?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The namespace's keys in byte order of their UTF-8 (code point order), without values; the first 1000. */
+                            keys: {
+                                key: string;
+                                version: number;
+                                size: number;
+                                updated_at: string;
+                            }[];
+                            namespace: string;
+                            /** @description Keys the namespace holds in all. */
+                            count: number;
+                            /** @description true when the namespace holds more than 1000 keys: the list stops at the first 1000. */
+                            truncated: boolean;
+                            /** @enum {number} */
+                            cap: 1000;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
