@@ -37,6 +37,7 @@ export const BACKEND_TESTS = [
   'test/passports.test.ts', // racing claims of one handle (one row wins on the unique index) and racing KYA mints at one handle (row lock)
   'test/mcp.test.ts', // MCP sessions served by any process, registrations cached per process and dropped on NOTIFY
   'test/guardrails.test.ts', // a revoked policy or deleted rule set reaching another process's cached keys (NOTIFY)
+  'test/memory.test.ts', // vector search by an HNSW index (pgvector, embedded) or an exact scan in SQL (a server without pgvector); concurrent creations at the per-account cap
   'test/agents-queue.test.ts', // queued agent runs claimed once across two processes (skip locked), picked up after a restart
   'test/agents-hooks.test.ts', // bursts of hook calls against max_runs_per_hour and the key's cap (a row lock on the agent, concurrent transactions)
   'test/state.test.ts', // two writers with one If-Match racing on a value's row lock (one wins), creations racing at the per-account key limit (the account lock)

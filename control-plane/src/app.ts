@@ -79,6 +79,8 @@ import { judgeRoutes } from './modules/judge/routes.ts'; // quality
 import type { JudgeService } from './modules/judge/service.ts'; // quality
 import { mcpRoutes } from './modules/mcp/routes.ts'; // mcp
 import type { Mcp } from './modules/mcp/deps.ts'; // mcp
+import { memoryRoutes } from './modules/memory/routes.ts'; // memory
+import type { MemoryService } from './modules/memory/service.ts'; // memory
 import { stateRoutes } from './modules/state/routes.ts'; // state
 import type { StateService } from './modules/state/service.ts'; // state
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
@@ -136,6 +138,7 @@ export interface AppDeps {
   mandates: { mandates: MandatesService; ghosts: GhostService }; // mandates and ghost sessions
   quality: { evals: Evals; judge: JudgeService }; // quality: eval suites, drift monitors, judge verdicts
   mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
+  memory: MemoryService; // memory: semantic memory collections
   state: StateService; // state: durable key-value state
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   logger?: boolean | object;
@@ -225,6 +228,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   evalsRoutes(app, d.quality.evals); // quality
   judgeRoutes(app, { judge: d.quality.judge, signerAddress: d.signer.address }); // quality: judge verdicts and the page /j/{id}
   mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
+  memoryRoutes(app, d.memory); // memory
   stateRoutes(app, d.state); // state
   agentsRoutes(app, d.agents); // agents
 

@@ -61,6 +61,7 @@ import { StateService } from './modules/state/service.ts'; // state
 import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
+import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
 
 export interface GatewayOptions {
@@ -97,6 +98,8 @@ export interface Gateway {
   fleet: { registry: NodeRegistry; hub: AgentHub };
   /** Public anchors of proof artifacts. */
   anchors: Anchors;
+  /** Memory collections (their vector store, for tests and the benchmark). */
+  memory: MemoryService; // memory
   /** Hosted agents: their run queue and scheduler (tests drive the queue across processes). */
   agents: Agents; // agents
   signerKey: `0x${string}`;
@@ -198,6 +201,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth
   const mcp = createMcp({ config: config.mcp, db, clock, sealKey: seal, self, publicUrl: config.publicUrl, metering, signerAddress: signerSvc.address, inference, sandboxes, identity, guardrailsMode: config.guardrails.mode, log: { error: (o, m) => app.log.error(o, m) } }); // mcp
   await mcp.servers.start(database); // mcp: registrations cached per process, dropped on NOTIFY
+  const memory = new MemoryService({ db, clock, sealKey: seal, embed: { inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // memory
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
   const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
@@ -238,6 +242,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     explorer, // explorer
     passports, // passports and KYA credentials
     mcp, // mcp
+    memory, // memory
     state, // state
     agents, // agents
     guardrails: { guardrails, policies }, // guardrails, policies
@@ -258,6 +263,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   });
 
   hub.log = app.log;
+  await memory.start((m) => app.log.info(m)); // memory: how vectors are searched here, logged once
   sandboxes.terminals.log = app.log; // sandbox terminals
   hub.sessionsHeld = (nodeId, held) => sandboxes.sessions.held(nodeId, held);
   await hub.start();
@@ -301,6 +307,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     services: { identity, keys, denylist, health, metering, signer: signerSvc, webhooks, webhookSender, alerts, subscriptions, inference, terminals: sandboxes.terminals },
     fleet: { registry, hub },
     anchors,
+    memory, // memory
     agents, // agents
     signerKey: signer,
     sealKey: seal,

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector'; // memory: vector search
 import { PGliteDialect } from './pglite-dialect.ts';
 import type { DB } from './schema.ts';
 
@@ -182,6 +183,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     ...(dataDir ? { dataDir: `${dataDir}/pg` } : {}),
     parsers: { [pgliteTypes.INT8]: parseBigint, [pgliteTypes.BYTEA]: pgliteBytea.parse },
     serializers: { [pgliteTypes.BYTEA]: pgliteBytea.serialize },
+    extensions: { vector }, // memory: pgvector, created by the memory migration
   });
   await pglite.waitReady;
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });

@@ -14,6 +14,7 @@ import type { GhostSessionsTable, MandatesTable } from './schema-mandates.ts'; /
 import type { GuardrailsTable, PoliciesTable } from './schema-guardrails.ts'; // guardrails, policies
 import type { EvalMonitorsTable, EvalRunsTable, EvalSuitesTable, JudgeVerdictsTable } from './schema-quality.ts'; // quality
 import type { McpServersTable, McpSessionsTable } from './schema-mcp.ts'; // mcp
+import type { MemoryChunksTable, MemoryCollectionsTable } from './schema-memory.ts'; // memory
 import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.ts'; // state
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 export type * from './schema-notifications.ts';
@@ -21,6 +22,7 @@ export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
 export type * from './schema-quality.ts'; // quality
 export type * from './schema-mcp.ts'; // mcp
+export type * from './schema-memory.ts'; // memory
 export type * from './schema-state.ts'; // state
 export type * from './schema-agents.ts'; // agents
 export type * from './schema-batches.ts';
@@ -377,6 +379,8 @@ export interface DB {
   judge_verdicts: JudgeVerdictsTable; // quality
   mcp_servers: McpServersTable; // mcp
   mcp_sessions: McpSessionsTable; // mcp
+  memory_collections: MemoryCollectionsTable; // memory
+  memory_chunks: MemoryChunksTable; // memory
   state_values: StateValuesTable; // state
   state_version_floors: StateVersionFloorsTable; // state
   agents: AgentsTable; // agents

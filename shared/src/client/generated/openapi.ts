@@ -14567,6 +14567,321 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memory/collections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your memory collections, newest first; complete (at most 100) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete (an account holds at most 100). */
+                            collections: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "memory.collection";
+                                name: string;
+                                model: string;
+                                /** @description The embedding dimension, recorded from the collection's first stored embedding; null until then. */
+                                dimensions: number | null;
+                                metadata: {
+                                    [key: string]: string;
+                                };
+                                documents: number;
+                                chunks: number;
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a memory collection: a name, metadata and the catalog embeddings model its documents and queries are embedded by; at most 100 per account */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @description An embeddings model of the catalog (GET /v1/models; a chat model is refused). Every document and query of the collection is embedded by it. */
+                        model: string;
+                        /** @description Your own labels: up to 16 string values (keys up to 64 characters, values up to 512), returned as given; not sealed. */
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "memory.collection";
+                            name: string;
+                            model: string;
+                            /** @description The embedding dimension, recorded from the collection's first stored embedding; null until then. */
+                            dimensions: number | null;
+                            metadata: {
+                                [key: string]: string;
+                            };
+                            documents: number;
+                            chunks: number;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memory/collections/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a collection and destroy its chunks: sealed texts and vectors (receipts of its embeddings stay) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "memory.collection";
+                            /** @enum {boolean} */
+                            deleted: true;
+                            documents_deleted: number;
+                            /** @description Chunks destroyed with their sealed text and vectors. */
+                            chunks_deleted: number;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memory/collections/{id}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Store a document (up to 100000 characters): cut into chunks of at most 800 characters with about 100 of overlap, embedded by the collection's model in one metered embeddings call under this key (billed as embedding usage, with a signed receipt), each chunk's text sealed at rest with its vector; all chunks or none; a collection holds at most 100000 chunks */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The document, up to 100000 characters: cut into chunks of at most 800 characters on word boundaries, each overlapping the previous by about 100. */
+                        text: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The document id; search results name it. */
+                            id: string;
+                            /** @enum {string} */
+                            object: "memory.document";
+                            collection_id: string;
+                            model: string;
+                            dimensions: number;
+                            characters: number;
+                            chunks: number;
+                            chunking: {
+                                size: number;
+                                overlap: number;
+                                /** @enum {string} */
+                                unit: "characters";
+                            };
+                            /** @description Of the embeddings call that embedded the chunks. */
+                            usage: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                            cost_micro_usd: number;
+                            /** @description The signed receipts of the embeddings calls (GET /v1/receipts/:id); the last is also in the x-svc-* headers. */
+                            receipt_ids: string[];
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memory/collections/{id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Semantic search: the query embedded by the collection's model (a metered embeddings call under this key, with a signed receipt), the k chunks of highest cosine similarity returned best first with their text, document id and chunk index */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        query: string;
+                        /**
+                         * @description How many chunks to return, 1 to 100 (default 5).
+                         * @default 5
+                         */
+                        k?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "memory.search";
+                            collection_id: string;
+                            model: string;
+                            k: number;
+                            results: {
+                                document_id: string;
+                                chunk_index: number;
+                                text: string;
+                                /** @description Cosine similarity of the chunk and the query, -1 to 1; results are best first. */
+                                score: number;
+                            }[];
+                            /** @description Of the embeddings call that embedded the query (zeros when the collection holds nothing and no call was made). */
+                            usage: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                            cost_micro_usd: number;
+                            /** @description The signed receipt of the query embedding; null when no call was made. */
+                            receipt_id: string | null;
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/state/{key}": {
         parameters: {
             query?: never;
