@@ -41,6 +41,7 @@ const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
   'DELETE /v1/mcp/servers/:id': { auth: 'key', why: 'the same transport DELETE on the MCP gateway endpoint: ends the upstream session' },
   'GET /v1/sandboxes/sessions/:id/terminal': { auth: 'key', why: "an interactive terminal into a session over WebSocket (keystrokes, resizes and signals in, screen output out), metered per second as an exec; the spec's streamed exec carries output only" },
   'GET /assets/consent.js': { auth: 'public', why: 'the OAuth consent page\'s script (sign-in in place with a passkey or a browser wallet, then the answer), from the gateway\'s own origin' },
+  'GET /legacy/claim/:token': { auth: 'public', why: 'the claim page (HTML) that the spec names beside GET /v1/legacy/claim/:token: plan name, the wallet required, status and how to open it' }, // legacy plans
 };
 
 const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{path}');

@@ -86,6 +86,8 @@ import type { StateService } from './modules/state/service.ts'; // state
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
 import type { Agents } from './modules/agents/deps.ts'; // agents
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
+import { legacyRoutes } from './modules/legacy/routes.ts'; // legacy plans
+import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
 
 export const VERSION = '0.1.0';
 
@@ -141,6 +143,7 @@ export interface AppDeps {
   memory: MemoryService; // memory: semantic memory collections
   state: StateService; // state: durable key-value state
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
+  legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   logger?: boolean | object;
 }
 
@@ -231,6 +234,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   memoryRoutes(app, d.memory); // memory
   stateRoutes(app, d.state); // state
   agentsRoutes(app, d.agents); // agents
+  legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
 
   await app.ready();
   return app;

@@ -10,6 +10,7 @@ import { passkeysConfig, passkeysEnv, type PasskeyConfig } from './config/passke
 import { anchorsConfig, anchorsEnv, type AnchorsConfig } from './config/anchors.ts'; // public anchors
 import { guardrailsConfig, guardrailsEnv, type GuardrailsConfig } from './config/guardrails.ts'; // guardrails
 import { mcpConfig, mcpEnv, type McpConfig } from './config/mcp.ts'; // mcp
+import { legacyConfig, legacyEnv, type LegacyConfig } from './config/legacy.ts'; // legacy plans
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -92,6 +93,7 @@ const EnvSchema = z.object({
   ...anchorsEnv, // public anchors: chains and the paying key
   ...guardrailsEnv, // guardrails: SVC_GUARDRAILS_MODE
   ...mcpEnv, // mcp: sessions, upstream timeout, default price per call
+  ...legacyEnv, // legacy plans: live plans per account, loop cadence
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -159,6 +161,8 @@ export interface Config {
   guardrails: GuardrailsConfig;
   /** SVC_MCP_* (mcp). */
   mcp: McpConfig; // mcp
+  /** SVC_LEGACY_* (legacy plans). */
+  legacy: LegacyConfig; // legacy plans
 }
 
 export interface SandboxConfig {
@@ -264,5 +268,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     anchors: anchorsConfig(e), // public anchors
     guardrails: guardrailsConfig(e), // guardrails
     mcp: mcpConfig(e), // mcp
+    legacy: legacyConfig(e), // legacy plans
   };
 }

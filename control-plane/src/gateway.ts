@@ -58,6 +58,7 @@ import { PoliciesService } from './modules/policies/service.ts'; // policies
 import { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 import { StateService } from './modules/state/service.ts'; // state
+import { createLegacy } from './modules/legacy/deps.ts'; // legacy plans
 import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
@@ -168,6 +169,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc, policies }) }; // passports: KYA credentials
   const mandates = { mandates: new MandatesService({ db, clock, keys, identity, signer: signerSvc }), ghosts: new GhostService({ db, clock, keys, identity }) }; // mandates and ghost sessions
   const state = new StateService({ db, clock, sealKey: seal, identity }); // state
+  const legacy = createLegacy({ db, clock, sealKey: seal, anchors, identity, publicUrl: config.publicUrl, config: config.legacy }); // legacy plans
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
@@ -245,6 +247,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     memory, // memory
     state, // state
     agents, // agents
+    legacy, // legacy plans
     guardrails: { guardrails, policies }, // guardrails, policies
     quality: { evals, judge }, // quality
     logger: opts.logger,
@@ -295,6 +298,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'purge_idle_mcp_sessions', everyMs: 300_000, run: async () => void (await mcp.sessions.purgeIdle()) }); // mcp
   leader.add({ name: 'purge_siwe_nonces', everyMs: 3600_000, run: async () => void (await identity.purgeNonces()) }); // sign-in nonces
   leader.add({ name: 'agents', everyMs: 5_000, run: () => agents.tick() }); // agents: schedules, queued hook and mailbox runs
+  leader.add({ name: 'legacy_plans', everyMs: config.legacy.everyMs, run: async () => void (await legacy.lifecycle.tick()) }); // legacy plans: warning, release
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 

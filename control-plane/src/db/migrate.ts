@@ -39,6 +39,7 @@ import * as guardrails from './migrations/20261127_2300_guardrails.ts'; // guard
 import * as quality from './migrations/20261127_2600_quality.ts'; // quality
 import * as mcp from './migrations/20261127_2400_mcp.ts'; // mcp
 import * as memory from './migrations/20261127_2800_memory.ts'; // memory
+import * as legacy from './migrations/20261127_2900_legacy.ts'; // legacy plans
 import * as state from './migrations/20261127_2700_state.ts'; // state
 import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 
@@ -84,6 +85,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2600_quality': quality, // quality
   '20261127_2400_mcp': mcp, // mcp
   '20261127_2800_memory': memory, // memory
+  '20261127_2900_legacy': legacy, // legacy plans
   '20261127_2700_state': state, // state
   '20261127_2800_agents': agents, // agents
 };

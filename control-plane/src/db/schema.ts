@@ -15,6 +15,7 @@ import type { GuardrailsTable, PoliciesTable } from './schema-guardrails.ts'; //
 import type { EvalMonitorsTable, EvalRunsTable, EvalSuitesTable, JudgeVerdictsTable } from './schema-quality.ts'; // quality
 import type { McpServersTable, McpSessionsTable } from './schema-mcp.ts'; // mcp
 import type { MemoryChunksTable, MemoryCollectionsTable } from './schema-memory.ts'; // memory
+import type { LegacyEventsTable, LegacyObjectsTable, LegacyPartiesTable, LegacyPlansTable } from './schema-legacy.ts'; // legacy plans
 import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.ts'; // state
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 export type * from './schema-notifications.ts';
@@ -23,6 +24,7 @@ export type * from './schema-guardrails.ts'; // guardrails, policies
 export type * from './schema-quality.ts'; // quality
 export type * from './schema-mcp.ts'; // mcp
 export type * from './schema-memory.ts'; // memory
+export type * from './schema-legacy.ts'; // legacy plans
 export type * from './schema-state.ts'; // state
 export type * from './schema-agents.ts'; // agents
 export type * from './schema-batches.ts';
@@ -387,6 +389,10 @@ export interface DB {
   agent_runs: AgentRunsTable; // agents
   agent_messages: AgentMessagesTable; // agents
   agent_hook_signatures: AgentHookSignaturesTable; // agents
+  legacy_plans: LegacyPlansTable; // legacy plans
+  legacy_objects: LegacyObjectsTable; // legacy plans
+  legacy_parties: LegacyPartiesTable; // legacy plans
+  legacy_events: LegacyEventsTable; // legacy plans
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -10,4 +10,10 @@ describe('request log URL redaction', () => {
     expect(redactUrl('/v1/agents/agt_1/hooks/rotatex')).toBe('/v1/agents/agt_1/hooks/[redacted]');
     expect(redactUrl('/v1/agents/agt_1/runs')).toBe('/v1/agents/agt_1/runs');
   });
+
+  it('replaces the token of a legacy claim link and of its page', () => {
+    expect(redactUrl('/v1/legacy/claim/lgc_secret-token')).toBe('/v1/legacy/claim/[redacted]');
+    expect(redactUrl('/legacy/claim/lgc_secret-token?x=1')).toBe('/legacy/claim/[redacted]?x=1');
+    expect(redactUrl('/v1/legacy/claims/lgp_1/open')).toBe('/v1/legacy/claims/lgp_1/open');
+  });
 });

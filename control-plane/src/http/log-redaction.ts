@@ -3,9 +3,13 @@ import type { FastifyRequest } from 'fastify';
 /**
  * Paths that carry a secret (a path token): the part after each prefix is replaced before a request is logged.
  * An agent's hook URL (`/v1/agents/:id/hooks/:token`, not its owner's rotate, disable and secret routes) and an
- * org invite (`/v1/orgs/invites/:token/accept`).
+ * org invite (`/v1/orgs/invites/:token/accept`), a legacy claim link (`/v1/legacy/claim/:token` and its page).
  */
-const PATH_TOKENS: RegExp[] = [/^(\/v1\/agents\/[^/?#]+\/hooks\/)(?!(?:rotate|disable|secret)(?:[/?#]|$))[^/?#]+/, /^(\/v1\/orgs\/invites\/)[^/?#]+/];
+const PATH_TOKENS: RegExp[] = [
+  /^(\/v1\/agents\/[^/?#]+\/hooks\/)(?!(?:rotate|disable|secret)(?:[/?#]|$))[^/?#]+/,
+  /^(\/v1\/orgs\/invites\/)[^/?#]+/,
+  /^(\/(?:v1\/)?legacy\/claim\/)[^/?#]+/, // legacy plans
+];
 
 /** The URL as a log shows it: path tokens replaced by `[redacted]`. */
 export function redactUrl(url: string): string {

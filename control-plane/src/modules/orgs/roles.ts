@@ -128,6 +128,19 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'POST /v1/agents/:id/hooks/disable': 'admin', // agents
   'POST /v1/agents/:id/hooks/secret': 'admin', // agents
   'DELETE /v1/agents/:id': 'admin', // agents
+  // Legacy plans: admins manage the account's plans (sealed content, claim links); attesting and claims go by
+  // the wallets of the member acting, never the org's.
+  'GET /v1/legacy/plans': 'admin', // legacy plans
+  'POST /v1/legacy/plans': 'admin', // legacy plans
+  'GET /v1/legacy/plans/:id': 'admin', // legacy plans
+  'POST /v1/legacy/plans/:id/checkin': 'admin', // legacy plans
+  'PUT /v1/legacy/plans/:id/content': 'admin', // legacy plans
+  'POST /v1/legacy/plans/:id/cancel': 'admin', // legacy plans
+  'POST /v1/legacy/plans/:id/attest': 'member', // legacy plans
+  'GET /v1/legacy/attesting': 'member', // legacy plans
+  'GET /v1/legacy/claims': 'member', // legacy plans
+  'POST /v1/legacy/claims/:plan_id/open': 'member', // legacy plans
+  'GET /v1/legacy/claims/:plan_id/objects/:object_id': 'member', // legacy plans
   // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',

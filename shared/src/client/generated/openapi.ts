@@ -16019,6 +16019,1070 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/legacy/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your plans with status and deadlines, newest first (at most 100), the live-plan limit and the custody model */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first, at most 100. */
+                            plans: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "legacy_plan";
+                                name: string;
+                                /** @enum {string} */
+                                status: "active" | "warning" | "released" | "cancelled";
+                                checkin_interval_seconds: number;
+                                grace_seconds: number;
+                                /** @description Check in before this; after it the plan is in warning. */
+                                deadline_at: string;
+                                warned_at: string | null;
+                                /** @description In warning: when the grace period ends (release then waits for the quorum, if any). */
+                                release_earliest_at: string | null;
+                                released_at: string | null;
+                                cancelled_at: string | null;
+                                last_checkin_at: string | null;
+                                created_at: string;
+                                beneficiary_count: number;
+                                attester_count: number;
+                                quorum: number | null;
+                                /** @description Attester confirmations counted in the current warning. */
+                                confirmations: number;
+                                object_count: number;
+                                note_bytes: number;
+                            }[];
+                            /** @description How many plans an account keeps live (active or in warning) at once. */
+                            max_active_plans: number;
+                            /** @description Who holds the sealed content and what that means. */
+                            custody: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a plan: sealed note and files, check-in cadence, first deadline, beneficiaries by wallet (each one's claim link returned once, stored hashed), optional attesters and quorum */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The plan name: shown to attesters and, on the claim link, to anyone holding it. */
+                        name: string;
+                        /** @description The note released to beneficiaries, 1 to 65536 characters; sealed at rest. */
+                        note: string;
+                        /** @description Up to 10 files, 2 MiB in all; sealed at rest. */
+                        files?: {
+                            /** @description The file name the beneficiary sees. */
+                            name: string;
+                            /** @description Default application/octet-stream. */
+                            content_type?: string;
+                            /** @description The file's bytes, base64; at most 1048576 bytes decoded. */
+                            content_b64: string;
+                        }[];
+                        /** @description Check-in cadence: every check-in moves the deadline this far from its time. */
+                        checkin_interval_seconds: number;
+                        /** @description How long a plan stays in warning before it can be released, counted from the warning; default 604800. */
+                        grace_seconds?: number;
+                        /** @description The first deadline (a future date-time); default now plus the cadence. */
+                        deadline?: string;
+                        /** @description Who receives the release, by EVM wallet; each gets a claim link, shown once. */
+                        beneficiaries: {
+                            wallet: string;
+                            /** @description A name for your own reference; shown only to you. */
+                            label?: string;
+                        }[];
+                        /** @description Wallets whose confirmations, given while the plan is in warning, are needed for release. */
+                        attesters?: {
+                            wallet: string;
+                            /** @description A name for your own reference; shown only to you. */
+                            label?: string;
+                        }[];
+                        /** @description How many attesters must confirm; default a majority. Only with attesters. */
+                        quorum?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "legacy_plan";
+                            name: string;
+                            /** @enum {string} */
+                            status: "active" | "warning" | "released" | "cancelled";
+                            checkin_interval_seconds: number;
+                            grace_seconds: number;
+                            /** @description Check in before this; after it the plan is in warning. */
+                            deadline_at: string;
+                            warned_at: string | null;
+                            /** @description In warning: when the grace period ends (release then waits for the quorum, if any). */
+                            release_earliest_at: string | null;
+                            released_at: string | null;
+                            cancelled_at: string | null;
+                            last_checkin_at: string | null;
+                            created_at: string;
+                            beneficiary_count: number;
+                            attester_count: number;
+                            quorum: number | null;
+                            /** @description Attester confirmations counted in the current warning. */
+                            confirmations: number;
+                            object_count: number;
+                            note_bytes: number;
+                            content_version: number;
+                            beneficiaries: {
+                                wallet: string;
+                                label: string | null;
+                                /** @enum {string} */
+                                claim_link: "live" | "killed";
+                                claimed_at: string | null;
+                            }[];
+                            attesters: {
+                                wallet: string;
+                                label: string | null;
+                                confirmed_at: string | null;
+                            }[];
+                            /** @description Metadata of the current files; never their content. */
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                byte_len: number;
+                                sha256: string;
+                                created_at: string;
+                            }[];
+                            /** @description The chained history, oldest first; content-free. */
+                            events: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of {v, plan_id, seq, type, at, data, prev_hash}: the bytes hashed. */
+                                canonical: string;
+                                prev_hash: string;
+                                /** @description 0x sha256 of canonical. */
+                                hash: string;
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                            }[];
+                            head_hash: string;
+                            /** @description One per beneficiary: shown this once, stored only as sha256. Give each to its beneficiary. */
+                            claim_links: {
+                                wallet: string;
+                                label: string | null;
+                                token: string;
+                                claim_url: string;
+                                api_url: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/plans/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of your plans: parties, object metadata, chained events with anchor state; never content */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "legacy_plan";
+                            name: string;
+                            /** @enum {string} */
+                            status: "active" | "warning" | "released" | "cancelled";
+                            checkin_interval_seconds: number;
+                            grace_seconds: number;
+                            /** @description Check in before this; after it the plan is in warning. */
+                            deadline_at: string;
+                            warned_at: string | null;
+                            /** @description In warning: when the grace period ends (release then waits for the quorum, if any). */
+                            release_earliest_at: string | null;
+                            released_at: string | null;
+                            cancelled_at: string | null;
+                            last_checkin_at: string | null;
+                            created_at: string;
+                            beneficiary_count: number;
+                            attester_count: number;
+                            quorum: number | null;
+                            /** @description Attester confirmations counted in the current warning. */
+                            confirmations: number;
+                            object_count: number;
+                            note_bytes: number;
+                            content_version: number;
+                            beneficiaries: {
+                                wallet: string;
+                                label: string | null;
+                                /** @enum {string} */
+                                claim_link: "live" | "killed";
+                                claimed_at: string | null;
+                            }[];
+                            attesters: {
+                                wallet: string;
+                                label: string | null;
+                                confirmed_at: string | null;
+                            }[];
+                            /** @description Metadata of the current files; never their content. */
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                byte_len: number;
+                                sha256: string;
+                                created_at: string;
+                            }[];
+                            /** @description The chained history, oldest first; content-free. */
+                            events: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of {v, plan_id, seq, type, at, data, prev_hash}: the bytes hashed. */
+                                canonical: string;
+                                prev_hash: string;
+                                /** @description 0x sha256 of canonical. */
+                                hash: string;
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                            }[];
+                            head_hash: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/plans/{id}/checkin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check in: the deadline resets to now plus the cadence, a warning ends, every attester confirmation is cleared; 409 once released or cancelled */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "legacy_plan";
+                            name: string;
+                            /** @enum {string} */
+                            status: "active" | "warning" | "released" | "cancelled";
+                            checkin_interval_seconds: number;
+                            grace_seconds: number;
+                            /** @description Check in before this; after it the plan is in warning. */
+                            deadline_at: string;
+                            warned_at: string | null;
+                            /** @description In warning: when the grace period ends (release then waits for the quorum, if any). */
+                            release_earliest_at: string | null;
+                            released_at: string | null;
+                            cancelled_at: string | null;
+                            last_checkin_at: string | null;
+                            created_at: string;
+                            beneficiary_count: number;
+                            attester_count: number;
+                            quorum: number | null;
+                            /** @description Attester confirmations counted in the current warning. */
+                            confirmations: number;
+                            object_count: number;
+                            note_bytes: number;
+                            content_version: number;
+                            beneficiaries: {
+                                wallet: string;
+                                label: string | null;
+                                /** @enum {string} */
+                                claim_link: "live" | "killed";
+                                claimed_at: string | null;
+                            }[];
+                            attesters: {
+                                wallet: string;
+                                label: string | null;
+                                confirmed_at: string | null;
+                            }[];
+                            /** @description Metadata of the current files; never their content. */
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                byte_len: number;
+                                sha256: string;
+                                created_at: string;
+                            }[];
+                            /** @description The chained history, oldest first; content-free. */
+                            events: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of {v, plan_id, seq, type, at, data, prev_hash}: the bytes hashed. */
+                                canonical: string;
+                                prev_hash: string;
+                                /** @description 0x sha256 of canonical. */
+                                hash: string;
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                            }[];
+                            head_hash: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/plans/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Replace note and files (earlier ciphertexts destroyed, their metadata kept); 409 once released or cancelled */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The note released to beneficiaries, 1 to 65536 characters; sealed at rest. */
+                        note: string;
+                        /** @description Up to 10 files, 2 MiB in all; sealed at rest. */
+                        files?: {
+                            /** @description The file name the beneficiary sees. */
+                            name: string;
+                            /** @description Default application/octet-stream. */
+                            content_type?: string;
+                            /** @description The file's bytes, base64; at most 1048576 bytes decoded. */
+                            content_b64: string;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "legacy_plan";
+                            name: string;
+                            /** @enum {string} */
+                            status: "active" | "warning" | "released" | "cancelled";
+                            checkin_interval_seconds: number;
+                            grace_seconds: number;
+                            /** @description Check in before this; after it the plan is in warning. */
+                            deadline_at: string;
+                            warned_at: string | null;
+                            /** @description In warning: when the grace period ends (release then waits for the quorum, if any). */
+                            release_earliest_at: string | null;
+                            released_at: string | null;
+                            cancelled_at: string | null;
+                            last_checkin_at: string | null;
+                            created_at: string;
+                            beneficiary_count: number;
+                            attester_count: number;
+                            quorum: number | null;
+                            /** @description Attester confirmations counted in the current warning. */
+                            confirmations: number;
+                            object_count: number;
+                            note_bytes: number;
+                            content_version: number;
+                            beneficiaries: {
+                                wallet: string;
+                                label: string | null;
+                                /** @enum {string} */
+                                claim_link: "live" | "killed";
+                                claimed_at: string | null;
+                            }[];
+                            attesters: {
+                                wallet: string;
+                                label: string | null;
+                                confirmed_at: string | null;
+                            }[];
+                            /** @description Metadata of the current files; never their content. */
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                byte_len: number;
+                                sha256: string;
+                                created_at: string;
+                            }[];
+                            /** @description The chained history, oldest first; content-free. */
+                            events: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of {v, plan_id, seq, type, at, data, prev_hash}: the bytes hashed. */
+                                canonical: string;
+                                prev_hash: string;
+                                /** @description 0x sha256 of canonical. */
+                                hash: string;
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                            }[];
+                            head_hash: string;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/plans/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel: ciphertexts nulled and claim links killed (they then answer 404 like unknown ones); the content-free history stays; idempotent */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "legacy_plan";
+                            name: string;
+                            /** @enum {string} */
+                            status: "active" | "warning" | "released" | "cancelled";
+                            checkin_interval_seconds: number;
+                            grace_seconds: number;
+                            /** @description Check in before this; after it the plan is in warning. */
+                            deadline_at: string;
+                            warned_at: string | null;
+                            /** @description In warning: when the grace period ends (release then waits for the quorum, if any). */
+                            release_earliest_at: string | null;
+                            released_at: string | null;
+                            cancelled_at: string | null;
+                            last_checkin_at: string | null;
+                            created_at: string;
+                            beneficiary_count: number;
+                            attester_count: number;
+                            quorum: number | null;
+                            /** @description Attester confirmations counted in the current warning. */
+                            confirmations: number;
+                            object_count: number;
+                            note_bytes: number;
+                            content_version: number;
+                            beneficiaries: {
+                                wallet: string;
+                                label: string | null;
+                                /** @enum {string} */
+                                claim_link: "live" | "killed";
+                                claimed_at: string | null;
+                            }[];
+                            attesters: {
+                                wallet: string;
+                                label: string | null;
+                                confirmed_at: string | null;
+                            }[];
+                            /** @description Metadata of the current files; never their content. */
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                byte_len: number;
+                                sha256: string;
+                                created_at: string;
+                            }[];
+                            /** @description The chained history, oldest first; content-free. */
+                            events: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of {v, plan_id, seq, type, at, data, prev_hash}: the bytes hashed. */
+                                canonical: string;
+                                prev_hash: string;
+                                /** @description 0x sha256 of canonical. */
+                                hash: string;
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                            }[];
+                            head_hash: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/plans/{id}/attest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Confirm as a named attester (a wallet of this session); counted only while the plan is in warning (409 otherwise); a plan not naming your wallet is not found */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            /** @description Optional. */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Which of your wallets confirms, when you hold several named attesters. */
+                        wallet?: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            plan_id: string;
+                            /** @enum {string} */
+                            status: "active" | "warning" | "released" | "cancelled";
+                            wallet: string;
+                            confirmed_at: string;
+                            confirmations: number;
+                            quorum: number | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/attesting": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Plans where a wallet of yours is attester: id, name, status, deadline, your confirmation (at most 100) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            plans: {
+                                id: string;
+                                name: string;
+                                /** @enum {string} */
+                                status: "active" | "warning" | "released" | "cancelled";
+                                deadline_at: string;
+                                release_earliest_at: string | null;
+                                quorum: number | null;
+                                your_confirmation: {
+                                    wallet: string;
+                                    confirmed_at: string | null;
+                                };
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Released plans naming a wallet of yours as beneficiary (at most 100) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            claims: {
+                                plan_id: string;
+                                plan_name: string;
+                                wallet: string;
+                                released_at: string;
+                                claimed_at: string | null;
+                                objects: number;
+                                note_bytes: number;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/claims/{plan_id}/open": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open a released plan naming a wallet of yours: the unsealed note and the object list; the first opening chains `claimed` */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    plan_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            plan_id: string;
+                            plan_name: string;
+                            wallet: string;
+                            released_at: string;
+                            claimed_at: string;
+                            note: string;
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                byte_len: number;
+                                sha256: string;
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/claims/{plan_id}/objects/{object_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One file of a released plan naming a wallet of yours, base64 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    plan_id: string;
+                    object_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            name: string;
+                            content_type: string;
+                            byte_len: number;
+                            sha256: string;
+                            created_at: string;
+                            plan_id: string;
+                            content_b64: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/legacy/claim/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A claim link: {plan_name, wallet_required, status}; unknown and cancelled links answer the same 404. Page /legacy/claim/{token} */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            plan_name: string;
+                            /** @description The beneficiary wallet: sign in with it to open the claim once released. */
+                            wallet_required: string;
+                            /** @enum {string} */
+                            status: "active" | "warning" | "released";
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/legacy/claim/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The claim page (HTML) of a claim link: plan name, the wallet required, status and how to open it (GET /v1/legacy/claim/{token} as HTML); unknown and cancelled links are the same 404 page */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description An HTML page. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description An HTML page: no such claim. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
