@@ -1,7 +1,8 @@
 /**
  * The child processes of bench/inference.ts, each started as `inference-roles.ts --role NAME`: the zero-latency
  * upstream, the bare reverse proxy, and the gateway (with `--floor`, also its services behind a bare node:http
- * handler). Each prints one JSON line with what the parent needs, then serves until killed.
+ * handler). Each prints one JSON line with what the parent needs, then serves until killed. The gateway
+ * started with `--stall-trace` also answers `reset` and `report` lines on stdin (see role 'gateway').
  */
 import http from 'node:http';
 import { mkdtempSync } from 'node:fs';
@@ -113,6 +114,25 @@ async function role(name: string): Promise<void> {
     const key = (await client.createKey()).key;
     const floor = FLOOR ? await floorServer(gw, url) : undefined;
     ready({ url, key, floor });
+    if (process.argv.includes('--stall-trace')) {
+      // `inference.ts --stall-trace`: the main thread's stall trace (modules/platform/stall-trace.ts), reset
+      // and reported on a line of stdin each (`reset`, `report`); a report is one JSON line on stdout.
+      const { stallTrace } = await import('../control-plane/src/modules/platform/stall-trace.ts');
+      stallTrace.start();
+      let buf = '';
+      process.stdin.on('data', (d) => {
+        buf += d;
+        for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+          const cmd = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (cmd === 'reset') {
+            stallTrace.reset();
+            ready({ reset: true });
+          }
+          if (cmd === 'report') ready(stallTrace.report());
+        }
+      });
+    }
     // Closed before it exits (--cpu-prof writes its profile at exit): exiting with the signer's worker inside a
     // libsecp256k1 call aborts the process ("terminate called after throwing an instance of 'Napi::Error'").
     process.once('SIGTERM', () => void gw.close().finally(() => process.exit(0)));

@@ -13,7 +13,10 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none] [--stall-trace]
+ * `--stall-trace` has the gateway trace its main thread (modules/platform/stall-trace.ts) while wrk drives
+ * it, and prints, per concurrency, what overlapped its requests at or above the p99: GC pauses by kind, the
+ * gathered settle commit, the journal's writes, the signer's answers, the leader's loops, and what no cause covers.
  * `--floor` adds a row: the gateway process's own services (key auth, body digest, validation, model
  * resolution, hold, upstream call, settle with its signed receipt and journal) called from a bare node:http
  * handler instead of the HTTP framework, to see what the framework and its per-route stages cost.
@@ -35,6 +38,7 @@ import { machineCpuSeconds, postgresCpuSeconds, processCpuSeconds, threadSchedSe
 import { arg } from './args.ts';
 import { MODEL, PROXY, freePort } from './inference-roles.ts';
 import { loadNode, loadWrk, median, type LoadRow } from './load.ts';
+import type { StallReport } from '../control-plane/src/modules/platform/stall-trace.ts';
 
 const TOTAL = Number(arg('requests', '2000'));
 /** `--gateway-only`: skip the direct and bare-proxy rows (quick A/B runs of the gateway alone). */
@@ -58,20 +62,36 @@ const ADMIN = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
  * of machine, a bare Node proxy carries 17,000.
  */
 const TARGET_P50_RATIO = 2;
+/** Tail targets: at concurrency 1 the gateway adds at most 1 ms to the p99 and at most twice the proxy's; at 64, at most 3x the proxy's. */
+const TARGET_P99_ADDED_MS = 1;
+const TARGET_P99_RATIO_1 = 2;
+const TARGET_P99_RATIO_64 = 3;
+const STALL_TRACE = process.argv.includes('--stall-trace');
 const TARGET_RPS_RATIO = 5_600 / 17_000;
 /** The c=64 inference target as written: "at least 5,600 req/s at concurrency 64 (4× that gateway)". */
 const TARGET_REFERENCE_RATIO = 4;
 const targetLine = (conc: number, what: string, value: string, met: boolean) => `${String(conc).padStart(4)} | ${what}: ${value} ${met ? 'met' : 'NOT met'}`;
 const BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 16 });
 
-function startRole(name: string, extra: string[], node: string[] = []): Promise<{ child: ChildProcess; info: Record<string, any> }> {
-  const child = spawn(process.execPath, [...node, '--import', 'tsx', fileURLToPath(new URL('./inference-roles.ts', import.meta.url)), '--role', name, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+type Role = { child: ChildProcess; info: Record<string, any>; ask(line: string): Promise<any> };
+
+/** A child role: its first JSON line is `info`; `ask` writes a line to its stdin and resolves with its next JSON line. */
+function startRole(name: string, extra: string[], node: string[] = []): Promise<Role> {
+  const child = spawn(process.execPath, [...node, '--import', 'tsx', fileURLToPath(new URL('./inference-roles.ts', import.meta.url)), '--role', name, ...extra], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting: Array<(o: any) => void> = [];
   return new Promise((resolve, reject) => {
     let buf = '';
+    let first = true;
     child.stdout!.on('data', (d) => {
       buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) resolve({ child, info: JSON.parse(buf.slice(0, nl)) });
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const o = JSON.parse(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+        if (first) {
+          first = false;
+          resolve({ child, info: o, ask: (line) => new Promise((r) => (waiting.push(r), child.stdin!.write(`${line}\n`))) });
+        } else waiting.shift()?.(o);
+      }
     });
     child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
   });
@@ -116,6 +136,16 @@ async function startReference(upstreamUrl: string): Promise<Reference | null> {
   return { child, url, headers, label: `Portkey's AI gateway ${version} (@portkey-ai/gateway), its Node server, provider openai with x-portkey-custom-host` };
 }
 
+/** One round's stall trace: the slow requests, each cause's share of their time, and the loop's delay. */
+function stallLine(conc: number, round: number, t: StallReport): string {
+  const share = (ms: number) => `${((ms / Math.max(1e-9, t.slow.total_ms)) * 100).toFixed(0)}%`;
+  const causes = Object.entries(t.slow.causes)
+    .sort((a, b) => b[1].overlap_ms - a[1].overlap_ms)
+    .map(([k, v]) => `${k} ${v.requests} req ${v.overlap_ms.toFixed(1)} ms (${share(v.overlap_ms)})`);
+  const gc = Object.entries(t.gc).map(([k, v]) => `${k} ${v.count}x max ${v.max_ms.toFixed(2)} ms`);
+  return `${String(conc).padStart(4)} | ${String(round + 1).padStart(5)} | ${t.slow.count} requests >= ${t.slow.threshold_ms.toFixed(3)} ms (in-process p50 ${t.requests.p50_ms.toFixed(3)}, p99.9 ${t.requests.p999_ms.toFixed(3)}, max ${t.requests.max_ms.toFixed(1)}); ${causes.join(', ') || 'no cause overlapped'}; uncovered ${share(t.slow.uncovered_ms)}; loop delay p99 ${t.event_loop_delay.p99_ms.toFixed(2)} ms, max ${t.event_loop_delay.max_ms.toFixed(1)}; GC ${gc.join(', ')}`;
+}
+
 async function main() {
   const name = `svc_bench_${Math.random().toString(36).slice(2, 10)}`;
   const admin = new pg.Client({ connectionString: ADMIN });
@@ -135,7 +165,7 @@ async function main() {
     const gatewayNode = ['--max-semi-space-size=64', ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
     const reference = GATEWAY_ONLY ? null : await startReference(upstreamUrl);
     if (reference) children.push(reference.child);
-    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : [])], gatewayNode);
+    const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : []), ...(STALL_TRACE ? ['--stall-trace'] : [])], gatewayNode);
     children.push(gateway.child);
 
     const measure = (url: string, headers: Record<string, string>, conc: number, around?: { before(): void; after(): void }) =>
@@ -157,25 +187,29 @@ async function main() {
     );
     console.log(`gateway: auth + hold + upstream call + settle (ledger, usage event, signed receipt) + receipt headers; billing enforced; real Postgres (${name})`);
     console.log('');
-    console.log('conc | path                   | p50 ms | p99 ms |  req/s | added p50 / p99 vs direct');
+    console.log('conc | path                   | p50 ms | p99 ms | p99.9 ms | max ms |  req/s | added p50 / p99 / p99.9 vs direct');
     const ratios: string[] = [];
     const targets: string[] = [];
+    const stalls: string[] = [];
     for (const conc of CONCS) {
-      const rounds: Array<{ direct: LoadRow | null; proxy: LoadRow | null; reference: LoadRow | null; gateway: LoadRow; floor: LoadRow | null; cpu: Record<string, number>; load: Record<string, number> }> = [];
+      const rounds: Array<{ direct: LoadRow | null; proxy: LoadRow | null; reference: LoadRow | null; gateway: LoadRow; floor: LoadRow | null; cpu: Record<string, number>; load: Record<string, number>; trace: StallReport | null }> = [];
       for (let i = 0; i < ROUNDS; i++) {
         const direct = GATEWAY_ONLY ? null : await measure(upstreamUrl, {}, conc);
         const proxyRow = GATEWAY_ONLY ? null : await measure(`http://127.0.0.1:${proxy.info.port}/v1`, {}, conc);
         const referenceRow = reference ? await measure(reference.url, reference.headers, conc) : null;
         let c0 = cpuOf();
         let c1 = c0;
+        if (STALL_TRACE) await gateway.ask('reset'); // wrk's warm-up is left in the trace: only its tail is reported
         const gatewayRow = await measure(`${gateway.info.url}/v1`, keyed, conc, { before: () => (c0 = cpuOf()), after: () => (c1 = cpuOf()) });
+        const trace: StallReport | null = STALL_TRACE ? await gateway.ask('report') : null;
         const cpu = Object.fromEntries((['gateway', 'main', 'postgres', 'upstream'] as const).map((k) => [k, ((c1[k] - c0[k]) * 1e6) / (gatewayRow.rps * SECONDS)]));
         // Share of one core busy on the event loop, and cores idle on the machine, over the measured run.
         const load = { main: (c1.main - c0.main) / SECONDS, queued: (c1.queued - c0.queued) / SECONDS, idle: (c1.idle - c0.idle) / SECONDS };
         const floorRow = FLOOR ? await measure(`${gateway.info.floor}/v1`, keyed, conc) : null;
-        rounds.push({ direct, proxy: proxyRow, reference: referenceRow, gateway: gatewayRow, floor: floorRow, cpu, load });
+        rounds.push({ direct, proxy: proxyRow, reference: referenceRow, gateway: gatewayRow, floor: floorRow, cpu, load, trace });
+        if (trace) stalls.push(stallLine(conc, i, trace));
       }
-      const med = (rows: Array<LoadRow | null>): LoadRow | null => (rows[0] ? { p50: median(rows.map((r) => r!.p50)), p99: median(rows.map((r) => r!.p99)), rps: median(rows.map((r) => r!.rps)) } : null);
+      const med = (rows: Array<LoadRow | null>): LoadRow | null => (rows[0] ? { p50: median(rows.map((r) => r!.p50)), p99: median(rows.map((r) => r!.p99)), p999: median(rows.map((r) => r!.p999)), max: median(rows.map((r) => r!.max)), rps: median(rows.map((r) => r!.rps)) } : null);
       const direct = med(rounds.map((r) => r.direct));
       const viaProxy = med(rounds.map((r) => r.proxy));
       const viaReference = med(rounds.map((r) => r.reference));
@@ -194,7 +228,16 @@ async function main() {
           ratios.push(`${String(conc).padStart(4)} | added p50, services without the framework / proxy: ${fl.map((x) => x.toFixed(2)).join(', ')} (median ${median(fl).toFixed(2)})`);
         }
         ratios.push(`${String(conc).padStart(4)} | added p50, gateway / proxy: ${each.map((x) => x.toFixed(2)).join(', ')} (median ${median(each).toFixed(2)}); req/s, gateway / proxy: ${rps.map((x) => x.toFixed(3)).join(', ')} (median ${median(rps).toFixed(3)})`);
-        if (conc === 1) targets.push(targetLine(conc, 'added p50 at most 2x the proxy\'s', median(each).toFixed(2), median(each) <= TARGET_P50_RATIO));
+        // The tail: the gateway's added p99 against the proxy's, per round.
+        const tail = rounds.map((r) => (r.gateway.p99 - r.direct!.p99) / Math.max(0.001, r.proxy!.p99 - r.direct!.p99));
+        const addedP99 = median(rounds.map((r) => r.gateway.p99 - r.direct!.p99));
+        ratios.push(`${String(conc).padStart(4)} | added p99, gateway / proxy: ${tail.map((x) => x.toFixed(2)).join(', ')} (median ${median(tail).toFixed(2)}); gateway's added p99 ms: ${rounds.map((r) => (r.gateway.p99 - r.direct!.p99).toFixed(3)).join(', ')}`);
+        if (conc === 1) {
+          targets.push(targetLine(conc, 'added p50 at most 2x the proxy\'s', median(each).toFixed(2), median(each) <= TARGET_P50_RATIO));
+          targets.push(targetLine(conc, `added p99 at most ${TARGET_P99_ADDED_MS} ms`, `${addedP99.toFixed(3)} ms`, addedP99 <= TARGET_P99_ADDED_MS));
+          targets.push(targetLine(conc, `added p99 at most ${TARGET_P99_RATIO_1}x the proxy's`, median(tail).toFixed(2), median(tail) <= TARGET_P99_RATIO_1));
+        }
+        if (conc === 64) targets.push(targetLine(conc, `added p99 at most ${TARGET_P99_RATIO_64}x the proxy's`, median(tail).toFixed(2), median(tail) <= TARGET_P99_RATIO_64));
         if (conc === 64) targets.push(targetLine(conc, `req/s at least ${TARGET_RPS_RATIO.toFixed(3)}x the proxy's (5,600 where it carries 17,000)`, median(rps).toFixed(3), median(rps) >= TARGET_RPS_RATIO));
         if (viaReference) {
           const added = rounds.map((r) => (r.gateway.p50 - r.direct!.p50) / (r.reference!.p50 - r.direct!.p50));
@@ -216,14 +259,15 @@ async function main() {
         ['services, no framework', viaFloor],
       ] as const) {
         if (!r) continue;
-        const added = label === 'direct' || !direct ? '-' : `+${(r.p50 - direct.p50).toFixed(3)} / +${(r.p99 - direct.p99).toFixed(3)}`;
-        console.log(`${String(conc).padStart(4)} | ${label.padEnd(22)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
+        const added = label === 'direct' || !direct ? '-' : `+${(r.p50 - direct.p50).toFixed(3)} / +${(r.p99 - direct.p99).toFixed(3)} / +${(r.p999 - direct.p999).toFixed(3)}`;
+        console.log(`${String(conc).padStart(4)} | ${label.padEnd(22)} | ${r.p50.toFixed(3).padStart(6)} | ${r.p99.toFixed(3).padStart(6)} | ${r.p999.toFixed(3).padStart(8)} | ${r.max.toFixed(1).padStart(6)} | ${r.rps.toFixed(0).padStart(6)} | ${added}`);
       }
     }
     if (reference) console.log(`\nreference gateway: ${reference.label}`);
     if (ratios.length) console.log(['', `conc | per round (${ROUNDS} rounds of direct, proxy,${reference ? ' reference,' : ''} gateway back to back)`, ...ratios].join('\n'));
     if (targets.length) console.log(['', "conc | the inference targets, against this run's baselines (medians of the per-round ratios)", ...targets].join('\n'));
     if (split.length) console.log(['', 'conc | CPU per gateway request (all threads of each process, while wrk ran)', ...split].join('\n'));
+    if (stalls.length) console.log(['', "conc | round | the gateway's requests at or above its p99 (in-process time), and what overlapped them on its main thread", ...stalls].join('\n'));
   } finally {
     for (const c of children.reverse()) { // the gateway first: what it still has in flight needs the upstream
       if (c.exitCode === null && c.signalCode === null) {

@@ -17,7 +17,8 @@ export const median = (xs: number[]) => {
   return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-export type LoadRow = { p50: number; p99: number; rps: number };
+/** Latencies in milliseconds (p99.9 and the maximum too), and requests per second. */
+export type LoadRow = { p50: number; p99: number; p999: number; max: number; rps: number };
 
 /** wrk's duration units to milliseconds ("812.00us", "1.20ms", "2.01s"). */
 const wrkMs = (v: string) => {
@@ -37,7 +38,13 @@ export async function loadWrk(url: string, body: string, headers: Record<string,
   const script = join(dir, 'post.lua');
   writeFileSync(
     script,
-    [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, ...Object.entries({ 'content-type': 'application/json', ...headers }).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)].join('\n'),
+    [
+      `wrk.method = "POST"`,
+      `wrk.body = ${JSON.stringify(body)}`,
+      ...Object.entries({ 'content-type': 'application/json', ...headers }).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`),
+      // --latency prints up to the p99: the p99.9 and the maximum (microseconds) from the same histogram.
+      `done = function(summary, latency, requests) io.write(string.format("p99.9 %d\\nmax %d\\n", latency:percentile(99.9), latency.max)) end`,
+    ].join('\n'),
   );
   const target = `${url.replace(/\/$/, '')}/chat/completions`;
   const run = (d: number) =>
@@ -58,6 +65,8 @@ export async function loadWrk(url: string, body: string, headers: Record<string,
     return {
       p50: wrkMs(/^\s+50%\s+(\S+)/m.exec(out)![1]!),
       p99: wrkMs(/^\s+99%\s+(\S+)/m.exec(out)![1]!),
+      p999: Number(/^p99\.9 (\d+)$/m.exec(out)![1]) / 1000,
+      max: Number(/^max (\d+)$/m.exec(out)![1]) / 1000,
       rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]),
     };
   } finally {
@@ -91,5 +100,5 @@ export async function loadNode(url: string, body: string, extra: Record<string, 
   );
   const secs = (performance.now() - t0) / 1000;
   agent.destroy();
-  return { p50: percentile(lat, 50), p99: percentile(lat, 99), rps: total / secs };
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99), p999: percentile(lat, 99.9), max: Math.max(...lat), rps: total / secs };
 }

@@ -15,6 +15,7 @@ import type { KeysService } from './modules/keys/service.ts';
 import { keysRoutes } from './modules/keys/routes.ts';
 import type { HealthService } from './modules/platform/health.ts';
 import { platformRoutes } from './modules/platform/routes.ts';
+import { stallTrace } from './modules/platform/stall-trace.ts';
 import type { Database } from './db/database.ts';
 import type { Cursors } from './http/cursor.ts';
 import type { Metering } from './modules/money/metering.ts';
@@ -193,6 +194,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     const route = req.routeOptions.url ?? 'unmatched';
     d.metrics.httpRequests.inc({ method: req.method, route, status: `${Math.floor(reply.statusCode / 100)}xx` });
     d.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+    stallTrace.request(reply.elapsedTime);
     done();
   });
 

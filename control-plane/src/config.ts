@@ -84,6 +84,7 @@ const EnvSchema = z.object({
   SVC_TERMINAL_DAILY_BUDGET_MICRO_USD: intWithDefault(1_000_000, 0),
   SVC_LOCAL_AGENT: z.enum(['auto', 'off']).default('auto'),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SVC_STALL_TRACE_SECONDS: intWithDefault(0, 0),
   ...billingChainsEnv, // billing chains
   ...inferenceEnv, // inference
   ...notificationsEnv, // webhooks, plans and alerts
@@ -133,6 +134,8 @@ export interface Config {
   leaderRetrySeconds: number;
   healthSampleSeconds: number;
   logLevel: string;
+  /** Log the main thread's stall trace this often (0: no trace); see modules/platform/stall-trace.ts. */
+  stallTraceSeconds: number;
   billing: BillingConfig;
   sandbox: SandboxConfig;
   /** `npm start` runs a local node agent where Docker answers (auto), or never (off). */
@@ -228,6 +231,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     leaderRetrySeconds: e.SVC_LEADER_RETRY_SECONDS,
     healthSampleSeconds: e.SVC_HEALTH_SAMPLE_SECONDS,
     logLevel: e.SVC_LOG_LEVEL,
+    stallTraceSeconds: e.SVC_STALL_TRACE_SECONDS,
     localAgent: e.SVC_LOCAL_AGENT === 'auto',
     sandbox: {
       pricePerSecondMicroUsd: e.SVC_SANDBOX_PRICE_MICRO_USD_PER_SECOND,

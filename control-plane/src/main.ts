@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { createGateway } from './gateway.ts';
+import { stallTrace } from './modules/platform/stall-trace.ts';
 import { LOCAL_AGENT_READY, startLocalAgent, type LocalAgent } from './local-agent.ts';
 
 /** Boots one control-plane process from the environment. */
@@ -19,6 +20,14 @@ async function main(): Promise<void> {
   // Not ready until the local node agent (if one starts) is connected: the listener answers before it is.
   if (config.localAgent) readiness.require(LOCAL_AGENT_READY, () => 'the local node agent is starting');
   const url = await gw.listen();
+  if (config.stallTraceSeconds > 0) {
+    // What held up the main thread around the slowest requests, logged and restarted every period.
+    stallTrace.start();
+    setInterval(() => {
+      gw.app.log.info({ stall_trace: stallTrace.report() }, 'main-thread stall trace');
+      stallTrace.reset();
+    }, config.stallTraceSeconds * 1000).unref();
+  }
   gw.app.log.info(
     { url, storage: gw.database.kind, admin: Boolean(config.adminToken), metrics: Boolean(config.metricsToken) },
     `gateway listening on ${url} (storage: ${gw.database.kind === 'pglite' ? `embedded, ${config.dataDir}` : 'postgres'})`,

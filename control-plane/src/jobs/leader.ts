@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { LeaderLock } from '../db/database.ts';
 import type { Metrics } from '../metrics.ts';
+import { stallTrace } from '../modules/platform/stall-trace.ts';
 
 export interface Loop {
   name: string;
@@ -89,7 +90,11 @@ export class Leader {
 
   private async runLoop(loop: Loop): Promise<void> {
     try {
-      await loop.run();
+      // The turn's synchronous part runs on the main thread before the first await: a stall suspect.
+      const t0 = stallTrace.enabled ? performance.now() : 0;
+      const running = loop.run();
+      stallTrace.span(`leader_${loop.name}`, t0);
+      await running;
       this.metrics.jobRuns.inc({ job: loop.name, outcome: 'ok' });
     } catch (err) {
       this.metrics.jobRuns.inc({ job: loop.name, outcome: 'error' });

@@ -1,4 +1,5 @@
 import { closeSync, fsync, mkdirSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { stallTrace } from '../platform/stall-trace.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -78,6 +79,15 @@ export class SettleJournal<T> {
 
   /** Writes the lines appended so far, a segment's share at a time (a full segment starts the next). */
   private flush(): void {
+    const t0 = stallTrace.enabled ? performance.now() : 0;
+    try {
+      this.write();
+    } finally {
+      stallTrace.span('journal_write', t0);
+    }
+  }
+
+  private write(): void {
     const batch = this.batch;
     this.batch = [];
     let i = 0;

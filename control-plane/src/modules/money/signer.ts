@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { stallTrace } from '../platform/stall-trace.ts';
 import {
   canonicalize,
   nativeSigning,
@@ -138,7 +139,12 @@ export class ReceiptSigner {
     this.started = true;
     try {
       const w = new Worker(new URL('./sign-worker.mjs', import.meta.url), { workerData: { key: this.key, prepared: this.opts.preparedNonces !== false }, execArgv: [] });
-      w.on('message', (m: Answer) => ('nonces' in m ? this.prepared(m.nonces) : this.answered(m.signed)));
+      w.on('message', (m: Answer) => {
+        const t0 = stallTrace.enabled ? performance.now() : 0;
+        if ('nonces' in m) this.prepared(m.nonces);
+        else this.answered(m.signed);
+        stallTrace.span('signer_answer', t0);
+      });
       w.on('error', () => this.fail());
       w.on('exit', () => this.fail());
       w.unref(); // after the listeners: adding a 'message' listener refs the worker's port again

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 import { settleJson, type SettleItem, type SettleResult } from './batch-calls.ts';
 import type { SettleJournal } from './settle-journal.ts';
+import { stallTrace } from '../platform/stall-trace.ts';
 
 /**
  * Settles waiting for their commit past which answers wait for their own commit again (the database is
@@ -108,8 +109,10 @@ export class WriteBehind {
     const batch = this.gather;
     this.gather = [];
     if (batch.length === 0) return;
+    const t0 = stallTrace.enabled ? performance.now() : 0;
     const answers = this.d.submit(batch.map((b) => b.item));
     batch.forEach((b, i) => b.answer(answers[i]!));
+    stallTrace.span('settle_commit', t0);
   }
 
   /** Commits a journaled settle, retrying while the database is unreachable; a settle already stored counts as done. */

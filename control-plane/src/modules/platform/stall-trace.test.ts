@@ -1,0 +1,40 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { StallTrace } from './stall-trace.ts';
+
+describe('stall trace', () => {
+  const t = new StallTrace();
+  afterEach(() => t.stop());
+
+  it('records nothing while off', () => {
+    t.request(5, 10);
+    t.span('settle_commit', 1, 9);
+    expect(t.report().requests.count).toBe(0);
+  });
+
+  it('says which spans overlapped the requests at or above the p99, and what no span covers', () => {
+    t.start();
+    t.reset();
+    for (let i = 0; i < 99; i++) t.request(1, 10 + 2 * i); // 1 ms each, apart
+    t.request(10, 1000); // the slow one: [990, 1000]
+    t.span('settle_commit', 992, 996); // 4 ms inside it
+    t.span('journal_write', 995, 997); // overlaps the commit by 1 ms: the union is 5 ms
+    t.span('leader_expire_holds', 2000, 2001); // after it
+    const r = t.report();
+    expect(r.requests.count).toBe(100);
+    expect(r.requests.max_ms).toBeCloseTo(10, 1);
+    expect(r.requests.p50_ms).toBeCloseTo(1, 1);
+    expect(r.slow.count).toBe(1);
+    expect(r.slow.threshold_ms).toBe(10);
+    expect(r.slow.causes).toEqual({ settle_commit: { requests: 1, overlap_ms: 4 }, journal_write: { requests: 1, overlap_ms: 2 } });
+    expect(r.slow.uncovered_ms).toBe(5);
+    expect(r.spans.leader_expire_holds).toEqual({ count: 1, total_ms: 1, max_ms: 1 });
+  });
+
+  it('forgets what it recorded on reset', () => {
+    t.start();
+    t.request(3, 5);
+    t.reset();
+    expect(t.report().requests.count).toBe(0);
+    expect(t.report().slow.count).toBe(0);
+  });
+});
