@@ -285,6 +285,32 @@ describe('memory collections', () => {
     expect(up.seen.length).toBe(calls); // an empty collection is not searched, nor is its query embedded
   });
 
+  it("applies the key's guardrails on the embedding calls: redacted text is what is embedded and stored; a blocked document is refused with a free receipt", async () => {
+    const ruleSet = async (detectors: unknown[]) => {
+      const res = await a.client.raw('POST', '/v1/guardrails', { body: { detectors } });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { id: string }).id;
+    };
+    const policy = { guardrails: [await ruleSet([{ type: 'blocklist', input: 'redact', terms: ['bluebird'] }]), await ruleSet([{ type: 'blocklist', input: 'block', terms: ['Project Falcon'] }])] };
+    const guarded = { ...a, api: new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: (await a.client.createKey({ scopes: ['memory'], policy })).key } }) };
+    const c = await collection(guarded, { name: 'guarded', model: 'test-embed' });
+    const stored = await send(guarded, 'POST', `/v1/memory/collections/${c.id}/documents`, { text: 'The bluebird sings at dawn over the harbour.' });
+    expect(stored.status, JSON.stringify(stored.body)).toBe(200);
+    const sent = up.seen.at(-1)!.body.input as string[];
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).not.toMatch(/bluebird/i);
+    const found = await send(guarded, 'POST', `/v1/memory/collections/${c.id}/search`, { query: 'harbour dawn' });
+    expect(found.body.results[0].text).toBe(sent[0]);
+    const before = await balance(a);
+    const calls = up.seen.length;
+    const blocked = await send(guarded, 'POST', `/v1/memory/collections/${c.id}/documents`, { text: 'Notes on Project Falcon and its launch.' });
+    expect(blocked.status).toBe(400);
+    expect(blocked.body.error).toMatchObject({ type: 'guardrail_blocked', receipt_id: expect.stringMatching(/^req_/) });
+    expect(up.seen.length).toBe(calls);
+    expect(await balance(a)).toBe(before);
+    expect((await chunkRows(c.id)).length).toBe(1);
+  });
+
   it('holds at most 100 collections per account, also when creations race', async () => {
     const c = await account();
     for (let i = 0; i < 95; i += 5) await Promise.all(Array.from({ length: 5 }, (_, j) => collection(c, { name: `c${i + j}`, model: 'test-embed' })));

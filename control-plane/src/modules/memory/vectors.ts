@@ -121,14 +121,16 @@ export class VectorStore {
         ) s order by distance, document_id, chunk_index limit ${k}`.execute(this.db);
       return rows;
     }
-    return this.db.transaction().execute(async (trx) => {
-      await sql`select set_config('hnsw.ef_search', ${String(Math.max(opts.efSearch ?? HNSW.efSearch, k))}, true), set_config('hnsw.iterative_scan', 'strict_order', true)`.execute(trx);
+    // One connection for the settings and the query (session settings: only memory searches read them, and
+    // each sets them first), without the two round trips of a transaction.
+    return this.db.connection().execute(async (conn) => {
+      await sql`select set_config('hnsw.ef_search', ${String(Math.max(opts.efSearch ?? HNSW.efSearch, k))}, false), set_config('hnsw.iterative_scan', 'strict_order', false)`.execute(conn);
       const { rows } = await sql<NearRow>`
         select * from (
           select document_id, chunk_index, text_sealed, embedding::vector(${d}) <=> ${q}::vector(${d}) as distance
           from memory_chunks where collection_id = ${collectionId} and dims = ${d}
           order by embedding::vector(${d}) <=> ${q}::vector(${d}) limit ${k}
-        ) s order by distance, document_id, chunk_index`.execute(trx);
+        ) s order by distance, document_id, chunk_index`.execute(conn);
       return rows;
     });
   }
