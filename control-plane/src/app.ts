@@ -84,6 +84,8 @@ import { memoryRoutes } from './modules/memory/routes.ts'; // memory
 import type { MemoryService } from './modules/memory/service.ts'; // memory
 import { stateRoutes } from './modules/state/routes.ts'; // state
 import type { StateService } from './modules/state/service.ts'; // state
+import { attestationsRoutes } from './modules/attestations/routes.ts'; // attestations
+import type { AttestationsService } from './modules/attestations/service.ts'; // attestations
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
 import type { Agents } from './modules/agents/deps.ts'; // agents
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
@@ -143,6 +145,7 @@ export interface AppDeps {
   mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
   memory: MemoryService; // memory: semantic memory collections
   state: StateService; // state: durable key-value state
+  attestations: AttestationsService; // attestations: signed records of on-chain facts
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   logger?: boolean | object;
@@ -235,6 +238,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
   memoryRoutes(app, d.memory); // memory
   stateRoutes(app, d.state); // state
+  attestationsRoutes(app, d.attestations); // attestations
   agentsRoutes(app, d.agents); // agents
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
 

@@ -10,6 +10,7 @@ import { passkeysConfig, passkeysEnv, type PasskeyConfig } from './config/passke
 import { anchorsConfig, anchorsEnv, type AnchorsConfig } from './config/anchors.ts'; // public anchors
 import { guardrailsConfig, guardrailsEnv, type GuardrailsConfig } from './config/guardrails.ts'; // guardrails
 import { mcpConfig, mcpEnv, type McpConfig } from './config/mcp.ts'; // mcp
+import { assetsConfig, assetsEnv, type AssetsConfig } from './config/assets.ts'; // asset proofs
 import { legacyConfig, legacyEnv, type LegacyConfig } from './config/legacy.ts'; // legacy plans
 
 export { ConfigError } from './config/parse.ts';
@@ -94,6 +95,7 @@ const EnvSchema = z.object({
   ...anchorsEnv, // public anchors: chains and the paying key
   ...guardrailsEnv, // guardrails: SVC_GUARDRAILS_MODE
   ...mcpEnv, // mcp: sessions, upstream timeout, default price per call
+  ...assetsEnv, // asset proofs: prices, freshness windows, the benchmark minimum cohort, HTTPS sources
   ...legacyEnv, // legacy plans: live plans per account, loop cadence
 });
 
@@ -164,6 +166,8 @@ export interface Config {
   guardrails: GuardrailsConfig;
   /** SVC_MCP_* (mcp). */
   mcp: McpConfig; // mcp
+  /** SVC_ATTESTATION_*, SVC_NAV_*, SVC_BENCHMARK_*, SVC_ASSET_* (asset proofs). */
+  assets: AssetsConfig; // asset proofs
   /** SVC_LEGACY_* (legacy plans). */
   legacy: LegacyConfig; // legacy plans
 }
@@ -272,6 +276,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     anchors: anchorsConfig(e), // public anchors
     guardrails: guardrailsConfig(e), // guardrails
     mcp: mcpConfig(e), // mcp
+    assets: assetsConfig(e), // asset proofs
     legacy: legacyConfig(e), // legacy plans
   };
 }

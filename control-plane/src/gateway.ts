@@ -64,6 +64,8 @@ import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
 import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
+import { Checker } from './modules/attestations/checker.ts'; // attestations
+import { AttestationsService } from './modules/attestations/service.ts'; // attestations
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -209,6 +211,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
   const judge = new JudgeService({ db, clock, signer: signerSvc, sealKey: seal, anchors, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, publicUrl: config.publicUrl }); // quality
   explorer.register('verdicts', judge.explorerSource()); // explorer
+  const attestations = new AttestationsService({ db, clock, signer: signerSvc, metering, identity, anchors, events: webhooks, checker: new Checker({ clock, chains: config.chains, config: config.assets, self }), config: config.assets, publicUrl: config.publicUrl }); // attestations
+  explorer.register('attestations', attestations.explorerSource()); // attestations
   const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
   const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
@@ -246,6 +250,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     mcp, // mcp
     memory, // memory
     state, // state
+    attestations, // attestations
     agents, // agents
     legacy, // legacy plans
     guardrails: { guardrails, policies }, // guardrails, policies

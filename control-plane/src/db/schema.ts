@@ -18,6 +18,7 @@ import type { MemoryChunksTable, MemoryCollectionsTable } from './schema-memory.
 import type { LegacyEventsTable, LegacyObjectsTable, LegacyPartiesTable, LegacyPlansTable } from './schema-legacy.ts'; // legacy plans
 import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.ts'; // state
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
+import type { AttestationEvidenceTable, AttestationRecordsTable } from './schema-attestations.ts'; // attestations
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
@@ -37,6 +38,7 @@ export type * from './schema-oauth.ts';
 export type * from './schema-passkeys.ts';
 export type * from './schema-passports.ts'; // passports
 export type * from './schema-mandates.ts'; // mandates
+export type * from './schema-attestations.ts'; // attestations
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -385,6 +387,8 @@ export interface DB {
   memory_chunks: MemoryChunksTable; // memory
   state_values: StateValuesTable; // state
   state_version_floors: StateVersionFloorsTable; // state
+  attestation_records: AttestationRecordsTable; // attestations
+  attestation_evidence: AttestationEvidenceTable; // attestations
   agents: AgentsTable; // agents
   agent_runs: AgentRunsTable; // agents
   agent_messages: AgentMessagesTable; // agents

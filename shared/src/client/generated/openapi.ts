@@ -9381,7 +9381,7 @@ export interface paths {
                         /** @description http(s) URL that receives the POSTs; no credentials; never this gateway. */
                         url: string;
                         /** @description Event types to deliver; omitted: every event. */
-                        events?: ("webhook_test" | "balance_low" | "subscription_renewed" | "subscription_renewal_failed" | "subscription_ended" | "eval_drift_detected")[];
+                        events?: ("webhook_test" | "balance_low" | "subscription_renewed" | "subscription_renewal_failed" | "subscription_ended" | "eval_drift_detected" | "attestation.verified" | "attestation.discrepancy" | "attestation.unavailable" | "attestation.changed")[];
                         description?: string;
                     };
                 };
@@ -15091,6 +15091,793 @@ export interface paths {
                             truncated: boolean;
                             /** @enum {number} */
                             cap: 1000;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/attestations/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Verify facts about an ERC-20 on a configured chain (code hash, name, symbol, decimals, total supply, reserve balances, optionally an HTTPS reserve figure) read at a pinned block; stores the next signed version of your record of the asset with the sha256 and bytes of every answer; status VERIFIED, DISCREPANCY or UNAVAILABLE (a source unreachable or unconfigured). Metered at one price whatever the result; a change fires the matching attestation.* webhook. An unknown chain or an address without code is a 400 and nothing is written or charged */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description What to check about an asset. */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The asset: an ERC-20 token on a configured EVM chain. Its asset id is eip155:<chain id>:<address>. */
+                        subject: {
+                            /** @description A chain of this gateway (SVC_CHAINS): its name or eip155:<chain id>. */
+                            chain: string;
+                            /** @description The ERC-20 contract. */
+                            address: string;
+                        };
+                        /** @description The block every chain fact is read at; default the head minus the chain's confirmations plus one. */
+                        block_number?: number;
+                        /**
+                         * @description Facts claimed about the token; each is compared exactly with what is read. Facts not claimed are read and recorded all the same.
+                         * @default {}
+                         */
+                        claims?: {
+                            /** @description keccak256 of the deployed code. */
+                            code_hash?: string;
+                            name?: string;
+                            symbol?: string;
+                            decimals?: number;
+                            /** @description In base units. */
+                            total_supply?: string;
+                        };
+                        /**
+                         * @description Named reserve addresses whose balances are read at the pinned block.
+                         * @default []
+                         */
+                        reserves?: {
+                            label: string;
+                            /** @description The reserve address whose balance is read. */
+                            address: string;
+                            /** @description The ERC-20 held in reserve; default the asset itself. */
+                            token?: string;
+                            /** @description Claimed exact balance, in base units. */
+                            claimed_balance?: string;
+                            /** @description Claimed least balance, in base units. */
+                            min_balance?: string;
+                        }[];
+                        /** @description A reserve figure published over HTTPS (an issuer declaration): a record that reads one is never served by the public verification route. */
+                        reserve_source?: {
+                            /** @description An https URL answering JSON. */
+                            url: string;
+                            /**
+                             * @description Where the figure is in the document (RFC 6901).
+                             * @default
+                             */
+                            json_pointer?: string;
+                            /** @default reserve figure */
+                            label?: string;
+                            claimed_figure?: string;
+                            min_figure?: string;
+                        };
+                        /** @description How long the record counts as fresh; past it, reads report STALE. Default SVC_ATTESTATION_FRESHNESS_SECONDS. */
+                        freshness_seconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "attestation";
+                            asset_id: string;
+                            version: number;
+                            /**
+                             * @description Recomputed at read: STALE once fresh_until has passed.
+                             * @enum {string}
+                             */
+                            status: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE" | "STALE";
+                            /** @enum {string} */
+                            status_at_check: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE";
+                            subject_ref: string;
+                            subject: {
+                                /** @enum {string} */
+                                kind: "evm_token";
+                                chain: string;
+                                chain_id: number;
+                                address: string;
+                            };
+                            block: {
+                                number: number;
+                                hash: string;
+                                timestamp: number;
+                            } | null;
+                            readings: {
+                                name: string;
+                                /** @enum {string} */
+                                kind: "evm_rpc" | "https";
+                                pinned: boolean;
+                                /** @description The exact JSON-RPC request body sent (or GET <url>). */
+                                request: string;
+                                value: string | number | null;
+                                /** @enum {string} */
+                                outcome: "read" | "absent" | "unavailable";
+                                error: string | null;
+                                claimed: string | number | null;
+                                check: ("equals" | "at_least") | null;
+                                matches: boolean | null;
+                                /** @description sha256 of the exact bytes answered. */
+                                sha256: string | null;
+                                bytes: number;
+                                read_at: string;
+                            }[];
+                            discrepancies: string[];
+                            unavailable: string[];
+                            public_inputs: boolean;
+                            supersedes: string | null;
+                            checked_at: string;
+                            freshness_seconds: number;
+                            fresh_until: string;
+                            record: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the document: the signed bytes. */
+                                canonical: string;
+                                sha256: string;
+                                /** @description EIP-191 personal_sign over `canonical`. */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            receipt_id: string;
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/attestations/{asset_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your current record of the asset (asset id eip155:<chain id>:<address>); free; status recomputed against its freshness window (STALE past it); status_at_check keeps what the check found */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "attestation";
+                            asset_id: string;
+                            version: number;
+                            /**
+                             * @description Recomputed at read: STALE once fresh_until has passed.
+                             * @enum {string}
+                             */
+                            status: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE" | "STALE";
+                            /** @enum {string} */
+                            status_at_check: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE";
+                            subject_ref: string;
+                            subject: {
+                                /** @enum {string} */
+                                kind: "evm_token";
+                                chain: string;
+                                chain_id: number;
+                                address: string;
+                            };
+                            block: {
+                                number: number;
+                                hash: string;
+                                timestamp: number;
+                            } | null;
+                            readings: {
+                                name: string;
+                                /** @enum {string} */
+                                kind: "evm_rpc" | "https";
+                                pinned: boolean;
+                                /** @description The exact JSON-RPC request body sent (or GET <url>). */
+                                request: string;
+                                value: string | number | null;
+                                /** @enum {string} */
+                                outcome: "read" | "absent" | "unavailable";
+                                error: string | null;
+                                claimed: string | number | null;
+                                check: ("equals" | "at_least") | null;
+                                matches: boolean | null;
+                                /** @description sha256 of the exact bytes answered. */
+                                sha256: string | null;
+                                bytes: number;
+                                read_at: string;
+                            }[];
+                            discrepancies: string[];
+                            unavailable: string[];
+                            public_inputs: boolean;
+                            supersedes: string | null;
+                            checked_at: string;
+                            freshness_seconds: number;
+                            fresh_until: string;
+                            record: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the document: the signed bytes. */
+                                canonical: string;
+                                sha256: string;
+                                /** @description EIP-191 personal_sign over `canonical`. */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            receipt_id: string;
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/attestations/{asset_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every version as signed, newest first; ?limit= default 50, not clamped (200 is the supported ceiling); free */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Default 50, not clamped; 200 is the supported ceiling. */
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            versions: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "attestation";
+                                asset_id: string;
+                                version: number;
+                                /**
+                                 * @description Recomputed at read: STALE once fresh_until has passed.
+                                 * @enum {string}
+                                 */
+                                status: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE" | "STALE";
+                                /** @enum {string} */
+                                status_at_check: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE";
+                                subject_ref: string;
+                                subject: {
+                                    /** @enum {string} */
+                                    kind: "evm_token";
+                                    chain: string;
+                                    chain_id: number;
+                                    address: string;
+                                };
+                                block: {
+                                    number: number;
+                                    hash: string;
+                                    timestamp: number;
+                                } | null;
+                                readings: {
+                                    name: string;
+                                    /** @enum {string} */
+                                    kind: "evm_rpc" | "https";
+                                    pinned: boolean;
+                                    /** @description The exact JSON-RPC request body sent (or GET <url>). */
+                                    request: string;
+                                    value: string | number | null;
+                                    /** @enum {string} */
+                                    outcome: "read" | "absent" | "unavailable";
+                                    error: string | null;
+                                    claimed: string | number | null;
+                                    check: ("equals" | "at_least") | null;
+                                    matches: boolean | null;
+                                    /** @description sha256 of the exact bytes answered. */
+                                    sha256: string | null;
+                                    bytes: number;
+                                    read_at: string;
+                                }[];
+                                discrepancies: string[];
+                                unavailable: string[];
+                                public_inputs: boolean;
+                                supersedes: string | null;
+                                checked_at: string;
+                                freshness_seconds: number;
+                                fresh_until: string;
+                                record: {
+                                    document: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description RFC 8785 canonical JSON of the document: the signed bytes. */
+                                    canonical: string;
+                                    sha256: string;
+                                    /** @description EIP-191 personal_sign over `canonical`. */
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                };
+                                receipt_id: string;
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                            }[];
+                            asset_id: string;
+                            subject_ref: string;
+                            note: string;
+                            disclaimer: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/attestations/{asset_id}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What each reading of a version asked, where, when, and the sha256 of the bytes answered; ?include_body=true returns the bytes (base64); ?version= picks a version (default current); free */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description true: each reading carries the bytes read, base64. */
+                    include_body?: "true" | "false";
+                    /** @description Default: the current version. */
+                    version?: number;
+                };
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "attestation.evidence";
+                            asset_id: string;
+                            record_id: string;
+                            version: number;
+                            block: {
+                                number: number;
+                                hash: string;
+                                timestamp: number;
+                            } | null;
+                            readings: {
+                                name: string;
+                                /** @enum {string} */
+                                kind: "evm_rpc" | "https";
+                                pinned: boolean;
+                                /** @description The exact JSON-RPC request body sent (or GET <url>). */
+                                request: string;
+                                value: string | number | null;
+                                /** @enum {string} */
+                                outcome: "read" | "absent" | "unavailable";
+                                /** @description sha256 of the exact bytes answered. */
+                                sha256: string | null;
+                                bytes: number;
+                                read_at: string;
+                                /** @description Where it was read: the chain (eip155:<id>) or the HTTPS origin. */
+                                source: string;
+                                /** @description The bytes read (with include_body=true). */
+                                body_base64?: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/attestations/{asset_id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run the check of your current record again (optionally at another block): a new version supersedes it, prior versions kept; same price; a change fires the matching attestation.* webhook */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Default: the head minus the chain's confirmations plus one. */
+                        block_number?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "attestation";
+                            asset_id: string;
+                            version: number;
+                            /**
+                             * @description Recomputed at read: STALE once fresh_until has passed.
+                             * @enum {string}
+                             */
+                            status: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE" | "STALE";
+                            /** @enum {string} */
+                            status_at_check: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE";
+                            subject_ref: string;
+                            subject: {
+                                /** @enum {string} */
+                                kind: "evm_token";
+                                chain: string;
+                                chain_id: number;
+                                address: string;
+                            };
+                            block: {
+                                number: number;
+                                hash: string;
+                                timestamp: number;
+                            } | null;
+                            readings: {
+                                name: string;
+                                /** @enum {string} */
+                                kind: "evm_rpc" | "https";
+                                pinned: boolean;
+                                /** @description The exact JSON-RPC request body sent (or GET <url>). */
+                                request: string;
+                                value: string | number | null;
+                                /** @enum {string} */
+                                outcome: "read" | "absent" | "unavailable";
+                                error: string | null;
+                                claimed: string | number | null;
+                                check: ("equals" | "at_least") | null;
+                                matches: boolean | null;
+                                /** @description sha256 of the exact bytes answered. */
+                                sha256: string | null;
+                                bytes: number;
+                                read_at: string;
+                            }[];
+                            discrepancies: string[];
+                            unavailable: string[];
+                            public_inputs: boolean;
+                            supersedes: string | null;
+                            checked_at: string;
+                            freshness_seconds: number;
+                            fresh_until: string;
+                            record: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of the document: the signed bytes. */
+                                canonical: string;
+                                sha256: string;
+                                /** @description EIP-191 personal_sign over `canonical`. */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            receipt_id: string;
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/assets/{asset_id}/verification": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The newest attestation record of the asset, by anyone, whose every input is publicly re-readable on chain, unattributed, with its readings and signature. Records built on an HTTPS figure (an issuer declaration) or that read nothing answer the same 404 as an unknown asset */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "asset_verification";
+                            asset_id: string;
+                            /** @enum {string} */
+                            status: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE" | "STALE";
+                            /** @enum {string} */
+                            status_at_check: "VERIFIED" | "DISCREPANCY" | "UNAVAILABLE";
+                            subject: {
+                                /** @enum {string} */
+                                kind: "evm_token";
+                                chain: string;
+                                chain_id: number;
+                                address: string;
+                            };
+                            block: {
+                                number: number;
+                                hash: string;
+                                timestamp: number;
+                            } | null;
+                            readings: {
+                                name: string;
+                                /** @enum {string} */
+                                kind: "evm_rpc" | "https";
+                                pinned: boolean;
+                                /** @description The exact JSON-RPC request body sent (or GET <url>). */
+                                request: string;
+                                value: string | number | null;
+                                /** @enum {string} */
+                                outcome: "read" | "absent" | "unavailable";
+                                error: string | null;
+                                claimed: string | number | null;
+                                check: ("equals" | "at_least") | null;
+                                matches: boolean | null;
+                                /** @description sha256 of the exact bytes answered. */
+                                sha256: string | null;
+                                bytes: number;
+                                read_at: string;
+                            }[];
+                            discrepancies: string[];
+                            checked_at: string;
+                            fresh_until: string;
+                            record: {
+                                /** @description RFC 8785 canonical JSON of the document: the signed bytes. */
+                                canonical: string;
+                                sha256: string;
+                                /** @description EIP-191 personal_sign over `canonical`. */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            how_to_verify: string;
+                            disclaimer: string;
                         };
                     };
                 };
