@@ -59,6 +59,8 @@ import { anchorsRoutes } from './modules/anchors/routes.ts'; // public anchors
 import type { Anchors } from './modules/anchors/service.ts'; // public anchors
 import { callsRoutes } from './modules/calls/routes.ts'; // sealed calls
 import type { CallsService } from './modules/calls/service.ts'; // sealed calls
+import { vaultRoutes } from './modules/vault/routes.ts'; // vault
+import type { Vault } from './modules/vault/deps.ts'; // vault
 import { pagesRoutes } from './modules/pages/routes.ts'; // sealed calls: public pages /c/{id}, /r/{request_id}
 import { explorerRoutes } from './modules/explorer/routes.ts'; // explorer
 import type { Explorer } from './modules/explorer/service.ts'; // explorer
@@ -136,6 +138,7 @@ export interface AppDeps {
   oauth: { service: OAuthService; grants: OAuthGrants }; // oauth: the authorization server for connectors
   anchors: Anchors; // public anchors of proof artifacts
   calls: CallsService; // sealed calls
+  vault: Vault; // vault: private assets, positions, claims, attesters, documents, view grants
   explorer: Explorer; // explorer
   passports: { passports: PassportsService; kya: KyaService }; // passports and KYA credentials
   guardrails: { guardrails: GuardrailsService; policies: PoliciesService }; // guardrails, policies
@@ -229,6 +232,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   proofsRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, health: d.health, publicUrl: d.config.publicUrl, anchors: d.anchors });
   anchorsRoutes(app, d.anchors); // public anchors
   callsRoutes(app, d.calls); // sealed calls
+  vaultRoutes(app, d.vault); // vault
   pagesRoutes(app, { db: d.database.db, clock: d.clock, signer: d.signer, calls: d.calls, anchors: d.anchors, publicUrl: d.config.publicUrl }); // sealed calls: public pages
   explorerRoutes(app, d.explorer); // explorer
   passportsRoutes(app, d.passports.passports, d.passports.kya); // passports

@@ -22,6 +22,7 @@ import { Explorer } from './modules/explorer/service.ts'; // explorer
 import { publicBase } from './modules/proofs/deps.ts';
 import { NotaryService } from './modules/notary/service.ts';
 import { CallsService } from './modules/calls/service.ts'; // sealed calls
+import { createVault } from './modules/vault/deps.ts'; // vault
 import { Cursors } from './http/cursor.ts';
 import { UsageService } from './modules/money/usage.ts';
 import { NodeRegistry } from './fleet/registry.ts';
@@ -166,6 +167,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const notary = new NotaryService(db, metering, config.billing.notaryPriceMicroUsd, anchors);
   const calls = new CallsService({ db, clock, signer: signerSvc, sealKey: seal, anchors, identity, publicUrl: config.publicUrl }); // sealed calls
   explorer.register('sealed_calls', calls.explorerSource()); // explorer
+  const vault = createVault({ db, clock, signer: signerSvc, sealKey: seal, anchors, identity, publicUrl: config.publicUrl }); // vault
+  explorer.register('vault', vault.explorerSource()); // vault
   const passportsSvc = new PassportsService({ db, clock, signer: signerSvc, anchors, publicUrl: config.publicUrl }); // passports
   explorer.register('passports', passportsSvc.explorerSource()); // explorer
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc, policies }) }; // passports: KYA credentials
@@ -245,6 +248,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     oauth, // oauth
     anchors, // public anchors
     calls, // sealed calls
+    vault, // vault
     explorer, // explorer
     passports, // passports and KYA credentials
     mcp, // mcp

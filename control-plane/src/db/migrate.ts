@@ -33,6 +33,7 @@ import * as idempotencyOwner from './migrations/20261126_1300_idempotency_owner.
 import * as oauth from './migrations/20261127_1600_oauth.ts';
 import * as anchors from './migrations/20261127_1900_anchors.ts';
 import * as calls from './migrations/20261127_2000_calls.ts'; // sealed calls
+import * as vault from './migrations/20261127_3000_vault.ts'; // vault
 import * as passports from './migrations/20261127_2100_passports.ts'; // passports
 import * as mandates from './migrations/20261127_2200_mandates.ts'; // mandates
 import * as guardrails from './migrations/20261127_2300_guardrails.ts'; // guardrails, policies
@@ -80,6 +81,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_1500_passkeys': passkeys,
   '20261127_1900_anchors': anchors,
   '20261127_2000_calls': calls, // sealed calls
+  '20261127_3000_vault': vault, // vault
   '20261127_2100_passports': passports, // passports
   '20261127_2200_mandates': mandates, // mandates
   '20261127_2300_guardrails': guardrails, // guardrails, policies

@@ -7,6 +7,7 @@ import type { EscrowClaimsTable } from './schema-escrow.ts'; // escrow claims
 import type { SourceSetMembersTable, SourceSetsTable } from './schema-sources.ts';
 import type { AnchorBatchesTable, AnchorLeavesTable, AnchorSubmissionsTable } from './schema-anchors.ts';
 import type { SealedCallsTable } from './schema-calls.ts'; // sealed calls
+import type { VaultAssetsTable, VaultAttestationsTable, VaultAttestersTable, VaultChainEventsTable, VaultClaimsTable, VaultDistributionAllocationsTable, VaultDistributionsTable, VaultDocumentsTable, VaultPositionsTable, VaultTransfersTable, VaultViewGrantsTable } from './schema-vault.ts'; // vault
 import type { OAuthAccessTokensTable, OAuthClientsTable, OAuthCodesTable, OAuthConsentsTable, OAuthFamiliesTable, OAuthRefreshTokensTable, OAuthRequestsTable } from './schema-oauth.ts';
 import type { PasskeyChallengesTable, PasskeysTable } from './schema-passkeys.ts';
 import type { KyaCredentialsTable, PassportHandlesTable, PassportsTable } from './schema-passports.ts'; // passports
@@ -38,6 +39,7 @@ export type * from './schema-oauth.ts';
 export type * from './schema-passkeys.ts';
 export type * from './schema-passports.ts'; // passports
 export type * from './schema-mandates.ts'; // mandates
+export type * from './schema-vault.ts'; // vault
 export type * from './schema-attestations.ts'; // attestations
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
@@ -361,6 +363,17 @@ export interface DB {
   anchor_batches: AnchorBatchesTable;
   anchor_submissions: AnchorSubmissionsTable;
   sealed_calls: SealedCallsTable; // sealed calls
+  vault_assets: VaultAssetsTable; // vault
+  vault_chain_events: VaultChainEventsTable; // vault
+  vault_positions: VaultPositionsTable; // vault
+  vault_transfers: VaultTransfersTable; // vault
+  vault_claims: VaultClaimsTable; // vault
+  vault_distributions: VaultDistributionsTable; // vault
+  vault_distribution_allocations: VaultDistributionAllocationsTable; // vault
+  vault_attesters: VaultAttestersTable; // vault
+  vault_attestations: VaultAttestationsTable; // vault
+  vault_documents: VaultDocumentsTable; // vault
+  vault_view_grants: VaultViewGrantsTable; // vault
   oauth_clients: OAuthClientsTable;
   oauth_requests: OAuthRequestsTable;
   oauth_consents: OAuthConsentsTable;

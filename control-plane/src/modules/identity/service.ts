@@ -239,6 +239,11 @@ export class IdentityService {
     return { revoked: Number(r.numUpdatedRows) };
   }
 
+  /** The account a wallet (0x address, any case) is linked to, or null (on `db`, a transaction or not). */
+  async accountOfWallet(db: Kysely<DB>, address: string): Promise<string | null> {
+    const row = await db.selectFrom('wallets').select('account_id').where('address', '=', address.toLowerCase()).executeTakeFirst();
+    return row?.account_id ?? null;
+  }
   async listWallets(accountId: string) {
     const rows = await this.db
       .selectFrom('wallets')

@@ -141,6 +141,11 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'GET /v1/legacy/claims': 'member', // legacy plans
   'POST /v1/legacy/claims/:plan_id/open': 'member', // legacy plans
   'GET /v1/legacy/claims/:plan_id/objects/:object_id': 'member', // legacy plans
+  // The private vault: members read the account's assets; admins register and run them; only the owner closes one (irreversible).
+  'GET /v1/vault/assets': 'member', // vault
+  'GET /v1/vault/assets/:id': 'member', // vault
+  'POST /v1/vault/assets': 'admin', // vault
+  'POST /v1/vault/assets/:id/close': 'owner', // vault
   // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',

@@ -11443,6 +11443,402 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vault/assets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's assets: issued, held, or attested (active role); newest first, complete */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete. */
+                            assets: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_asset";
+                                /** @enum {string} */
+                                state: "open" | "closed";
+                                /** @description The caller's parts in the asset. */
+                                roles: ("issuer" | "holder" | "attester")[];
+                                name: string;
+                                asset_class: string;
+                                description: string | null;
+                                identifier: string | null;
+                                jurisdiction: string | null;
+                                terms: string | null;
+                                /** @description The issuer only; null for other parties. */
+                                issued_micro_usd: number | null;
+                                /** @description The fields stored sealed, each under its own nonce. */
+                                sealed_fields: ("name" | "asset_class" | "description" | "identifier" | "jurisdiction" | "terms" | "issued_micro_usd")[];
+                                created_at: string;
+                                closed_at: string | null;
+                                chain_length: number;
+                                chain_head: string;
+                                chain_url: string;
+                                anchors_url: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Register a private asset: every field sealed on its own; the issuer holds the whole issue; `asset_registered` starts its hash chain */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Sealed; shown to the asset's parties and on its claim links. */
+                        name: string;
+                        /**
+                         * @description Sealed.
+                         * @enum {string}
+                         */
+                        asset_class: "fund" | "equity" | "debt" | "real_estate" | "commodity" | "collectible" | "other";
+                        /** @description Sealed. */
+                        description?: string;
+                        /** @description An outside identifier (ISIN, registry number, ...); sealed. */
+                        identifier?: string;
+                        /** @description Sealed. */
+                        jurisdiction?: string;
+                        /** @description Sealed. */
+                        terms?: string;
+                        /** @description The whole issue in micro-USD, held by the issuer at first; sealed. Positions plus pending claims always sum to it. */
+                        issued_micro_usd: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_asset";
+                            /** @enum {string} */
+                            state: "open" | "closed";
+                            /** @description The caller's parts in the asset. */
+                            roles: ("issuer" | "holder" | "attester")[];
+                            name: string;
+                            asset_class: string;
+                            description: string | null;
+                            identifier: string | null;
+                            jurisdiction: string | null;
+                            terms: string | null;
+                            /** @description The issuer only; null for other parties. */
+                            issued_micro_usd: number | null;
+                            /** @description The fields stored sealed, each under its own nonce. */
+                            sealed_fields: ("name" | "asset_class" | "description" | "identifier" | "jurisdiction" | "terms" | "issued_micro_usd")[];
+                            created_at: string;
+                            closed_at: string | null;
+                            chain_length: number;
+                            chain_head: string;
+                            chain_url: string;
+                            anchors_url: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Detail plus hash chain (payloads opened for the issuer). A caller with no part in the asset gets 404, as for an unknown id */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_asset";
+                            /** @enum {string} */
+                            state: "open" | "closed";
+                            /** @description The caller's parts in the asset. */
+                            roles: ("issuer" | "holder" | "attester")[];
+                            name: string;
+                            asset_class: string;
+                            description: string | null;
+                            identifier: string | null;
+                            jurisdiction: string | null;
+                            terms: string | null;
+                            /** @description The issuer only; null for other parties. */
+                            issued_micro_usd: number | null;
+                            /** @description The fields stored sealed, each under its own nonce. */
+                            sealed_fields: ("name" | "asset_class" | "description" | "identifier" | "jurisdiction" | "terms" | "issued_micro_usd")[];
+                            created_at: string;
+                            closed_at: string | null;
+                            chain_length: number;
+                            chain_head: string;
+                            chain_url: string;
+                            anchors_url: string;
+                            events: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                payload_sha256: string;
+                                prev_hash: string;
+                                hash: string;
+                                /** @description The event's sealed payload, opened for the issuer; null for other parties. */
+                                payload: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issuer only, irreversible: chains `asset_closed` (once; closing again changes nothing); transfers are refused from then on. Holders and attesters get 403, anyone else 404 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_asset";
+                            /** @enum {string} */
+                            state: "open" | "closed";
+                            /** @description The caller's parts in the asset. */
+                            roles: ("issuer" | "holder" | "attester")[];
+                            name: string;
+                            asset_class: string;
+                            description: string | null;
+                            identifier: string | null;
+                            jurisdiction: string | null;
+                            terms: string | null;
+                            /** @description The issuer only; null for other parties. */
+                            issued_micro_usd: number | null;
+                            /** @description The fields stored sealed, each under its own nonce. */
+                            sealed_fields: ("name" | "asset_class" | "description" | "identifier" | "jurisdiction" | "terms" | "issued_micro_usd")[];
+                            created_at: string;
+                            closed_at: string | null;
+                            chain_length: number;
+                            chain_head: string;
+                            chain_url: string;
+                            anchors_url: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/chain/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The content-free hash chain of a vault asset: type, time, sha256 of the sealed payload, previous hash, hash of every event, and the rule to recompute it */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "vault_chain";
+                            asset_id: string;
+                            length: number;
+                            head: string;
+                            genesis: string;
+                            hash_rule: string;
+                            events: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                payload_sha256: string;
+                                prev_hash: string;
+                                hash: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/anchors/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Anchor batch of a vault asset's chain: the RFC 6962 root over its ordered event hashes, and that root's public anchor on each configured backend (EVM transaction, Solana signature) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "vault_anchor_batch";
+                            asset_id: string;
+                            /** @description RFC 6962 root over event_hashes, in order: the leaf this asset puts in the public anchors. */
+                            root: string;
+                            event_count: number;
+                            event_hashes: string[];
+                            tree: {
+                                algorithm: string;
+                                leaf: string;
+                                node: string;
+                                split: string;
+                                inclusion_proof: string;
+                            };
+                            /** @description The root's public anchor: its batch root, audit path and each backend's transaction (an EVM tx hash, a Solana signature). */
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            anchor_document_url: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/c/{id}": {
         parameters: {
             query?: never;

@@ -1,0 +1,24 @@
+import { AssetsService } from './assets.ts';
+import { VaultCore, type VaultDeps } from './core.ts';
+
+/** The vault's services over one core (sealing, access, the chain). */
+export interface Vault {
+  core: VaultCore;
+  assets: AssetsService;
+  explorerSource(): { counts(): Promise<Record<string, number>> };
+}
+
+export function createVault(d: VaultDeps): Vault {
+  const core = new VaultCore(d);
+  return {
+    core,
+    assets: new AssetsService(core),
+    explorerSource: () => ({
+      counts: async () => {
+        const r = await d.db.selectFrom('vault_chain_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        const a = await d.db.selectFrom('vault_assets').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { vault_assets: Number(a.n), vault_chain_events: Number(r.n) };
+      },
+    }),
+  };
+}
