@@ -84,6 +84,8 @@ import { mcpRoutes } from './modules/mcp/routes.ts'; // mcp
 import type { Mcp } from './modules/mcp/deps.ts'; // mcp
 import { memoryRoutes } from './modules/memory/routes.ts'; // memory
 import type { MemoryService } from './modules/memory/service.ts'; // memory
+import { engineRoutes } from './modules/engine/routes.ts'; // engine builds
+import type { EngineService } from './modules/engine/service.ts'; // engine builds
 import { stateRoutes } from './modules/state/routes.ts'; // state
 import type { StateService } from './modules/state/service.ts'; // state
 import { attestationsRoutes } from './modules/attestations/routes.ts'; // attestations
@@ -147,6 +149,7 @@ export interface AppDeps {
   quality: { evals: Evals; judge: JudgeService }; // quality: eval suites, drift monitors, judge verdicts
   mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
   memory: MemoryService; // memory: semantic memory collections
+  engine: EngineService; // engine builds: named configurations called as engine/<slug>
   state: StateService; // state: durable key-value state
   attestations: AttestationsService; // attestations: signed records of on-chain facts
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
@@ -241,6 +244,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   judgeRoutes(app, { judge: d.quality.judge, signerAddress: d.signer.address }); // quality: judge verdicts and the page /j/{id}
   mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
   memoryRoutes(app, d.memory); // memory
+  engineRoutes(app, d.engine); // engine builds
   stateRoutes(app, d.state); // state
   attestationsRoutes(app, d.attestations); // attestations
   agentsRoutes(app, d.agents); // agents

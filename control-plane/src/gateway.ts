@@ -65,6 +65,7 @@ import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
 import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
+import { EngineService } from './modules/engine/service.ts'; // engine builds
 import { Checker } from './modules/attestations/checker.ts'; // attestations
 import { AttestationsService } from './modules/attestations/service.ts'; // attestations
 
@@ -201,6 +202,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const agents = createAgents({ db, clock, sealKey: seal, keys, identity, executor, sandbox: config.sandbox, publicUrl: config.publicUrl, processId: database.processId, log: { warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) } }); // agents
   explorer.register('agents', agents.explorerSource()); // agents
   const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference
+  const engine = new EngineService({ db, clock, sealKey: seal, catalog: inference.catalog, policies }); // engine builds
+  inference.engines = engine; // engine builds: engine/<slug> on the chat completions, Messages and Responses routes
   // webhooks, balance alerts, plans and subscriptions
   const self = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate };
   const webhooks = new WebhookService(db, clock, seal, self);
@@ -253,6 +256,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     passports, // passports and KYA credentials
     mcp, // mcp
     memory, // memory
+    engine, // engine builds
     state, // state
     attestations, // attestations
     agents, // agents

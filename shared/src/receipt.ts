@@ -35,6 +35,14 @@ export interface ReceiptGuardrails {
   mode: 'enforce' | 'monitor';
 }
 
+/** The engine build a call of `engine/<slug>` was served by (engine module): its id, slug, version and spec digest. */
+export interface ReceiptEngine {
+  build_id: string;
+  slug: string;
+  spec_sha256: string;
+  version: number;
+}
+
 /**
  * A receipt: metadata of one billable response, never its content. Its RFC 8785 canonical JSON is
  * signed with EIP-191 (personal_sign) by the gateway's secp256k1 key; anyone verifies with any
@@ -56,6 +64,8 @@ export interface ReceiptPayload {
   policy: ReceiptPolicy | null;
   context?: ReceiptContext;
   guardrails?: ReceiptGuardrails;
+  /** The engine build that served a call of `engine/<slug>` (engine builds). */
+  engine?: ReceiptEngine;
   signer: string;
   [extra: string]: unknown;
 }

@@ -43,6 +43,7 @@ import * as memory from './migrations/20261127_2800_memory.ts'; // memory
 import * as legacy from './migrations/20261127_2900_legacy.ts'; // legacy plans
 import * as state from './migrations/20261127_2700_state.ts'; // state
 import * as attestations from './migrations/20261127_3100_attestations.ts'; // attestations
+import * as engine from './migrations/20261127_3200_engine.ts'; // engine builds
 import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
@@ -91,6 +92,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2900_legacy': legacy, // legacy plans
   '20261127_2700_state': state, // state
   '20261127_3100_attestations': attestations, // attestations
+  '20261127_3200_engine': engine, // engine builds
   '20261127_2800_agents': agents, // agents
 };
 

@@ -20,6 +20,7 @@ import type { LegacyEventsTable, LegacyObjectsTable, LegacyPartiesTable, LegacyP
 import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.ts'; // state
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 import type { AttestationEvidenceTable, AttestationRecordsTable } from './schema-attestations.ts'; // attestations
+import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
@@ -41,6 +42,7 @@ export type * from './schema-passports.ts'; // passports
 export type * from './schema-mandates.ts'; // mandates
 export type * from './schema-vault.ts'; // vault
 export type * from './schema-attestations.ts'; // attestations
+export type * from './schema-engine.ts'; // engine builds
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -410,6 +412,7 @@ export interface DB {
   legacy_objects: LegacyObjectsTable; // legacy plans
   legacy_parties: LegacyPartiesTable; // legacy plans
   legacy_events: LegacyEventsTable; // legacy plans
+  engine_builds: EngineBuildsTable; // engine builds
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -1,4 +1,4 @@
-import { ServiceError, deliveredText, estimateTokens, type ReceiptContext, type SignedReceipt, type TokenUsage } from '@svc/shared';
+import { ServiceError, deliveredText, estimateTokens, type ReceiptContext, type ReceiptEngine, type SignedReceipt, type TokenUsage } from '@svc/shared';
 import type { InferenceConfig, ModelPrice } from '../../config.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { CallerSignal } from '../../http/caller-signal.ts';
@@ -8,6 +8,7 @@ import { holdPrice, type ModelCatalog, type ResolvedModel } from './catalog.ts';
 import { boundChatInput, boundEmbeddingInput, costMicroUsd, estimateChatInput, estimateEmbeddingInput } from './tokens.ts';
 import { upstreamStreamError } from './upstream.ts';
 import type { RequestGuard } from '../guardrails/enforce.ts'; // guardrails
+import { isEngineModel, type EngineExpander } from './engine-model.ts'; // engine builds
 
 export type Endpoint = 'chat.completions' | 'messages' | 'responses' | 'embeddings';
 
@@ -26,6 +27,8 @@ export interface CallContext {
   receiptContext?: ReceiptContext;
   /** The key's policy at work on this call (guardrails/enforce.ts): its input already scanned; the answer is scanned here. */
   guard?: RequestGuard;
+  /** The engine build serving a call of `engine/<slug>` (set by the service as it expands the build), signed into the receipt. */
+  engine?: ReceiptEngine;
   /** Batches: runs with the answer before the charge settles (a throw releases the hold, nothing is charged). */
   beforeSettle?: (body: Record<string, unknown>) => Promise<void>;
   /**
@@ -98,6 +101,9 @@ const discounted = (micro: number, percent = 0): number => micro - Math.floor((m
  * delivered; a failure before anything was delivered releases the hold and charges nothing.
  */
 export class InferenceService {
+  /** engine builds: expands `engine/<slug>` to its published build (set where the gateway is wired; null: no engine builds). */
+  engines: EngineExpander | null = null;
+
   constructor(
     readonly catalog: ModelCatalog,
     private readonly backends: InferenceBackends,
@@ -128,7 +134,7 @@ export class InferenceService {
   }
 
   /** `detail` comes with its keys in code-unit order, as the receipt's others (canonicalize then takes its JSON.stringify path). */
-  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, ctx: Pick<CallContext, 'discountPercent' | 'receiptContext' | 'guard'>): Usage {
+  private usage(prep: Prepared, hold: Hold, price: ModelPrice, input: number, output: number, detail: Record<string, unknown>, ctx: Pick<CallContext, 'discountPercent' | 'receiptContext' | 'guard' | 'engine'>): Usage {
     const discountPercent = ctx.discountPercent ?? 0;
     const list = costMicroUsd(price, input, output);
     const cost = discounted(list, discountPercent);
@@ -138,7 +144,19 @@ export class InferenceService {
       detail.list_cost_micro_usd = list;
     }
     if (cost > hold.amount) detail.capped_at_hold = true;
-    return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail, context: ctx.receiptContext, guardrails: ctx.guard?.receiptField() };
+    return { costMicroUsd: Math.min(cost, hold.amount), kind: 'inference', model: prep.model.id, units: { input_tokens: input, output_tokens: output }, detail, context: ctx.receiptContext, guardrails: ctx.guard?.receiptField(), engine: ctx.engine };
+  }
+
+  /**
+   * engine builds: a body naming `engine/<slug>` (or `engine/<slug>@<version>`) becomes its build's request
+   * (model, sealed system prompt, parameters) and the context carries the build's stamp and, when the build
+   * names a guardrail policy, its guard (a request the key's own policy already blocked keeps that refusal).
+   */
+  private async expand(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; ctx: CallContext }> {
+    if (!isEngineModel(body.model)) return { body, ctx };
+    if (!this.engines) throw new ServiceError('not_found', `The model "${String(body.model)}" does not exist: engine builds are not served here`, { param: 'model', code: 'model_not_found' });
+    const x = await this.engines.expand(p, body);
+    return { body: x.body, ctx: { ...ctx, engine: x.stamp, guard: ctx.guard?.blocked ? ctx.guard : (x.guard ?? ctx.guard) } };
   }
 
   /**
@@ -151,7 +169,7 @@ export class InferenceService {
     if (ctx.beforeSettle) throw guard.blockedError(null);
     await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: 0, route: ctx.route, resource: ctx.resource }, async () => ({
       result: null,
-      usage: { costMicroUsd: 0, kind: 'inference', model, units: { input_tokens: 0, output_tokens: 0 }, detail: { endpoint: ctx.endpoint, outcome: 'guardrail_blocked', stream }, context: ctx.receiptContext, guardrails: guard.receiptField() },
+      usage: { costMicroUsd: 0, kind: 'inference', model, units: { input_tokens: 0, output_tokens: 0 }, detail: { endpoint: ctx.endpoint, outcome: 'guardrail_blocked', stream }, context: ctx.receiptContext, guardrails: guard.receiptField(), engine: ctx.engine },
     }));
     throw guard.blockedError(ctx.requestId);
   }
@@ -160,7 +178,8 @@ export class InferenceService {
    * A non-streamed chat completion (OpenAI shape), with the signed receipt; `text` is a provider's answer as
    * it came, when nothing in it changed (the caller may send it rather than write `body` again).
    */
-  async chat(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<Answered> {
+  async chat(p: KeyPrincipal, requested: Body, callCtx: CallContext): Promise<Answered> {
+    const { body, ctx } = await this.expand(p, requested, callCtx); // engine builds
     const prep = await this.prepareChat(body);
     if (ctx.guard?.blocked) await this.refuse(p, prep.model.id, ctx, false); // guardrails
     const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {
@@ -186,7 +205,8 @@ export class InferenceService {
    * the error status); later ones go to `sink.fail`. The upstream is always asked for usage
    * (`stream_options.include_usage`); the usage chunk reaches the caller only with `forwardUsage`.
    */
-  async chatStream(p: KeyPrincipal, body: Body, ctx: CallContext, sink: ChatSink, opts: { forwardUsage: boolean }): Promise<void> {
+  async chatStream(p: KeyPrincipal, requested: Body, callCtx: CallContext, sink: ChatSink, opts: { forwardUsage: boolean }): Promise<void> {
+    const { body, ctx } = await this.expand(p, requested, callCtx); // engine builds
     const prep = await this.prepareChat(body);
     if (ctx.guard?.blocked) await this.refuse(p, prep.model.id, ctx, true); // guardrails
     const hold = await this.hold(p, prep, ctx);
@@ -332,7 +352,7 @@ export class InferenceService {
     try {
       const settled = await this.metering.settle(
         hold,
-        this.usage(prep, hold, up.price, input, output, { backend, endpoint: ctx.endpoint, outcome, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, { receiptContext: ctx.receiptContext, guard: ctx.guard }),
+        this.usage(prep, hold, up.price, input, output, { backend, endpoint: ctx.endpoint, outcome, stream: true, usage_source: complete && int(usage?.prompt_tokens) !== undefined ? 'upstream' : 'estimated' }, { receiptContext: ctx.receiptContext, guard: ctx.guard, engine: ctx.engine }),
         { behind: ctx.settleBehind },
       );
       receipt = settled.receipt;
@@ -351,6 +371,7 @@ export class InferenceService {
 
   /** Embeddings (OpenAI shape), with the signed receipt (and `text` as for `chat`). */
   async embeddings(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<Answered> {
+    if (isEngineModel(body.model)) throw new ServiceError('invalid_request', `model: an engine build (${String(body.model)}) serves chat completions, Messages and Responses, not embeddings`, { param: 'model' }); // engine builds
     const model = await this.catalog.resolve(String(body.model), 'embeddings');
     if (ctx.guard?.blocked) await this.refuse(p, model.id, ctx, false); // guardrails
     const inputTokens = estimateEmbeddingInput(body.input);

@@ -129,7 +129,7 @@ function answersInOrder(items: SettleItem[], out: SettleResult[]): SettleResult[
 /**
  * The receipt of a settle, to be signed by `signer` (`prev`, `count`: the run chain's head). Its keys are
  * written in canonical (code-unit) order, so that canonicalize can take its JSON.stringify path (which
- * drops a `detail`, `context` or `guardrails` left undefined); any order would sign the same bytes.
+ * drops a `detail`, `context`, `engine` or `guardrails` left undefined); any order would sign the same bytes.
  */
 export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, now: Date, prev: string | null, count: number, signer: string): ReceiptPayload {
   return {
@@ -138,6 +138,7 @@ export function receiptPayload(hold: Hold, usage: Usage, usageEventId: string, n
     cost_micro_usd: usage.costMicroUsd,
     created_at: now.toISOString(),
     detail: usage.detail,
+    engine: usage.engine,
     guardrails: usage.guardrails,
     id: hold.requestId,
     key_id: hold.chain[0] ?? null,

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { ServiceError, newId, type Clock, type ReceiptContext, type ReceiptGuardrails, type ReceiptPolicy, type SignedReceipt } from '@svc/shared';
+import { ServiceError, newId, type Clock, type ReceiptContext, type ReceiptEngine, type ReceiptGuardrails, type ReceiptPolicy, type SignedReceipt } from '@svc/shared';
 import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
@@ -57,6 +57,8 @@ export interface Usage {
   context?: ReceiptContext;
   /** Guardrail findings of the call (guardrails), signed into the receipt. */
   guardrails?: ReceiptGuardrails;
+  /** The engine build that served the call (engine builds), signed into the receipt. */
+  engine?: ReceiptEngine;
 }
 
 export interface Settled {

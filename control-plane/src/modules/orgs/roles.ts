@@ -146,6 +146,14 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'GET /v1/vault/assets/:id': 'member', // vault
   'POST /v1/vault/assets': 'admin', // vault
   'POST /v1/vault/assets/:id/close': 'owner', // vault
+  // Engine builds: members read versions and what a slug serves; admins draft, publish, unpublish and delete them.
+  'GET /v1/engine/builds': 'member', // engine builds
+  'GET /v1/engine/builds/:id': 'member', // engine builds
+  'GET /v1/engine/resolve/:slug': 'member', // engine builds
+  'POST /v1/engine/builds': 'admin', // engine builds
+  'DELETE /v1/engine/builds/:id': 'admin', // engine builds
+  'POST /v1/engine/builds/:id/publish': 'admin', // engine builds
+  'POST /v1/engine/builds/:id/unpublish': 'admin', // engine builds
   // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',

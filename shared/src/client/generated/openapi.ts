@@ -15278,6 +15278,665 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/engine/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your build versions, newest first (?slug= for one slug); never a system prompt */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only the versions of this slug. */
+                    slug?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete (an account holds at most 500 versions). */
+                            builds: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "engine.build";
+                                slug: string;
+                                version: number;
+                                /**
+                                 * @description draft until published; published: engine/<slug> serves it; retired: unpublished or replaced, its pins stop resolving.
+                                 * @enum {string}
+                                 */
+                                state: "draft" | "published" | "retired";
+                                /** @description engine/<slug>@<version>: the pin of this version (resolves while it is published). */
+                                model_name: string;
+                                model: string;
+                                /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                parameters: {
+                                    temperature?: number;
+                                    top_p?: number;
+                                    max_tokens?: number;
+                                    tools?: unknown[];
+                                    tool_choice?: unknown;
+                                };
+                                system_prompt_sha256: string | null;
+                                /** @description DELETE destroyed the sealed prompt; the row, its hash and spec stay. */
+                                system_prompt_destroyed: boolean;
+                                guardrail_policy: {
+                                    id: string;
+                                    sha256: string;
+                                } | null;
+                                spec: {
+                                    guardrail_policy: {
+                                        id: string;
+                                        sha256: string;
+                                    } | null;
+                                    /** @enum {string} */
+                                    kind: "engine_build_spec";
+                                    model: string;
+                                    /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                    parameters: {
+                                        temperature?: number;
+                                        top_p?: number;
+                                        max_tokens?: number;
+                                        tools?: unknown[];
+                                        tool_choice?: unknown;
+                                    };
+                                    slug: string;
+                                    system_prompt_sha256: string | null;
+                                    /** @enum {number} */
+                                    v: 1;
+                                };
+                                /** @description RFC 8785 canonical JSON of the spec: the bytes spec_sha256 covers. */
+                                spec_canonical: string;
+                                /** @description Hex sha256 of spec_canonical. */
+                                spec_sha256: string;
+                                /** @enum {string} */
+                                origin: "api" | "autopilot";
+                                proposal_id: string | null;
+                                created_at: string;
+                                published_at: string | null;
+                                retired_at: string | null;
+                                deleted_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Draft a build: the next version of a slug (model, system prompt, parameters, guardrail policy); the system prompt is sealed and only its sha256 enters the canonical spec (RFC 8785) whose sha256 is spec_sha256; at most 500 versions per account */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The name called as engine/<slug>: 1 to 64 lower-case letters, digits and single inner hyphens (a-z, 0-9, -). */
+                        slug: string;
+                        /** @description A chat model of the catalog (GET /v1/models); not another engine build. */
+                        model: string;
+                        /** @description Sent first with every call. Sealed at rest and never returned; only its sha256 enters the canonical spec. */
+                        system_prompt?: string;
+                        temperature?: number;
+                        top_p?: number;
+                        /** @description At most the model's output bound. */
+                        max_tokens?: number;
+                        /** @description OpenAI-shape tool definitions sent with every call (they replace the caller's). */
+                        tools?: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        tool_choice?: ("none" | "auto" | "required") | ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        });
+                        /** @description A live policy of the account (GET /v1/policies): its rule sets scan the calls of this build; its id and sha256 enter the spec. */
+                        guardrail_policy_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "engine.build";
+                            slug: string;
+                            version: number;
+                            /**
+                             * @description draft until published; published: engine/<slug> serves it; retired: unpublished or replaced, its pins stop resolving.
+                             * @enum {string}
+                             */
+                            state: "draft" | "published" | "retired";
+                            /** @description engine/<slug>@<version>: the pin of this version (resolves while it is published). */
+                            model_name: string;
+                            model: string;
+                            /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                            parameters: {
+                                temperature?: number;
+                                top_p?: number;
+                                max_tokens?: number;
+                                tools?: unknown[];
+                                tool_choice?: unknown;
+                            };
+                            system_prompt_sha256: string | null;
+                            /** @description DELETE destroyed the sealed prompt; the row, its hash and spec stay. */
+                            system_prompt_destroyed: boolean;
+                            guardrail_policy: {
+                                id: string;
+                                sha256: string;
+                            } | null;
+                            spec: {
+                                guardrail_policy: {
+                                    id: string;
+                                    sha256: string;
+                                } | null;
+                                /** @enum {string} */
+                                kind: "engine_build_spec";
+                                model: string;
+                                /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                parameters: {
+                                    temperature?: number;
+                                    top_p?: number;
+                                    max_tokens?: number;
+                                    tools?: unknown[];
+                                    tool_choice?: unknown;
+                                };
+                                slug: string;
+                                system_prompt_sha256: string | null;
+                                /** @enum {number} */
+                                v: 1;
+                            };
+                            /** @description RFC 8785 canonical JSON of the spec: the bytes spec_sha256 covers. */
+                            spec_canonical: string;
+                            /** @description Hex sha256 of spec_canonical. */
+                            spec_sha256: string;
+                            /** @enum {string} */
+                            origin: "api" | "autopilot";
+                            proposal_id: string | null;
+                            created_at: string;
+                            published_at: string | null;
+                            retired_at: string | null;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/engine/builds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version with its canonical spec and spec_sha256 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "engine.build";
+                            slug: string;
+                            version: number;
+                            /**
+                             * @description draft until published; published: engine/<slug> serves it; retired: unpublished or replaced, its pins stop resolving.
+                             * @enum {string}
+                             */
+                            state: "draft" | "published" | "retired";
+                            /** @description engine/<slug>@<version>: the pin of this version (resolves while it is published). */
+                            model_name: string;
+                            model: string;
+                            /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                            parameters: {
+                                temperature?: number;
+                                top_p?: number;
+                                max_tokens?: number;
+                                tools?: unknown[];
+                                tool_choice?: unknown;
+                            };
+                            system_prompt_sha256: string | null;
+                            /** @description DELETE destroyed the sealed prompt; the row, its hash and spec stay. */
+                            system_prompt_destroyed: boolean;
+                            guardrail_policy: {
+                                id: string;
+                                sha256: string;
+                            } | null;
+                            spec: {
+                                guardrail_policy: {
+                                    id: string;
+                                    sha256: string;
+                                } | null;
+                                /** @enum {string} */
+                                kind: "engine_build_spec";
+                                model: string;
+                                /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                parameters: {
+                                    temperature?: number;
+                                    top_p?: number;
+                                    max_tokens?: number;
+                                    tools?: unknown[];
+                                    tool_choice?: unknown;
+                                };
+                                slug: string;
+                                system_prompt_sha256: string | null;
+                                /** @enum {number} */
+                                v: 1;
+                            };
+                            /** @description RFC 8785 canonical JSON of the spec: the bytes spec_sha256 covers. */
+                            spec_canonical: string;
+                            /** @description Hex sha256 of spec_canonical. */
+                            spec_sha256: string;
+                            /** @enum {string} */
+                            origin: "api" | "autopilot";
+                            proposal_id: string | null;
+                            created_at: string;
+                            published_at: string | null;
+                            retired_at: string | null;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Destroy the sealed system prompt (a published version is retired with it); the row, its hash and spec stay; idempotent */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "engine.build";
+                            slug: string;
+                            version: number;
+                            /**
+                             * @description draft until published; published: engine/<slug> serves it; retired: unpublished or replaced, its pins stop resolving.
+                             * @enum {string}
+                             */
+                            state: "draft" | "published" | "retired";
+                            /** @description engine/<slug>@<version>: the pin of this version (resolves while it is published). */
+                            model_name: string;
+                            model: string;
+                            /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                            parameters: {
+                                temperature?: number;
+                                top_p?: number;
+                                max_tokens?: number;
+                                tools?: unknown[];
+                                tool_choice?: unknown;
+                            };
+                            system_prompt_sha256: string | null;
+                            /** @description DELETE destroyed the sealed prompt; the row, its hash and spec stay. */
+                            system_prompt_destroyed: boolean;
+                            guardrail_policy: {
+                                id: string;
+                                sha256: string;
+                            } | null;
+                            spec: {
+                                guardrail_policy: {
+                                    id: string;
+                                    sha256: string;
+                                } | null;
+                                /** @enum {string} */
+                                kind: "engine_build_spec";
+                                model: string;
+                                /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                parameters: {
+                                    temperature?: number;
+                                    top_p?: number;
+                                    max_tokens?: number;
+                                    tools?: unknown[];
+                                    tool_choice?: unknown;
+                                };
+                                slug: string;
+                                system_prompt_sha256: string | null;
+                                /** @enum {number} */
+                                v: 1;
+                            };
+                            /** @description RFC 8785 canonical JSON of the spec: the bytes spec_sha256 covers. */
+                            spec_canonical: string;
+                            /** @description Hex sha256 of spec_canonical. */
+                            spec_sha256: string;
+                            /** @enum {string} */
+                            origin: "api" | "autopilot";
+                            proposal_id: string | null;
+                            created_at: string;
+                            published_at: string | null;
+                            retired_at: string | null;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/engine/builds/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Point engine/<slug> at this version; the version it pointed at is retired in the same transaction; idempotent; 409 for a deleted build */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "engine.build";
+                            slug: string;
+                            version: number;
+                            /**
+                             * @description draft until published; published: engine/<slug> serves it; retired: unpublished or replaced, its pins stop resolving.
+                             * @enum {string}
+                             */
+                            state: "draft" | "published" | "retired";
+                            /** @description engine/<slug>@<version>: the pin of this version (resolves while it is published). */
+                            model_name: string;
+                            model: string;
+                            /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                            parameters: {
+                                temperature?: number;
+                                top_p?: number;
+                                max_tokens?: number;
+                                tools?: unknown[];
+                                tool_choice?: unknown;
+                            };
+                            system_prompt_sha256: string | null;
+                            /** @description DELETE destroyed the sealed prompt; the row, its hash and spec stay. */
+                            system_prompt_destroyed: boolean;
+                            guardrail_policy: {
+                                id: string;
+                                sha256: string;
+                            } | null;
+                            spec: {
+                                guardrail_policy: {
+                                    id: string;
+                                    sha256: string;
+                                } | null;
+                                /** @enum {string} */
+                                kind: "engine_build_spec";
+                                model: string;
+                                /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                parameters: {
+                                    temperature?: number;
+                                    top_p?: number;
+                                    max_tokens?: number;
+                                    tools?: unknown[];
+                                    tool_choice?: unknown;
+                                };
+                                slug: string;
+                                system_prompt_sha256: string | null;
+                                /** @enum {number} */
+                                v: 1;
+                            };
+                            /** @description RFC 8785 canonical JSON of the spec: the bytes spec_sha256 covers. */
+                            spec_canonical: string;
+                            /** @description Hex sha256 of spec_canonical. */
+                            spec_sha256: string;
+                            /** @enum {string} */
+                            origin: "api" | "autopilot";
+                            proposal_id: string | null;
+                            created_at: string;
+                            published_at: string | null;
+                            retired_at: string | null;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/engine/builds/{id}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Retire this version: engine/<slug> and its pin engine/<slug>@<version> stop resolving (404); 409 for a draft */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "engine.build";
+                            slug: string;
+                            version: number;
+                            /**
+                             * @description draft until published; published: engine/<slug> serves it; retired: unpublished or replaced, its pins stop resolving.
+                             * @enum {string}
+                             */
+                            state: "draft" | "published" | "retired";
+                            /** @description engine/<slug>@<version>: the pin of this version (resolves while it is published). */
+                            model_name: string;
+                            model: string;
+                            /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                            parameters: {
+                                temperature?: number;
+                                top_p?: number;
+                                max_tokens?: number;
+                                tools?: unknown[];
+                                tool_choice?: unknown;
+                            };
+                            system_prompt_sha256: string | null;
+                            /** @description DELETE destroyed the sealed prompt; the row, its hash and spec stay. */
+                            system_prompt_destroyed: boolean;
+                            guardrail_policy: {
+                                id: string;
+                                sha256: string;
+                            } | null;
+                            spec: {
+                                guardrail_policy: {
+                                    id: string;
+                                    sha256: string;
+                                } | null;
+                                /** @enum {string} */
+                                kind: "engine_build_spec";
+                                model: string;
+                                /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                parameters: {
+                                    temperature?: number;
+                                    top_p?: number;
+                                    max_tokens?: number;
+                                    tools?: unknown[];
+                                    tool_choice?: unknown;
+                                };
+                                slug: string;
+                                system_prompt_sha256: string | null;
+                                /** @enum {number} */
+                                v: 1;
+                            };
+                            /** @description RFC 8785 canonical JSON of the spec: the bytes spec_sha256 covers. */
+                            spec_canonical: string;
+                            /** @description Hex sha256 of spec_canonical. */
+                            spec_sha256: string;
+                            /** @enum {string} */
+                            origin: "api" | "autopilot";
+                            proposal_id: string | null;
+                            created_at: string;
+                            published_at: string | null;
+                            retired_at: string | null;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/engine/resolve/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What engine/<slug> serves now: version, spec digest and the expanded configuration (the prompt as its sha256); 404 when no version is published */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "engine.resolution";
+                            /** @description engine/<slug> */
+                            model_name: string;
+                            slug: string;
+                            build_id: string;
+                            version: number;
+                            spec_sha256: string;
+                            spec_canonical: string;
+                            published_at: string;
+                            configuration: {
+                                model: string;
+                                /** @description The parameters sent with every call; they replace what the caller sends for the same fields. */
+                                parameters: {
+                                    temperature?: number;
+                                    top_p?: number;
+                                    max_tokens?: number;
+                                    tools?: unknown[];
+                                    tool_choice?: unknown;
+                                };
+                                system_prompt_sha256: string | null;
+                                /** @description As drafted; live: whether it still constrains the calls (a revoked policy does not). */
+                                guardrail_policy: {
+                                    id: string;
+                                    sha256: string;
+                                } | null;
+                                guardrail_policy_live: boolean;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/state/{key}": {
         parameters: {
             query?: never;
