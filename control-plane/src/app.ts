@@ -95,6 +95,8 @@ import type { Agents } from './modules/agents/deps.ts'; // agents
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
 import { legacyRoutes } from './modules/legacy/routes.ts'; // legacy plans
 import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
+import { darkpoolRoutes } from './modules/darkpool/routes.ts'; // dark pool
+import type { Darkpool } from './modules/darkpool/deps.ts'; // dark pool
 
 export const VERSION = '0.1.0';
 
@@ -154,6 +156,7 @@ export interface AppDeps {
   attestations: AttestationsService; // attestations: signed records of on-chain facts
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
+  darkpool: Darkpool; // dark pool: intents and matches (501 unless enabled)
   logger?: boolean | object;
 }
 
@@ -249,6 +252,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   attestationsRoutes(app, d.attestations); // attestations
   agentsRoutes(app, d.agents); // agents
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
+  darkpoolRoutes(app, d.darkpool); // dark pool
 
   await app.ready();
   return app;

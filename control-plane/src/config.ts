@@ -12,6 +12,7 @@ import { guardrailsConfig, guardrailsEnv, type GuardrailsConfig } from './config
 import { mcpConfig, mcpEnv, type McpConfig } from './config/mcp.ts'; // mcp
 import { assetsConfig, assetsEnv, type AssetsConfig } from './config/assets.ts'; // asset proofs
 import { legacyConfig, legacyEnv, type LegacyConfig } from './config/legacy.ts'; // legacy plans
+import { darkpoolConfig, darkpoolEnv, type DarkpoolConfig } from './config/darkpool.ts'; // dark pool
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -97,6 +98,7 @@ const EnvSchema = z.object({
   ...mcpEnv, // mcp: sessions, upstream timeout, default price per call
   ...assetsEnv, // asset proofs: prices, freshness windows, the benchmark minimum cohort, HTTPS sources
   ...legacyEnv, // legacy plans: live plans per account, loop cadence
+  ...darkpoolEnv, // dark pool: the operator's switch, the cash-leg chain, eligible assets, the match answer floor
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -170,6 +172,8 @@ export interface Config {
   assets: AssetsConfig; // asset proofs
   /** SVC_LEGACY_* (legacy plans). */
   legacy: LegacyConfig; // legacy plans
+  /** SVC_DARKPOOL_* (dark pool; off unless enabled). */
+  darkpool: DarkpoolConfig; // dark pool
 }
 
 export interface SandboxConfig {
@@ -278,5 +282,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     mcp: mcpConfig(e), // mcp
     assets: assetsConfig(e), // asset proofs
     legacy: legacyConfig(e), // legacy plans
+    darkpool: darkpoolConfig(e, e.SVC_CHAINS), // dark pool
   };
 }

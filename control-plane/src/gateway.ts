@@ -60,6 +60,7 @@ import { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 import { StateService } from './modules/state/service.ts'; // state
 import { createLegacy } from './modules/legacy/deps.ts'; // legacy plans
+import { createDarkpool } from './modules/darkpool/deps.ts'; // dark pool
 import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
@@ -176,6 +177,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const mandates = { mandates: new MandatesService({ db, clock, keys, identity, signer: signerSvc }), ghosts: new GhostService({ db, clock, keys, identity }) }; // mandates and ghost sessions
   const state = new StateService({ db, clock, sealKey: seal, identity }); // state
   const legacy = createLegacy({ db, clock, sealKey: seal, anchors, identity, publicUrl: config.publicUrl, config: config.legacy }); // legacy plans
+  const darkpool = createDarkpool({ db, clock, sealKey: seal, signer: signerSvc, identity, config: config.darkpool }); // dark pool
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
@@ -261,6 +263,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     attestations, // attestations
     agents, // agents
     legacy, // legacy plans
+    darkpool, // dark pool
     guardrails: { guardrails, policies }, // guardrails, policies
     quality: { evals, judge }, // quality
     logger: opts.logger,

@@ -42,6 +42,8 @@ export const ERROR_TYPES = {
   transfer_rejected: 422,
   rate_limited: 429,
   internal_error: 500,
+  /** A group the operator has not switched on (the dark pool) or not configured (holder support claims without a Solana RPC). */
+  not_enabled: 501, // dark pool, holder support claims
   upstream_error: 502,
   no_capacity: 503,
   unavailable: 503,

@@ -41,6 +41,7 @@ import * as quality from './migrations/20261127_2600_quality.ts'; // quality
 import * as mcp from './migrations/20261127_2400_mcp.ts'; // mcp
 import * as memory from './migrations/20261127_2800_memory.ts'; // memory
 import * as legacy from './migrations/20261127_2900_legacy.ts'; // legacy plans
+import * as darkpool from './migrations/20261127_3300_darkpool.ts'; // dark pool
 import * as state from './migrations/20261127_2700_state.ts'; // state
 import * as attestations from './migrations/20261127_3100_attestations.ts'; // attestations
 import * as engine from './migrations/20261127_3200_engine.ts'; // engine builds
@@ -90,6 +91,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2400_mcp': mcp, // mcp
   '20261127_2800_memory': memory, // memory
   '20261127_2900_legacy': legacy, // legacy plans
+  '20261127_3300_darkpool': darkpool, // dark pool
   '20261127_2700_state': state, // state
   '20261127_3100_attestations': attestations, // attestations
   '20261127_3200_engine': engine, // engine builds

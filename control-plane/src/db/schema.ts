@@ -20,6 +20,7 @@ import type { LegacyEventsTable, LegacyObjectsTable, LegacyPartiesTable, LegacyP
 import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.ts'; // state
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 import type { AttestationEvidenceTable, AttestationRecordsTable } from './schema-attestations.ts'; // attestations
+import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTable } from './schema-darkpool.ts'; // dark pool
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
@@ -28,6 +29,7 @@ export type * from './schema-quality.ts'; // quality
 export type * from './schema-mcp.ts'; // mcp
 export type * from './schema-memory.ts'; // memory
 export type * from './schema-legacy.ts'; // legacy plans
+export type * from './schema-darkpool.ts'; // dark pool
 export type * from './schema-state.ts'; // state
 export type * from './schema-agents.ts'; // agents
 export type * from './schema-batches.ts';
@@ -412,6 +414,9 @@ export interface DB {
   legacy_objects: LegacyObjectsTable; // legacy plans
   legacy_parties: LegacyPartiesTable; // legacy plans
   legacy_events: LegacyEventsTable; // legacy plans
+  darkpool_intents: DarkpoolIntentsTable; // dark pool
+  darkpool_intent_events: DarkpoolIntentEventsTable; // dark pool
+  darkpool_matches: DarkpoolMatchesTable; // dark pool
   engine_builds: EngineBuildsTable; // engine builds
 }
 

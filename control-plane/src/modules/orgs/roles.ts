@@ -154,6 +154,15 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'DELETE /v1/engine/builds/:id': 'admin', // engine builds
   'POST /v1/engine/builds/:id/publish': 'admin', // engine builds
   'POST /v1/engine/builds/:id/unpublish': 'admin', // engine builds
+  // Dark pool: members read intents, matches and market status; admins submit, withdraw, ask, confirm and settle.
+  'POST /v1/intents': 'admin', // dark pool
+  'GET /v1/intents/:id': 'member', // dark pool
+  'POST /v1/intents/:id/cancel': 'admin', // dark pool
+  'POST /v1/matches': 'admin', // dark pool
+  'GET /v1/matches/:id': 'member', // dark pool
+  'POST /v1/matches/:id/confirm': 'admin', // dark pool
+  'POST /v1/matches/:id/settle': 'admin', // dark pool
+  'GET /v1/markets/:asset_id/status': 'member', // dark pool
   // Change the plan; claim the account's passport handle.
   'POST /v1/billing/subscription': 'owner',
   'POST /v1/billing/subscription/cancel': 'owner',

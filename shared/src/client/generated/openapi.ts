@@ -18925,6 +18925,736 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/intents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit an indication of interest: terms sealed at rest (asset, side, size, limit price, settlement address); 501 unless the operator enabled the dark pool */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The asset; sealed. */
+                        asset_id: string;
+                        /**
+                         * @description Sealed.
+                         * @enum {string}
+                         */
+                        side: "buy" | "sell";
+                        /** @description Whole units of the asset; sealed. */
+                        size: number;
+                        /** @description The worst price per unit you accept, in micro-USD (USDT); sealed. Size times limit is at most $1e9. */
+                        limit_price_micro_usd: number;
+                        /** @description Where you settle: a seller receives the USDT here, a buyer the asset. Sealed; shown to the counterparty only after both confirm. */
+                        settlement_address: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "intent";
+                            /** @enum {string} */
+                            state: "resting" | "matched" | "withdrawn";
+                            /** @description Opened for you only; sealed at rest. */
+                            terms: {
+                                asset_id: string;
+                                /** @enum {string} */
+                                side: "buy" | "sell";
+                                size: number;
+                                limit_price_micro_usd: number;
+                                settlement_address: string;
+                            };
+                            match_id: string | null;
+                            created_at: string;
+                            matched_at: string | null;
+                            withdrawn_at: string | null;
+                            /** @description Append-only, oldest first. */
+                            history: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/intents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your own intent, terms opened, with its append-only history; another account's is not found */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "intent";
+                            /** @enum {string} */
+                            state: "resting" | "matched" | "withdrawn";
+                            /** @description Opened for you only; sealed at rest. */
+                            terms: {
+                                asset_id: string;
+                                /** @enum {string} */
+                                side: "buy" | "sell";
+                                size: number;
+                                limit_price_micro_usd: number;
+                                settlement_address: string;
+                            };
+                            match_id: string | null;
+                            created_at: string;
+                            matched_at: string | null;
+                            withdrawn_at: string | null;
+                            /** @description Append-only, oldest first. */
+                            history: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/intents/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Withdraw a resting intent; idempotent; 409 once matched */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "intent";
+                            /** @enum {string} */
+                            state: "resting" | "matched" | "withdrawn";
+                            /** @description Opened for you only; sealed at rest. */
+                            terms: {
+                                asset_id: string;
+                                /** @enum {string} */
+                                side: "buy" | "sell";
+                                size: number;
+                                limit_price_micro_usd: number;
+                                settlement_address: string;
+                            };
+                            match_id: string | null;
+                            created_at: string;
+                            matched_at: string | null;
+                            withdrawn_at: string | null;
+                            /** @description Append-only, oldest first. */
+                            history: {
+                                seq: number;
+                                type: string;
+                                at: string;
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/matches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask whether a counterparty exists for one of your intents (a match is made at once when one does); the negative answer is one fixed body, the same status, size and timing whatever the reason */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description One of your intents. */
+                        intent_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "match_result";
+                            matched: boolean;
+                            /** @description The match, when one was made (or your intent was already matched); null otherwise. */
+                            match: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "match";
+                                /** @enum {string} */
+                                status: "pending" | "confirmed" | "settled";
+                                /** @enum {string} */
+                                your_side: "buy" | "sell";
+                                your_intent_id: string;
+                                asset_id: string;
+                                size: number;
+                                price_micro_usd: number;
+                                amount_micro_usd: number;
+                                crossing_rule: string;
+                                your_settlement_address: string;
+                                you_confirmed_at: string | null;
+                                counterparty_confirmed: boolean;
+                                /** @description Only once both sides confirmed. */
+                                counterparty_settlement_address: string | null;
+                                /** @description Signed once both sides confirmed: who pays what to whom, on which chain. */
+                                settlement_instruction: {
+                                    document: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                    canonical: string;
+                                    /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                } | null;
+                                /** @description The signed settlement receipt: cash leg VERIFIED, asset leg UNAVAILABLE. */
+                                settlement: {
+                                    document: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                    canonical: string;
+                                    /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                } | null;
+                                settlement_pending: {
+                                    tx_hash: string;
+                                    confirmations: number;
+                                    required_confirmations: number;
+                                } | null;
+                                created_at: string;
+                                confirmed_at: string | null;
+                                settled_at: string | null;
+                            } | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/matches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A match you are party to; the counterparty only as a settlement address, once both confirmed */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "match";
+                            /** @enum {string} */
+                            status: "pending" | "confirmed" | "settled";
+                            /** @enum {string} */
+                            your_side: "buy" | "sell";
+                            your_intent_id: string;
+                            asset_id: string;
+                            size: number;
+                            price_micro_usd: number;
+                            amount_micro_usd: number;
+                            crossing_rule: string;
+                            your_settlement_address: string;
+                            you_confirmed_at: string | null;
+                            counterparty_confirmed: boolean;
+                            /** @description Only once both sides confirmed. */
+                            counterparty_settlement_address: string | null;
+                            /** @description Signed once both sides confirmed: who pays what to whom, on which chain. */
+                            settlement_instruction: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            /** @description The signed settlement receipt: cash leg VERIFIED, asset leg UNAVAILABLE. */
+                            settlement: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            settlement_pending: {
+                                tx_hash: string;
+                                confirmations: number;
+                                required_confirmations: number;
+                            } | null;
+                            created_at: string;
+                            confirmed_at: string | null;
+                            settled_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/matches/{id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Confirm your side; idempotent. Once both confirmed the gateway signs the settlement instruction and each side sees the other's settlement address */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "match";
+                            /** @enum {string} */
+                            status: "pending" | "confirmed" | "settled";
+                            /** @enum {string} */
+                            your_side: "buy" | "sell";
+                            your_intent_id: string;
+                            asset_id: string;
+                            size: number;
+                            price_micro_usd: number;
+                            amount_micro_usd: number;
+                            crossing_rule: string;
+                            your_settlement_address: string;
+                            you_confirmed_at: string | null;
+                            counterparty_confirmed: boolean;
+                            /** @description Only once both sides confirmed. */
+                            counterparty_settlement_address: string | null;
+                            /** @description Signed once both sides confirmed: who pays what to whom, on which chain. */
+                            settlement_instruction: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            /** @description The signed settlement receipt: cash leg VERIFIED, asset leg UNAVAILABLE. */
+                            settlement: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            settlement_pending: {
+                                tx_hash: string;
+                                confirmations: number;
+                                required_confirmations: number;
+                            } | null;
+                            created_at: string;
+                            confirmed_at: string | null;
+                            settled_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/matches/{id}/settle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The buyer submits the hash of the USDT transfer to the seller's settlement address: verified on chain and receipted (cash leg VERIFIED, asset leg UNAVAILABLE); 202 while confirmations are missing; 403 for the seller */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The USDT transfer you made to the seller. */
+                        tx_hash: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "match";
+                            /** @enum {string} */
+                            status: "pending" | "confirmed" | "settled";
+                            /** @enum {string} */
+                            your_side: "buy" | "sell";
+                            your_intent_id: string;
+                            asset_id: string;
+                            size: number;
+                            price_micro_usd: number;
+                            amount_micro_usd: number;
+                            crossing_rule: string;
+                            your_settlement_address: string;
+                            you_confirmed_at: string | null;
+                            counterparty_confirmed: boolean;
+                            /** @description Only once both sides confirmed. */
+                            counterparty_settlement_address: string | null;
+                            /** @description Signed once both sides confirmed: who pays what to whom, on which chain. */
+                            settlement_instruction: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            /** @description The signed settlement receipt: cash leg VERIFIED, asset leg UNAVAILABLE. */
+                            settlement: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            settlement_pending: {
+                                tx_hash: string;
+                                confirmations: number;
+                                required_confirmations: number;
+                            } | null;
+                            created_at: string;
+                            confirmed_at: string | null;
+                            settled_at: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "match";
+                            /** @enum {string} */
+                            status: "pending" | "confirmed" | "settled";
+                            /** @enum {string} */
+                            your_side: "buy" | "sell";
+                            your_intent_id: string;
+                            asset_id: string;
+                            size: number;
+                            price_micro_usd: number;
+                            amount_micro_usd: number;
+                            crossing_rule: string;
+                            your_settlement_address: string;
+                            you_confirmed_at: string | null;
+                            counterparty_confirmed: boolean;
+                            /** @description Only once both sides confirmed. */
+                            counterparty_settlement_address: string | null;
+                            /** @description Signed once both sides confirmed: who pays what to whom, on which chain. */
+                            settlement_instruction: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            /** @description The signed settlement receipt: cash leg VERIFIED, asset leg UNAVAILABLE. */
+                            settlement: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON: the exact text signed. */
+                                canonical: string;
+                                /** @description EIP-191 personal_sign by the receipt signer (GET /v1/receipts/pubkey). */
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            } | null;
+                            settlement_pending: {
+                                tx_hash: string;
+                                confirmations: number;
+                                required_confirmations: number;
+                            } | null;
+                            created_at: string;
+                            confirmed_at: string | null;
+                            settled_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/markets/{asset_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Eligibility rules of one market and your own participation; never depth, counts or last price */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            asset_id: string;
+                            /** @enum {string} */
+                            object: "market_status";
+                            eligible: boolean;
+                            reason: string | null;
+                            rules: {
+                                assets: string;
+                                sides: string[];
+                                size: {
+                                    min: number;
+                                    max: number;
+                                    unit: string;
+                                };
+                                limit_price_micro_usd: {
+                                    min: number;
+                                    max: number;
+                                };
+                                max_notional_micro_usd: number;
+                                max_resting_intents: number;
+                                crossing_rule: string;
+                                self_match: string;
+                                cash_leg: {
+                                    chain: string;
+                                    chain_id: number;
+                                    token: string;
+                                    decimals: number;
+                                    confirmations: number;
+                                    paid_by: string;
+                                    paid_to: string;
+                                };
+                                asset_leg: string;
+                            };
+                            your_participation: {
+                                intents: {
+                                    id: string;
+                                    /** @enum {string} */
+                                    side: "buy" | "sell";
+                                    state: string;
+                                    match_id: string | null;
+                                    created_at: string;
+                                }[];
+                            };
+                            disclosure: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
