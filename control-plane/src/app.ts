@@ -86,6 +86,8 @@ import { memoryRoutes } from './modules/memory/routes.ts'; // memory
 import type { MemoryService } from './modules/memory/service.ts'; // memory
 import { engineRoutes } from './modules/engine/routes.ts'; // engine builds
 import type { EngineService } from './modules/engine/service.ts'; // engine builds
+import { replayRoutes } from './modules/replay/routes.ts'; // replay capsules
+import type { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { stateRoutes } from './modules/state/routes.ts'; // state
 import type { StateService } from './modules/state/service.ts'; // state
 import { attestationsRoutes } from './modules/attestations/routes.ts'; // attestations
@@ -152,6 +154,7 @@ export interface AppDeps {
   mcp: Mcp; // mcp: the remote MCP server, the gateway and registrations
   memory: MemoryService; // memory: semantic memory collections
   engine: EngineService; // engine builds: named configurations called as engine/<slug>
+  replay: ReplayService; // replay capsules: recorded requests re-run on demand
   state: StateService; // state: durable key-value state
   attestations: AttestationsService; // attestations: signed records of on-chain facts
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
@@ -248,6 +251,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   mcpRoutes(app, { ...d.mcp, publicUrl: d.config.publicUrl, version: VERSION }); // mcp
   memoryRoutes(app, d.memory); // memory
   engineRoutes(app, d.engine); // engine builds
+  replayRoutes(app, d.replay); // replay capsules
   stateRoutes(app, d.state); // state
   attestationsRoutes(app, d.attestations); // attestations
   agentsRoutes(app, d.agents); // agents

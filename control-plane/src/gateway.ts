@@ -67,6 +67,7 @@ import { createMcp } from './modules/mcp/deps.ts'; // mcp
 import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
 import { EngineService } from './modules/engine/service.ts'; // engine builds
+import { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { Checker } from './modules/attestations/checker.ts'; // attestations
 import { AttestationsService } from './modules/attestations/service.ts'; // attestations
 
@@ -217,6 +218,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
   const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
+  const replay = new ReplayService({ db, clock, sealKey: seal, keys, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // replay capsules
   const judge = new JudgeService({ db, clock, signer: signerSvc, sealKey: seal, anchors, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, publicUrl: config.publicUrl }); // quality
   explorer.register('verdicts', judge.explorerSource()); // explorer
   const attestations = new AttestationsService({ db, clock, signer: signerSvc, metering, identity, anchors, events: webhooks, checker: new Checker({ clock, chains: config.chains, config: config.assets, self }), config: config.assets, publicUrl: config.publicUrl }); // attestations
@@ -259,6 +261,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     mcp, // mcp
     memory, // memory
     engine, // engine builds
+    replay, // replay capsules
     state, // state
     attestations, // attestations
     agents, // agents

@@ -22,6 +22,7 @@ import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, Agen
 import type { AttestationEvidenceTable, AttestationRecordsTable } from './schema-attestations.ts'; // attestations
 import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTable } from './schema-darkpool.ts'; // dark pool
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
+import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
@@ -45,6 +46,7 @@ export type * from './schema-mandates.ts'; // mandates
 export type * from './schema-vault.ts'; // vault
 export type * from './schema-attestations.ts'; // attestations
 export type * from './schema-engine.ts'; // engine builds
+export type * from './schema-replay.ts'; // replay capsules
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -418,6 +420,8 @@ export interface DB {
   darkpool_intent_events: DarkpoolIntentEventsTable; // dark pool
   darkpool_matches: DarkpoolMatchesTable; // dark pool
   engine_builds: EngineBuildsTable; // engine builds
+  replay_capsules: ReplayCapsulesTable; // replay capsules
+  replay_runs: ReplayRunsTable; // replay capsules
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -30,6 +30,8 @@ export interface ModelAnswer {
   costMicroUsd: number;
   /** Milliseconds from the call to its settled answer, on the gateway's clock. */
   latencyMs: number;
+  /** The whole answer (chat.completion), for callers that read more than the first choice's text (replay fingerprints). */
+  body: Record<string, unknown>;
 }
 
 export interface ModelCallOptions {
@@ -76,6 +78,7 @@ export async function chatUnderKey(d: ModelCallDeps, p: KeyPrincipal, body: Reco
     receipt: a.receipt,
     costMicroUsd: a.receipt.payload.cost_micro_usd,
     latencyMs: Math.max(0, d.clock.now().getTime() - started),
+    body: a.body,
   };
 }
 

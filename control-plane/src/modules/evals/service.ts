@@ -4,6 +4,7 @@ import type { DB } from '../../db/schema.ts';
 import type { EvalRunsTable } from '../../db/schema-quality.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { KeysService } from '../keys/service.ts';
+import { inferenceKeyOf } from '../keys/inference-key.ts';
 import type { ModelCallDeps } from './model-call.ts';
 import { runCases, type AttemptOutcome, type CaseOutcome } from './runner.ts';
 import { EVALS_CAP, RUNS_CAP, type CaseIn, type EvalInput } from './schemas.ts';
@@ -50,28 +51,9 @@ export class EvalsService {
     }
   }
 
-  /**
-   * The principal of an API key of the account that runs calls: it must be the account's, live, and hold
-   * the inference scope. An unknown, revoked or expired key is refused with 400 naming `param`; a frozen key
-   * or a suspended account keeps its own refusal (402, 403).
-   */
-  async keyFor(accountId: string, keyId: string, param: string): Promise<KeyPrincipal> {
-    try {
-      await this.d.keys.get(accountId, keyId);
-    } catch (e) {
-      if (e instanceof ServiceError && e.type === 'not_found') throw invalid(`${param}: the account has no API key ${keyId}`, param);
-      throw e;
-    }
-    let p: KeyPrincipal;
-    try {
-      p = await this.d.keys.principalOf(keyId);
-    } catch (e) {
-      if (e instanceof ServiceError && e.type === 'invalid_credential') throw invalid(`${param}: ${e.message}`, param);
-      throw e;
-    }
-    if (p.accountId !== accountId) throw invalid(`${param}: the account has no API key ${keyId}`, param);
-    if (!p.scopes.includes('inference')) throw invalid(`${param}: this API key lacks the "inference" scope its calls need`, param);
-    return p;
+  /** The principal of an API key of the account that runs calls (keys/inference-key.ts). */
+  keyFor(accountId: string, keyId: string, param: string): Promise<KeyPrincipal> {
+    return inferenceKeyOf(this.d.keys, accountId, keyId, param);
   }
 
   async create(accountId: string, input: EvalInput) {

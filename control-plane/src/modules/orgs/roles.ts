@@ -154,6 +154,12 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'DELETE /v1/engine/builds/:id': 'admin', // engine builds
   'POST /v1/engine/builds/:id/publish': 'admin', // engine builds
   'POST /v1/engine/builds/:id/unpublish': 'admin', // engine builds
+  // Replay capsules: members read capsules and their history (content-free); admins record, replay (metered) and delete.
+  'GET /v1/replay/capsules': 'member', // replay capsules
+  'GET /v1/replay/capsules/:id': 'member', // replay capsules
+  'POST /v1/replay/capsules': 'admin', // replay capsules
+  'POST /v1/replay/capsules/:id/replay': 'admin', // replay capsules
+  'DELETE /v1/replay/capsules/:id': 'admin', // replay capsules
   // Dark pool: members read intents, matches and market status; admins submit, withdraw, ask, confirm and settle.
   'POST /v1/intents': 'admin', // dark pool
   'GET /v1/intents/:id': 'member', // dark pool

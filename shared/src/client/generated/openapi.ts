@@ -15937,6 +15937,325 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/replay/capsules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your capsules, newest first, content-free (fingerprints, counts, receipt ids) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first, content-free; complete (at most 500 per account). */
+                            capsules: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "replay.capsule";
+                                /** @description The model the request names. */
+                                model: string;
+                                key_id: string;
+                                /** @description Hex sha256 of the request's RFC 8785 canonical JSON. */
+                                request_sha256: string;
+                                request_destroyed: boolean;
+                                baseline: {
+                                    /** @description Hex sha256 of the canonical output of the recording run (choices: role, content, refusal, tool calls, finish reason). */
+                                    output_sha256: string;
+                                    receipt_id: string;
+                                    cost_micro_usd: number;
+                                };
+                                replay_count: number;
+                                changed_count: number;
+                                last_replayed_at: string | null;
+                                created_at: string;
+                                deleted_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Record one chat request (confirm_seal: true required): it runs once under key_id (metered, receipted) for the baseline output fingerprint, then is sealed and never returned; at most 500 per account */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Must be true: you confirm the request is sealed and never returned by any route.
+                         * @enum {boolean}
+                         */
+                        confirm_seal: true;
+                        /** @description An API key of the account with the inference scope: the recording run and later replays are metered under it. */
+                        key_id: string;
+                        /** @description A chat completion request (POST /v1/chat/completions body, without stream); its model may be an engine/<slug> name. */
+                        request: {
+                            /** @description A model id from GET /v1/models. */
+                            model: string;
+                            messages: ({
+                                role: string;
+                                content?: string | ({
+                                    type: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[] | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description true: answer with server-sent events; the last event after `data: [DONE]` is `event: receipt`. */
+                            stream?: boolean | null;
+                            stream_options?: ({
+                                include_usage?: boolean;
+                            } & {
+                                [key: string]: unknown;
+                            }) | null;
+                            max_tokens?: number | null;
+                            max_completion_tokens?: number | null;
+                            n?: number | null;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "replay.capsule";
+                            /** @description The model the request names. */
+                            model: string;
+                            key_id: string;
+                            /** @description Hex sha256 of the request's RFC 8785 canonical JSON. */
+                            request_sha256: string;
+                            request_destroyed: boolean;
+                            baseline: {
+                                /** @description Hex sha256 of the canonical output of the recording run (choices: role, content, refusal, tool calls, finish reason). */
+                                output_sha256: string;
+                                receipt_id: string;
+                                cost_micro_usd: number;
+                            };
+                            replay_count: number;
+                            changed_count: number;
+                            last_replayed_at: string | null;
+                            created_at: string;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/replay/capsules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One capsule with its replay history (newest first), content-free */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "replay.capsule";
+                            /** @description The model the request names. */
+                            model: string;
+                            key_id: string;
+                            /** @description Hex sha256 of the request's RFC 8785 canonical JSON. */
+                            request_sha256: string;
+                            request_destroyed: boolean;
+                            baseline: {
+                                /** @description Hex sha256 of the canonical output of the recording run (choices: role, content, refusal, tool calls, finish reason). */
+                                output_sha256: string;
+                                receipt_id: string;
+                                cost_micro_usd: number;
+                            };
+                            replay_count: number;
+                            changed_count: number;
+                            last_replayed_at: string | null;
+                            created_at: string;
+                            deleted_at: string | null;
+                            /** @description Newest first; the newest 100 are kept. */
+                            replays: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "replay";
+                                capsule_id: string;
+                                /** @description Whether the output fingerprint differs from the capsule's baseline; never what changed. */
+                                changed: boolean;
+                                output_sha256: string;
+                                baseline_output_sha256: string;
+                                /** @description The catalog model that served the replay (from its receipt). */
+                                model: string | null;
+                                key_id: string;
+                                receipt_id: string;
+                                cost_micro_usd: number;
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Destroy the sealed request; the row, its fingerprints and replay history stay; idempotent */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "replay.capsule";
+                            /** @description The model the request names. */
+                            model: string;
+                            key_id: string;
+                            /** @description Hex sha256 of the request's RFC 8785 canonical JSON. */
+                            request_sha256: string;
+                            request_destroyed: boolean;
+                            baseline: {
+                                /** @description Hex sha256 of the canonical output of the recording run (choices: role, content, refusal, tool calls, finish reason). */
+                                output_sha256: string;
+                                receipt_id: string;
+                                cost_micro_usd: number;
+                            };
+                            replay_count: number;
+                            changed_count: number;
+                            last_replayed_at: string | null;
+                            created_at: string;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/replay/capsules/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Re-run the request through the metered path (under the capsule's key or key_id) and report whether the output fingerprint differs from the baseline, never what changed; 410 once the capsule was deleted */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The API key to meter the replay under; the capsule's key when omitted. */
+                        key_id?: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "replay";
+                            capsule_id: string;
+                            /** @description Whether the output fingerprint differs from the capsule's baseline; never what changed. */
+                            changed: boolean;
+                            output_sha256: string;
+                            baseline_output_sha256: string;
+                            /** @description The catalog model that served the replay (from its receipt). */
+                            model: string | null;
+                            key_id: string;
+                            receipt_id: string;
+                            cost_micro_usd: number;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/state/{key}": {
         parameters: {
             query?: never;
