@@ -92,6 +92,8 @@ import { stateRoutes } from './modules/state/routes.ts'; // state
 import type { StateService } from './modules/state/service.ts'; // state
 import { attestationsRoutes } from './modules/attestations/routes.ts'; // attestations
 import type { AttestationsService } from './modules/attestations/service.ts'; // attestations
+import { navRoutes } from './modules/nav/routes.ts'; // nav
+import type { NavService } from './modules/nav/service.ts'; // nav
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
 import type { Agents } from './modules/agents/deps.ts'; // agents
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
@@ -157,6 +159,7 @@ export interface AppDeps {
   replay: ReplayService; // replay capsules: recorded requests re-run on demand
   state: StateService; // state: durable key-value state
   attestations: AttestationsService; // attestations: signed records of on-chain facts
+  nav: NavService; // nav: private NAV, published versions
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   darkpool: Darkpool; // dark pool: intents and matches (501 unless enabled)
@@ -254,6 +257,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   replayRoutes(app, d.replay); // replay capsules
   stateRoutes(app, d.state); // state
   attestationsRoutes(app, d.attestations); // attestations
+  navRoutes(app, d.nav); // nav
   agentsRoutes(app, d.agents); // agents
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
   darkpoolRoutes(app, d.darkpool); // dark pool

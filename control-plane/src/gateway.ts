@@ -70,6 +70,8 @@ import { EngineService } from './modules/engine/service.ts'; // engine builds
 import { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { Checker } from './modules/attestations/checker.ts'; // attestations
 import { AttestationsService } from './modules/attestations/service.ts'; // attestations
+import { NavService } from './modules/nav/service.ts'; // nav
+import { ChainRegistry } from './modules/billing/chains.ts'; // nav: chains of the on-chain supply
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -223,6 +225,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   explorer.register('verdicts', judge.explorerSource()); // explorer
   const attestations = new AttestationsService({ db, clock, signer: signerSvc, metering, identity, anchors, events: webhooks, checker: new Checker({ clock, chains: config.chains, config: config.assets, self }), config: config.assets, publicUrl: config.publicUrl }); // attestations
   explorer.register('attestations', attestations.explorerSource()); // attestations
+  const nav = new NavService({ db, clock, signer: signerSvc, metering, anchors, chains: new ChainRegistry(config.chains), sealKey: seal, config: config.assets, self, publicUrl: config.publicUrl }); // nav
+  explorer.register('nav', nav.explorerSource()); // nav
   const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
   const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
@@ -264,6 +268,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     replay, // replay capsules
     state, // state
     attestations, // attestations
+    nav, // nav
     agents, // agents
     legacy, // legacy plans
     darkpool, // dark pool

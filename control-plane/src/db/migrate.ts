@@ -44,6 +44,7 @@ import * as legacy from './migrations/20261127_2900_legacy.ts'; // legacy plans
 import * as darkpool from './migrations/20261127_3300_darkpool.ts'; // dark pool
 import * as state from './migrations/20261127_2700_state.ts'; // state
 import * as attestations from './migrations/20261127_3100_attestations.ts'; // attestations
+import * as nav from './migrations/20261127_3400_nav.ts'; // nav
 import * as engine from './migrations/20261127_3200_engine.ts'; // engine builds
 import * as replay from './migrations/20261127_3500_replay.ts'; // replay capsules
 import * as agents from './migrations/20261127_2800_agents.ts'; // agents
@@ -95,6 +96,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_3300_darkpool': darkpool, // dark pool
   '20261127_2700_state': state, // state
   '20261127_3100_attestations': attestations, // attestations
+  '20261127_3400_nav': nav, // nav
   '20261127_3200_engine': engine, // engine builds
   '20261127_3500_replay': replay, // replay capsules
   '20261127_2800_agents': agents, // agents

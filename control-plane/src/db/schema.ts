@@ -20,6 +20,7 @@ import type { LegacyEventsTable, LegacyObjectsTable, LegacyPartiesTable, LegacyP
 import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.ts'; // state
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 import type { AttestationEvidenceTable, AttestationRecordsTable } from './schema-attestations.ts'; // attestations
+import type { NavAssetsTable, NavRecordsTable } from './schema-nav.ts'; // nav
 import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTable } from './schema-darkpool.ts'; // dark pool
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
@@ -45,6 +46,7 @@ export type * from './schema-passports.ts'; // passports
 export type * from './schema-mandates.ts'; // mandates
 export type * from './schema-vault.ts'; // vault
 export type * from './schema-attestations.ts'; // attestations
+export type * from './schema-nav.ts'; // nav
 export type * from './schema-engine.ts'; // engine builds
 export type * from './schema-replay.ts'; // replay capsules
 
@@ -408,6 +410,8 @@ export interface DB {
   state_version_floors: StateVersionFloorsTable; // state
   attestation_records: AttestationRecordsTable; // attestations
   attestation_evidence: AttestationEvidenceTable; // attestations
+  nav_assets: NavAssetsTable; // nav
+  nav_records: NavRecordsTable; // nav
   agents: AgentsTable; // agents
   agent_runs: AgentRunsTable; // agents
   agent_messages: AgentMessagesTable; // agents

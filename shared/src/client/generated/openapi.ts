@@ -17265,6 +17265,709 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/nav/calculate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Private NAV from a submitted book (holdings with quantities and declared prices or HTTPS price sources, cash, liabilities, a share count or a token supply on chain), computed with exact decimals; stores the next signed version with the evidence of every input; the book is sealed and never published. A required input missing (no price, a source down): UNAVAILABLE with no figures. Metered. A negative share count, a mismatched currency or an unknown chain is a 400 with nothing written; an asset id held by another account is a 409 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description A private book; sealed with its record and never published. */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Your name for the asset; the first account to calculate it holds it. */
+                        asset_id: string;
+                        currency: string;
+                        holdings: {
+                            /** @description Yours; sealed with the book, never published (the evidence says holdings[i]). */
+                            label: string;
+                            quantity: string;
+                            /** @description The price's currency; must be the book's. */
+                            currency?: string;
+                            /** @description A declared unit price. */
+                            price?: string;
+                            /**
+                             * Format: date-time
+                             * @description When the declared price was observed (default: now); past the freshness window the record is STALE.
+                             */
+                            price_as_of?: string;
+                            /** @description Read the unit price from an HTTPS JSON document at each calculation and refresh. */
+                            price_source?: {
+                                /** @description An https URL answering JSON. */
+                                url: string;
+                                /** @default  */
+                                json_pointer?: string;
+                                /**
+                                 * @description Shown in the public evidence.
+                                 * @default price source
+                                 */
+                                label?: string;
+                            };
+                        }[];
+                        /** @default [] */
+                        cash?: {
+                            label: string;
+                            /** @description Cash held. */
+                            amount: string;
+                            /** @description Must be the book's. */
+                            currency?: string;
+                        }[];
+                        /** @default [] */
+                        liabilities?: {
+                            label: string;
+                            /** @description Owed. */
+                            amount: string;
+                            /** @description Must be the book's. */
+                            currency?: string;
+                        }[];
+                        /** @description The share count; or supply for a token on chain. */
+                        shares_outstanding?: string;
+                        /** @description Take the share count from a token on chain, read at a pinned block. */
+                        supply?: {
+                            /** @description A chain of SVC_CHAINS, by name or eip155:<chain id>. */
+                            chain: string;
+                            /** @description The token whose supply is the share count (totalSupply / 10^decimals). */
+                            address: string;
+                            /** @description Default: the head minus the chain's confirmations plus one. */
+                            block_number?: number;
+                        };
+                        /** @description Default SVC_NAV_FRESHNESS_SECONDS. */
+                        freshness_seconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nav_id: string;
+                            /** @enum {string} */
+                            object: "nav_record";
+                            asset_id: string;
+                            version: number;
+                            /**
+                             * @description Recomputed at read: STALE once fresh_until has passed.
+                             * @enum {string}
+                             */
+                            status: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            /** @enum {string} */
+                            status_at_calculation: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            currency: string;
+                            /** @description null when UNAVAILABLE. */
+                            figures: {
+                                gross_assets: string;
+                                cash: string;
+                                liabilities: string;
+                                net_asset_value: string;
+                                shares_outstanding: string;
+                                nav_per_share: string;
+                            } | null;
+                            missing: string[];
+                            evidence: {
+                                input: string;
+                                /** @enum {string} */
+                                source_kind: "book" | "declared" | "https" | "evm_rpc";
+                                label: string;
+                                retrieved_at: string;
+                                sha256: string | null;
+                                salted: boolean;
+                            }[];
+                            computed_at: string;
+                            fresh_until: string;
+                            supersedes: string | null;
+                            published: boolean;
+                            published_at: string | null;
+                            record: {
+                                canonical: string;
+                                sha256: string;
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            receipt_id: string;
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nav/{asset_id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Recompute the latest version's sealed book against the current clock (declared prices older than the freshness window make it STALE; HTTPS prices and the on-chain supply are read again), optionally with a newly observed on-chain supply as the share count; a new version. Metered */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A newly observed on-chain supply as the share count from now on. */
+                        supply?: {
+                            /** @description A chain of SVC_CHAINS, by name or eip155:<chain id>. */
+                            chain: string;
+                            /** @description The token whose supply is the share count (totalSupply / 10^decimals). */
+                            address: string;
+                            /** @description Default: the head minus the chain's confirmations plus one. */
+                            block_number?: number;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nav_id: string;
+                            /** @enum {string} */
+                            object: "nav_record";
+                            asset_id: string;
+                            version: number;
+                            /**
+                             * @description Recomputed at read: STALE once fresh_until has passed.
+                             * @enum {string}
+                             */
+                            status: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            /** @enum {string} */
+                            status_at_calculation: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            currency: string;
+                            /** @description null when UNAVAILABLE. */
+                            figures: {
+                                gross_assets: string;
+                                cash: string;
+                                liabilities: string;
+                                net_asset_value: string;
+                                shares_outstanding: string;
+                                nav_per_share: string;
+                            } | null;
+                            missing: string[];
+                            evidence: {
+                                input: string;
+                                /** @enum {string} */
+                                source_kind: "book" | "declared" | "https" | "evm_rpc";
+                                label: string;
+                                retrieved_at: string;
+                                sha256: string | null;
+                                salted: boolean;
+                            }[];
+                            computed_at: string;
+                            fresh_until: string;
+                            supersedes: string | null;
+                            published: boolean;
+                            published_at: string | null;
+                            record: {
+                                canonical: string;
+                                sha256: string;
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            receipt_id: string;
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nav/{asset_id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a version public (body {nav_id?}, default the latest): its figures, signed document and evidence references, never the book. Free, idempotent */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Default: the latest version. */
+                        nav_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nav_id: string;
+                            /** @enum {string} */
+                            object: "nav_record";
+                            asset_id: string;
+                            version: number;
+                            /**
+                             * @description Recomputed at read: STALE once fresh_until has passed.
+                             * @enum {string}
+                             */
+                            status: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            /** @enum {string} */
+                            status_at_calculation: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            currency: string;
+                            /** @description null when UNAVAILABLE. */
+                            figures: {
+                                gross_assets: string;
+                                cash: string;
+                                liabilities: string;
+                                net_asset_value: string;
+                                shares_outstanding: string;
+                                nav_per_share: string;
+                            } | null;
+                            missing: string[];
+                            evidence: {
+                                input: string;
+                                /** @enum {string} */
+                                source_kind: "book" | "declared" | "https" | "evm_rpc";
+                                label: string;
+                                retrieved_at: string;
+                                sha256: string | null;
+                                salted: boolean;
+                            }[];
+                            computed_at: string;
+                            fresh_until: string;
+                            supersedes: string | null;
+                            published: boolean;
+                            published_at: string | null;
+                            record: {
+                                canonical: string;
+                                sha256: string;
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                            receipt_id: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nav/{asset_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The latest published NAV version, signed; ?nav_id= selects a published one. An unknown asset, one never calculated and one with nothing published answer the same 404 */
+        get: {
+            parameters: {
+                query?: {
+                    nav_id?: string;
+                };
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nav_id: string;
+                            /** @enum {string} */
+                            object: "nav_record";
+                            asset_id: string;
+                            version: number;
+                            /**
+                             * @description Recomputed at read: STALE once fresh_until has passed.
+                             * @enum {string}
+                             */
+                            status: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            /** @enum {string} */
+                            status_at_calculation: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                            currency: string;
+                            /** @description null when UNAVAILABLE. */
+                            figures: {
+                                gross_assets: string;
+                                cash: string;
+                                liabilities: string;
+                                net_asset_value: string;
+                                shares_outstanding: string;
+                                nav_per_share: string;
+                            } | null;
+                            missing: string[];
+                            evidence: {
+                                input: string;
+                                /** @enum {string} */
+                                source_kind: "book" | "declared" | "https" | "evm_rpc";
+                                label: string;
+                                retrieved_at: string;
+                                sha256: string | null;
+                                salted: boolean;
+                            }[];
+                            computed_at: string;
+                            fresh_until: string;
+                            supersedes: string | null;
+                            published: boolean;
+                            published_at: string | null;
+                            record: {
+                                canonical: string;
+                                sha256: string;
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                            };
+                            anchor: {
+                                /** @enum {string} */
+                                state: "pending" | "anchored" | "failed" | "not_anchored";
+                                hash: string;
+                                root: string | null;
+                                leaf_index: number | null;
+                                tree_size: number | null;
+                                proof: string[];
+                                anchors: {
+                                    backend: string;
+                                    /** @enum {string} */
+                                    type: "evm" | "solana";
+                                    chain_id: number;
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed";
+                                    from: string;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                    block_hash: string | null;
+                                    anchored_at: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nav/{asset_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Published versions newest first; ?limit= 1-200, default 50. An unknown asset, one never calculated and one with nothing published answer the same 404 */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            records: {
+                                nav_id: string;
+                                /** @enum {string} */
+                                object: "nav_record";
+                                asset_id: string;
+                                version: number;
+                                /**
+                                 * @description Recomputed at read: STALE once fresh_until has passed.
+                                 * @enum {string}
+                                 */
+                                status: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                                /** @enum {string} */
+                                status_at_calculation: "VERIFIED" | "STALE" | "UNAVAILABLE";
+                                currency: string;
+                                /** @description null when UNAVAILABLE. */
+                                figures: {
+                                    gross_assets: string;
+                                    cash: string;
+                                    liabilities: string;
+                                    net_asset_value: string;
+                                    shares_outstanding: string;
+                                    nav_per_share: string;
+                                } | null;
+                                missing: string[];
+                                evidence: {
+                                    input: string;
+                                    /** @enum {string} */
+                                    source_kind: "book" | "declared" | "https" | "evm_rpc";
+                                    label: string;
+                                    retrieved_at: string;
+                                    sha256: string | null;
+                                    salted: boolean;
+                                }[];
+                                computed_at: string;
+                                fresh_until: string;
+                                supersedes: string | null;
+                                published: boolean;
+                                published_at: string | null;
+                                record: {
+                                    canonical: string;
+                                    sha256: string;
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                };
+                                anchor: {
+                                    /** @enum {string} */
+                                    state: "pending" | "anchored" | "failed" | "not_anchored";
+                                    hash: string;
+                                    root: string | null;
+                                    leaf_index: number | null;
+                                    tree_size: number | null;
+                                    proof: string[];
+                                    anchors: {
+                                        backend: string;
+                                        /** @enum {string} */
+                                        type: "evm" | "solana";
+                                        chain_id: number;
+                                        /** @enum {string} */
+                                        state: "pending" | "anchored" | "failed";
+                                        from: string;
+                                        tx_hash: string | null;
+                                        block_number: number | null;
+                                        block_hash: string | null;
+                                        anchored_at: string | null;
+                                    }[];
+                                };
+                            }[];
+                            asset_id: string;
+                            note: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nav/{asset_id}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Provenance of a published version (?nav_id=, default the latest): source kind, label, retrieval time, sha256 of each input. References only. An unknown asset, one never calculated and one with nothing published answer the same 404 */
+        get: {
+            parameters: {
+                query?: {
+                    nav_id?: string;
+                };
+                header?: never;
+                path: {
+                    asset_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "nav_record.evidence";
+                            asset_id: string;
+                            nav_id: string;
+                            version: number;
+                            evidence: {
+                                input: string;
+                                /** @enum {string} */
+                                source_kind: "book" | "declared" | "https" | "evm_rpc";
+                                label: string;
+                                retrieved_at: string;
+                                sha256: string | null;
+                                salted: boolean;
+                            }[];
+                            note: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
