@@ -15,7 +15,7 @@ import type { DB } from '../../db/schema.ts';
 export type VectorMode = 'indexed' | 'exact';
 
 /** HNSW build and search parameters (see bench/memory.ts for the recall and latency they give). */
-export const HNSW = { m: 16, efConstruction: 64, efSearch: 100 } as const;
+export const HNSW = { m: 16, efConstruction: 64, efSearch: 40 } as const;
 /** The most dimensions pgvector's HNSW indexes (for `vector`). */
 export const MAX_INDEXED_DIMS = 2000;
 /** The most dimensions a pgvector `vector` holds. */
