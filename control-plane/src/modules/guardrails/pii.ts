@@ -216,6 +216,12 @@ const IPV6 = /(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])/y;
 const IPV6_HINT = /:[0-9A-Fa-f]{0,4}:/g;
 const isHexOrColon = (c: number) => (c >= 48 && c <= 58) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
 
+const colons = (s: string) => {
+  let n = 0;
+  for (let i = s.indexOf(':'); i >= 0; i = s.indexOf(':', i + 1)) n++;
+  return n;
+};
+
 function ips(text: string, out: Match[]): void {
   if (text.indexOf('.') >= 0) eachMatch(IPV4, text, (m) => ({ start: m.index, end: m.index + m[0].length, category: 'ip_address', severity: PII_SEVERITY.ip_address }), out);
   // Each pair of close colons anchors a search: back over hex digits and colons to where an address could
@@ -234,7 +240,8 @@ function ips(text: string, out: Match[]): void {
     const a = m[0];
     from = m.index + a.length;
     IPV6_HINT.lastIndex = Math.max(IPV6_HINT.lastIndex, from);
-    if (a.length >= 3 && /[0-9A-Fa-f]/.test(a) && isIPv6(a)) out.push({ start: m.index, end: from, category: 'ip_address', severity: PII_SEVERITY.ip_address });
+    // An address is eight groups (seven colons) or holds `::`: a time such as 10:30:00 never reaches isIPv6.
+    if (a.length >= 3 && (a.includes('::') || colons(a) === 7) && /[0-9A-Fa-f]/.test(a) && isIPv6(a)) out.push({ start: m.index, end: from, category: 'ip_address', severity: PII_SEVERITY.ip_address });
   }
 }
 
