@@ -101,6 +101,8 @@ import { legacyRoutes } from './modules/legacy/routes.ts'; // legacy plans
 import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
 import { darkpoolRoutes } from './modules/darkpool/routes.ts'; // dark pool
 import type { Darkpool } from './modules/darkpool/deps.ts'; // dark pool
+import { supportRoutes } from './modules/support/routes.ts'; // holder support claims
+import type { SupportService } from './modules/support/service.ts'; // holder support claims
 
 export const VERSION = '0.1.0';
 
@@ -163,6 +165,7 @@ export interface AppDeps {
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   darkpool: Darkpool; // dark pool: intents and matches (501 unless enabled)
+  support: SupportService; // holder support claims (501 without a Solana RPC)
   logger?: boolean | object;
 }
 
@@ -261,6 +264,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   agentsRoutes(app, d.agents); // agents
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
   darkpoolRoutes(app, d.darkpool); // dark pool
+  supportRoutes(app, d.support); // holder support claims
 
   await app.ready();
   return app;

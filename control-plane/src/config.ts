@@ -13,6 +13,7 @@ import { mcpConfig, mcpEnv, type McpConfig } from './config/mcp.ts'; // mcp
 import { assetsConfig, assetsEnv, type AssetsConfig } from './config/assets.ts'; // asset proofs
 import { legacyConfig, legacyEnv, type LegacyConfig } from './config/legacy.ts'; // legacy plans
 import { darkpoolConfig, darkpoolEnv, type DarkpoolConfig } from './config/darkpool.ts'; // dark pool
+import { supportConfig, supportEnv, type SupportConfig } from './config/support.ts'; // holder support claims
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -99,6 +100,7 @@ const EnvSchema = z.object({
   ...assetsEnv, // asset proofs: prices, freshness windows, the benchmark minimum cohort, HTTPS sources
   ...legacyEnv, // legacy plans: live plans per account, loop cadence
   ...darkpoolEnv, // dark pool: the operator's switch, the cash-leg chain, eligible assets, the match answer floor
+  ...supportEnv, // holder support claims: the Solana RPC and token mint
 });
 
 export type Env = z.input<typeof EnvSchema>;
@@ -174,6 +176,8 @@ export interface Config {
   legacy: LegacyConfig; // legacy plans
   /** SVC_DARKPOOL_* (dark pool; off unless enabled). */
   darkpool: DarkpoolConfig; // dark pool
+  /** SVC_SUPPORT_* (holder support claims; null solana: unconfigured). */
+  support: SupportConfig; // holder support claims
 }
 
 export interface SandboxConfig {
@@ -283,5 +287,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     assets: assetsConfig(e), // asset proofs
     legacy: legacyConfig(e), // legacy plans
     darkpool: darkpoolConfig(e, e.SVC_CHAINS), // dark pool
+    support: supportConfig(e), // holder support claims
   };
 }

@@ -61,6 +61,7 @@ import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost se
 import { StateService } from './modules/state/service.ts'; // state
 import { createLegacy } from './modules/legacy/deps.ts'; // legacy plans
 import { createDarkpool } from './modules/darkpool/deps.ts'; // dark pool
+import { SupportService } from './modules/support/service.ts'; // holder support claims
 import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
@@ -181,6 +182,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const state = new StateService({ db, clock, sealKey: seal, identity }); // state
   const legacy = createLegacy({ db, clock, sealKey: seal, anchors, identity, publicUrl: config.publicUrl, config: config.legacy }); // legacy plans
   const darkpool = createDarkpool({ db, clock, sealKey: seal, signer: signerSvc, identity, config: config.darkpool }); // dark pool
+  const support = new SupportService({ db, clock, signer: signerSvc, config: config.support, publicUrl: config.publicUrl }); // holder support claims
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
@@ -272,6 +274,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     agents, // agents
     legacy, // legacy plans
     darkpool, // dark pool
+    support, // holder support claims
     guardrails: { guardrails, policies }, // guardrails, policies
     quality: { evals, judge }, // quality
     logger: opts.logger,
@@ -323,6 +326,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'purge_siwe_nonces', everyMs: 3600_000, run: async () => void (await identity.purgeNonces()) }); // sign-in nonces
   leader.add({ name: 'agents', everyMs: 5_000, run: () => agents.tick() }); // agents: schedules, queued hook and mailbox runs
   leader.add({ name: 'legacy_plans', everyMs: config.legacy.everyMs, run: async () => void (await legacy.lifecycle.tick()) }); // legacy plans: warning, release
+  leader.add({ name: 'purge_support_nonces', everyMs: 3600_000, run: async () => void (await support.purgeNonces()) }); // holder support claims
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys
   await leader.start();
 

@@ -42,6 +42,7 @@ import * as mcp from './migrations/20261127_2400_mcp.ts'; // mcp
 import * as memory from './migrations/20261127_2800_memory.ts'; // memory
 import * as legacy from './migrations/20261127_2900_legacy.ts'; // legacy plans
 import * as darkpool from './migrations/20261127_3300_darkpool.ts'; // dark pool
+import * as support from './migrations/20261127_3700_support.ts'; // holder support claims
 import * as state from './migrations/20261127_2700_state.ts'; // state
 import * as attestations from './migrations/20261127_3100_attestations.ts'; // attestations
 import * as nav from './migrations/20261127_3400_nav.ts'; // nav
@@ -94,6 +95,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2800_memory': memory, // memory
   '20261127_2900_legacy': legacy, // legacy plans
   '20261127_3300_darkpool': darkpool, // dark pool
+  '20261127_3700_support': support, // holder support claims
   '20261127_2700_state': state, // state
   '20261127_3100_attestations': attestations, // attestations
   '20261127_3400_nav': nav, // nav

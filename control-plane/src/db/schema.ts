@@ -22,6 +22,7 @@ import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, Agen
 import type { AttestationEvidenceTable, AttestationRecordsTable } from './schema-attestations.ts'; // attestations
 import type { NavAssetsTable, NavRecordsTable } from './schema-nav.ts'; // nav
 import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTable } from './schema-darkpool.ts'; // dark pool
+import type { SupportClaimsTable, SupportNoncesTable } from './schema-support.ts'; // holder support claims
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 export type * from './schema-notifications.ts';
@@ -32,6 +33,7 @@ export type * from './schema-mcp.ts'; // mcp
 export type * from './schema-memory.ts'; // memory
 export type * from './schema-legacy.ts'; // legacy plans
 export type * from './schema-darkpool.ts'; // dark pool
+export type * from './schema-support.ts'; // holder support claims
 export type * from './schema-state.ts'; // state
 export type * from './schema-agents.ts'; // agents
 export type * from './schema-batches.ts';
@@ -423,6 +425,8 @@ export interface DB {
   darkpool_intents: DarkpoolIntentsTable; // dark pool
   darkpool_intent_events: DarkpoolIntentEventsTable; // dark pool
   darkpool_matches: DarkpoolMatchesTable; // dark pool
+  support_nonces: SupportNoncesTable; // holder support claims
+  support_claims: SupportClaimsTable; // holder support claims
   engine_builds: EngineBuildsTable; // engine builds
   replay_capsules: ReplayCapsulesTable; // replay capsules
   replay_runs: ReplayRunsTable; // replay capsules

@@ -20677,6 +20677,213 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/support/nonce": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mint a single-use nonce and the exact message both wallets (Solana and EVM) sign */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The holder's Solana address (base58 public key). */
+                        solana_address: string;
+                        /** @description The holder's EVM address. */
+                        evm_address: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nonce: string;
+                            /** @description The exact text both wallets sign. */
+                            message: string;
+                            solana_address: string;
+                            evm_address: string;
+                            mint: string;
+                            expires_at: string;
+                            signing: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/support/claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Register a holder claim: an ed25519 signature by the Solana key and an EIP-191 signature by the EVM key over the nonce's message, and a finalized Solana transaction that raised the address's token balance. Registration only; never an approval or a promise of payment */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description From POST /v1/support/nonce; single use. */
+                        nonce: string;
+                        /** @description The Solana key's ed25519 signature of the message's UTF-8 bytes, base58. */
+                        solana_signature: string;
+                        /** @description The EVM key's EIP-191 personal_sign signature of the message. */
+                        evm_signature: string;
+                        /** @description A finalized Solana transaction (base58 signature) that raised the address's balance of the configured token mint. */
+                        tx_signature: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "support_claim";
+                            /**
+                             * @description Registered only: never approved, nothing promised.
+                             * @enum {string}
+                             */
+                            status: "registered";
+                            solana_address: string;
+                            evm_address: string;
+                            mint: string;
+                            tx_signature: string;
+                            slot: string;
+                            block_time: string | null;
+                            decimals: number;
+                            /** @description Token base units of the address before the transaction. */
+                            balance_before: string;
+                            balance_after: string;
+                            raised: string;
+                            message: string;
+                            solana_signature: string;
+                            evm_signature: string;
+                            registered_at: string;
+                            notice: string;
+                            /** @description The registration signed by the gateway (EIP-191 over the RFC 8785 canonical text). */
+                            registration: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                canonical: string;
+                                signature: string;
+                                signer: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/support/claims/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A registered claim by Solana address */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    address: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "support_claim";
+                            /**
+                             * @description Registered only: never approved, nothing promised.
+                             * @enum {string}
+                             */
+                            status: "registered";
+                            solana_address: string;
+                            evm_address: string;
+                            mint: string;
+                            tx_signature: string;
+                            slot: string;
+                            block_time: string | null;
+                            decimals: number;
+                            /** @description Token base units of the address before the transaction. */
+                            balance_before: string;
+                            balance_after: string;
+                            raised: string;
+                            message: string;
+                            solana_signature: string;
+                            evm_signature: string;
+                            registered_at: string;
+                            notice: string;
+                            /** @description The registration signed by the gateway (EIP-191 over the RFC 8785 canonical text). */
+                            registration: {
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                canonical: string;
+                                signature: string;
+                                signer: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
