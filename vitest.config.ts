@@ -34,6 +34,7 @@ export const BACKEND_TESTS = [
   'test/mandates.test.ts', // concurrent creations at the per-account limit (the account lock)
   'test/ghost.test.ts', // concurrent starts at the per-account limit (the account lock)
   'test/sealed-calls.test.ts', // two commits racing at the per-account cap (the account lock)
+  'test/vault-transfers.test.ts', // concurrent transfers from one position racing for the asset's row lock (exactly the allowed ones pass)
   'test/passports.test.ts', // racing claims of one handle (one row wins on the unique index) and racing KYA mints at one handle (row lock)
   'test/mcp.test.ts', // MCP sessions served by any process, registrations cached per process and dropped on NOTIFY
   'test/guardrails.test.ts', // a revoked policy or deleted rule set reaching another process's cached keys (NOTIFY)

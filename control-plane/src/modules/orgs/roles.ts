@@ -142,10 +142,17 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'POST /v1/legacy/claims/:plan_id/open': 'member', // legacy plans
   'GET /v1/legacy/claims/:plan_id/objects/:object_id': 'member', // legacy plans
   // The private vault: members read the account's assets; admins register and run them; only the owner closes one (irreversible).
+  // Settling a claim is not listed: it goes by the wallets of whoever settles, so it takes their own session.
   'GET /v1/vault/assets': 'member', // vault
   'GET /v1/vault/assets/:id': 'member', // vault
   'POST /v1/vault/assets': 'admin', // vault
   'POST /v1/vault/assets/:id/close': 'owner', // vault
+  'GET /v1/vault/assets/:id/holders': 'member', // vault
+  'GET /v1/vault/portfolio': 'member', // vault
+  'GET /v1/vault/transfers': 'member', // vault
+  'POST /v1/vault/transfers': 'admin', // vault
+  'GET /v1/vault/claims': 'member', // vault
+  'POST /v1/vault/claims/:id/cancel': 'admin', // vault
   // Engine builds: members read versions and what a slug serves; admins draft, publish, unpublish and delete them.
   'GET /v1/engine/builds': 'member', // engine builds
   'GET /v1/engine/builds/:id': 'member', // engine builds

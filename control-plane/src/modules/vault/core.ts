@@ -47,7 +47,8 @@ export interface Change {
  *
  * Who learns what on refusal: a caller with no part in an asset (not its issuer, holding nothing, no
  * active attester role) gets 404 as for an asset that does not exist; a holder or attester calling an
- * issuer-only route gets 403, since they know the asset already.
+ * issuer-only route gets 403, since they know the asset already. A former holder (a position at zero)
+ * may still send, and is refused as sending more than their position.
  */
 export class VaultCore {
   readonly seal: VaultSeal;
@@ -76,12 +77,25 @@ export class VaultCore {
     return this.seal.openText(a.name_sealed, `asset:${a.id}:name`);
   }
 
+  /** Asset names by id (opened), for lists that name the asset of each row. */
+  async names(db: Kysely<DB>, ids: string[]): Promise<Map<string, string>> {
+    const uniq = [...new Set(ids)];
+    if (!uniq.length) return new Map();
+    const assets = await db.selectFrom('vault_assets').selectAll().where('id', 'in', uniq).execute();
+    return new Map(assets.map((a) => [a.id, this.name(a)]));
+  }
+
   /** The account's position in the asset (0 without one); `lock` holds the row for the transaction. */
   async position(db: Kysely<DB>, assetId: string, accountId: string, lock = false): Promise<number> {
     let q = db.selectFrom('vault_positions').select('amount_sealed').where('asset_id', '=', assetId).where('account_id', '=', accountId);
     if (lock) q = q.forUpdate();
     const row = await q.executeTakeFirst();
     return row ? this.seal.openAmount(row.amount_sealed, `position:${assetId}:${accountId}`) : 0;
+  }
+
+  /** Whether the account ever held a position in the asset (a row, even at zero). */
+  async hasPosition(db: Kysely<DB>, assetId: string, accountId: string): Promise<boolean> {
+    return (await db.selectFrom('vault_positions').select('account_id').where('asset_id', '=', assetId).where('account_id', '=', accountId).executeTakeFirst()) !== undefined;
   }
 
   async setPosition(db: Kysely<DB>, assetId: string, accountId: string, amount: number, at: Date): Promise<void> {
@@ -153,6 +167,8 @@ export class VaultCore {
     const asset = await this.asset(db, assetId, lock);
     if (!asset) throw assetNotFound();
     const roles = await this.roles(db, asset, accountId, w);
+    // A holder whose position ran out (a transfer racing theirs took the rest) still sends: refused as more than the position.
+    if (need === 'holder' && !roles.includes('holder') && (await this.hasPosition(db, asset.id, accountId))) return { asset, roles, wallets: w };
     if (roles.length === 0) throw assetNotFound();
     if (need === 'issuer' && !roles.includes('issuer')) {
       throw new ServiceError('forbidden', 'Only the issuer of this asset may do this', { reason: 'issuer_only' });

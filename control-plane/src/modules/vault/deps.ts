@@ -1,10 +1,16 @@
 import { AssetsService } from './assets.ts';
+import { ClaimsService } from './claims.ts';
 import { VaultCore, type VaultDeps } from './core.ts';
+import { PositionsService } from './positions.ts';
+import { TransfersService } from './transfers.ts';
 
 /** The vault's services over one core (sealing, access, the chain). */
 export interface Vault {
   core: VaultCore;
   assets: AssetsService;
+  positions: PositionsService;
+  transfers: TransfersService;
+  claims: ClaimsService;
   explorerSource(): { counts(): Promise<Record<string, number>> };
 }
 
@@ -13,6 +19,9 @@ export function createVault(d: VaultDeps): Vault {
   return {
     core,
     assets: new AssetsService(core),
+    positions: new PositionsService(core),
+    transfers: new TransfersService(core),
+    claims: new ClaimsService(core),
     explorerSource: () => ({
       counts: async () => {
         const r = await d.db.selectFrom('vault_chain_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

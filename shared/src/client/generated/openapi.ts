@@ -11839,6 +11839,445 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vault/assets/{id}/holders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Issuer-only cap table, positions opened; holders and attesters get 403, anyone else 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Largest first; complete. */
+                            holders: {
+                                account_id: string;
+                                /** @description The holder's first linked wallet. */
+                                wallet: string | null;
+                                amount_micro_usd: number;
+                            }[];
+                            asset_id: string;
+                            /** @description The sum of positions. */
+                            total_micro_usd: number;
+                            /** @description Sent to wallets without an account and not settled yet. */
+                            pending_claims_micro_usd: number;
+                            /** @description Always total + pending claims. */
+                            issued_micro_usd: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/portfolio": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's holdings opened for them, pending claims they sent, and their 20 newest transfers and distributions */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "vault_portfolio";
+                            account_id: string;
+                            holdings: {
+                                asset_id: string;
+                                name: string;
+                                /** @enum {string} */
+                                state: "open" | "closed";
+                                amount_micro_usd: number;
+                            }[];
+                            total_micro_usd: number;
+                            pending_claims_sent_micro_usd: number;
+                            recent_activity: {
+                                /** @enum {string} */
+                                kind: "transfer_sent" | "transfer_received" | "distribution";
+                                id: string;
+                                asset_id: string;
+                                asset_name: string;
+                                amount_micro_usd: number;
+                                status: string;
+                                at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/transfers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Transfers sent, received, or of assets you issued, amounts opened; newest first, at most 100; `?asset_id=` narrows */
+        get: {
+            parameters: {
+                query?: {
+                    asset_id?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Sent, received, or of an asset you issued; newest first, at most 100. */
+                            transfers: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_transfer";
+                                asset_id: string;
+                                asset_name: string;
+                                from_account_id: string;
+                                to_wallet: string;
+                                /** @description null while a claim waits. */
+                                to_account_id: string | null;
+                                amount_micro_usd: number;
+                                memo: string | null;
+                                /** @enum {string} */
+                                status: "settled" | "claim_pending" | "claim_settled" | "claim_cancelled";
+                                claim_id: string | null;
+                                chain_seq: number;
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Private, value-conserving transfer from the caller's position to another account's wallet (a wallet with no account gets a claim: token shown once). Refused: more than the position (409), the caller's own wallet (400), a closed asset (409), no position (403), an asset the caller has no part in (404) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        asset_id: string;
+                        /** @description The recipient's wallet. Linked to an account: that account's position grows at once. Linked to none: a claim waits for it. */
+                        to_wallet: string;
+                        amount_micro_usd: number;
+                        /** @description Sealed; the sender, the recipient and the issuer read it. */
+                        memo?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_transfer";
+                            asset_id: string;
+                            asset_name: string;
+                            from_account_id: string;
+                            to_wallet: string;
+                            /** @description null while a claim waits. */
+                            to_account_id: string | null;
+                            amount_micro_usd: number;
+                            memo: string | null;
+                            /** @enum {string} */
+                            status: "settled" | "claim_pending" | "claim_settled" | "claim_cancelled";
+                            claim_id: string | null;
+                            chain_seq: number;
+                            created_at: string;
+                            claim: {
+                                id: string;
+                                /** @enum {string} */
+                                state: "pending";
+                                /** @description The claim secret, shown this once (stored as sha256). */
+                                token: string;
+                                /** @description Public: the asset name and the bound wallet, never the amount. */
+                                claim_url: string;
+                                /** @description POST with a session whose account holds the wallet. */
+                                settle_url: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claims you sent to wallets without an account, amounts opened; complete */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Claims you sent, newest first; complete. */
+                            claims: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_claim";
+                                asset_id: string;
+                                asset_name: string;
+                                transfer_id: string;
+                                wallet: string;
+                                amount_micro_usd: number;
+                                /** @enum {string} */
+                                state: "pending" | "settled" | "cancelled";
+                                created_at: string;
+                                settled_at: string | null;
+                                settled_account_id: string | null;
+                                cancelled_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/claims/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The sender refunds an unclaimed claim to their position; cancelling again changes nothing; a settled claim is 409 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_claim";
+                            asset_id: string;
+                            asset_name: string;
+                            transfer_id: string;
+                            wallet: string;
+                            amount_micro_usd: number;
+                            /** @enum {string} */
+                            state: "pending" | "settled" | "cancelled";
+                            created_at: string;
+                            settled_at: string | null;
+                            settled_account_id: string | null;
+                            cancelled_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/claims/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Claim link: the asset name and the bound wallet, never the amount; unknown and cancelled tokens answer the same 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "vault_claim_link";
+                            asset_name: string;
+                            /** @description The wallet that may settle it. */
+                            wallet: string;
+                            /** @enum {string} */
+                            state: "pending" | "settled";
+                            created_at: string;
+                            settle: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/claim/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Settle a claim into the caller's position; the caller's account must hold its wallet (403 otherwise, nothing written); unknown or cancelled 404 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_claim";
+                            asset_id: string;
+                            asset_name: string;
+                            transfer_id: string;
+                            wallet: string;
+                            amount_micro_usd: number;
+                            /** @enum {string} */
+                            state: "pending" | "settled" | "cancelled";
+                            created_at: string;
+                            settled_at: string | null;
+                            settled_account_id: string | null;
+                            cancelled_at: string | null;
+                            /** @description The caller's position in the asset after settling. */
+                            position_micro_usd: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/c/{id}": {
         parameters: {
             query?: never;
