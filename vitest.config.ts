@@ -42,6 +42,8 @@ export const BACKEND_TESTS = [
   'test/agents-queue.test.ts', // queued agent runs claimed once across two processes (skip locked), picked up after a restart
   'test/agents-hooks.test.ts', // bursts of hook calls against max_runs_per_hour and the key's cap (a row lock on the agent, concurrent transactions)
   'test/state.test.ts', // two writers with one If-Match racing on a value's row lock (one wins), creations racing at the per-account key limit (the account lock)
+  'test/legacy.test.ts', // several lifecycle ticks at once release a plan once (the plan's row lock)
+  'test/darkpool.test.ts', // two questions racing for one counterparty make one match (both intents' row locks)
 ];
 
 const backendOnly = process.env.SVC_TEST_SET === 'backend';

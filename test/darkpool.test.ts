@@ -199,6 +199,23 @@ describe('two accounts cross, confirm and settle the cash leg on anvil', () => {
   });
 });
 
+describe('racing questions', () => {
+  it('two buyers asking at once for the one crossing seller: one match, one negative answer', async () => {
+    const other = await t.signIn();
+    const s = await intent(seller.client, { asset_id: 'RACE-1', side: 'sell', size: 3, limit_price_micro_usd: 100, settlement_address: sellerWallet.address });
+    const b1 = await intent(buyer.client, { asset_id: 'RACE-1', side: 'buy', size: 3, limit_price_micro_usd: 100, settlement_address: buyerWallet.address });
+    const b2 = await intent(other.client, { asset_id: 'RACE-1', side: 'buy', size: 3, limit_price_micro_usd: 100, settlement_address: buyerWallet.address });
+    const answers = await Promise.all([ask(buyer.client, b1.id), ask(other.client, b2.id)]);
+    expect(answers.map((a) => a.matched).sort()).toEqual([false, true]);
+    const made = answers.find((a) => a.matched)!.match!;
+    const sold = await seller.client.request<Intent>('GET', `/v1/intents/${s.id}`);
+    expect(sold).toMatchObject({ state: 'matched', match_id: made.id });
+    expect(sold.history.filter((h) => h.type === 'matched')).toHaveLength(1);
+    const n = await t.gw.database.db.selectFrom('darkpool_matches').select((eb) => eb.fn.countAll<number>().as('n')).where('sell_intent_id', '=', s.id).executeTakeFirstOrThrow();
+    expect(Number(n.n)).toBe(1);
+  });
+});
+
 describe('intents and market status', () => {
   it('withdraws a resting intent idempotently', async () => {
     const i = await intent(buyer.client, { side: 'buy', size: 1, limit_price_micro_usd: 1, settlement_address: buyerWallet.address });

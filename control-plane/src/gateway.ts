@@ -60,6 +60,7 @@ import { MandatesService } from './modules/mandates/service.ts'; // mandates
 import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost sessions
 import { StateService } from './modules/state/service.ts'; // state
 import { createLegacy } from './modules/legacy/deps.ts'; // legacy plans
+import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans: the gateway's handle for tests
 import { createDarkpool } from './modules/darkpool/deps.ts'; // dark pool
 import { SupportService } from './modules/support/service.ts'; // holder support claims
 import { createEvals } from './modules/evals/deps.ts'; // quality
@@ -112,6 +113,8 @@ export interface Gateway {
   memory: MemoryService; // memory
   /** Hosted agents: their run queue and scheduler (tests drive the queue across processes). */
   agents: Agents; // agents
+  /** Legacy plans: tests drive the lifecycle loop directly, several ticks at once. */
+  legacy: Legacy; // legacy plans
   signerKey: `0x${string}`;
   sealKey: Uint8Array;
   /** Listens on config.host:config.port; returns the bound base URL. */
@@ -341,6 +344,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     anchors,
     memory, // memory
     agents, // agents
+    legacy, // legacy plans
     signerKey: signer,
     sealKey: seal,
     async listen() {
