@@ -88,6 +88,8 @@ import { engineRoutes } from './modules/engine/routes.ts'; // engine builds
 import type { EngineService } from './modules/engine/service.ts'; // engine builds
 import { replayRoutes } from './modules/replay/routes.ts'; // replay capsules
 import type { ReplayService } from './modules/replay/service.ts'; // replay capsules
+import { autopilotRoutes } from './modules/autopilot/routes.ts'; // autopilot
+import type { AutopilotService } from './modules/autopilot/service.ts'; // autopilot
 import { stateRoutes } from './modules/state/routes.ts'; // state
 import type { StateService } from './modules/state/service.ts'; // state
 import { attestationsRoutes } from './modules/attestations/routes.ts'; // attestations
@@ -159,6 +161,7 @@ export interface AppDeps {
   memory: MemoryService; // memory: semantic memory collections
   engine: EngineService; // engine builds: named configurations called as engine/<slug>
   replay: ReplayService; // replay capsules: recorded requests re-run on demand
+  autopilot: AutopilotService; // autopilot: cheaper configurations proposed with evidence
   state: StateService; // state: durable key-value state
   attestations: AttestationsService; // attestations: signed records of on-chain facts
   nav: NavService; // nav: private NAV, published versions
@@ -258,6 +261,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   memoryRoutes(app, d.memory); // memory
   engineRoutes(app, d.engine); // engine builds
   replayRoutes(app, d.replay); // replay capsules
+  autopilotRoutes(app, d.autopilot); // autopilot
   stateRoutes(app, d.state); // state
   attestationsRoutes(app, d.attestations); // attestations
   navRoutes(app, d.nav); // nav

@@ -70,6 +70,7 @@ import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
 import { EngineService } from './modules/engine/service.ts'; // engine builds
 import { ReplayService } from './modules/replay/service.ts'; // replay capsules
+import { AutopilotService } from './modules/autopilot/service.ts'; // autopilot
 import { Checker } from './modules/attestations/checker.ts'; // attestations
 import { AttestationsService } from './modules/attestations/service.ts'; // attestations
 import { NavService } from './modules/nav/service.ts'; // nav
@@ -226,6 +227,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   metering.onBalance(alerts.observe);
   const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
   const replay = new ReplayService({ db, clock, sealKey: seal, keys, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // replay capsules
+  const autopilot = new AutopilotService({ db, clock, keys, catalog: inference.catalog, engine, evals: evals.evals, replay, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // autopilot
   const judge = new JudgeService({ db, clock, signer: signerSvc, sealKey: seal, anchors, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, publicUrl: config.publicUrl }); // quality
   explorer.register('verdicts', judge.explorerSource()); // explorer
   const attestations = new AttestationsService({ db, clock, signer: signerSvc, metering, identity, anchors, events: webhooks, checker: new Checker({ clock, chains: config.chains, config: config.assets, self }), config: config.assets, publicUrl: config.publicUrl }); // attestations
@@ -271,6 +273,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     memory, // memory
     engine, // engine builds
     replay, // replay capsules
+    autopilot, // autopilot
     state, // state
     attestations, // attestations
     nav, // nav

@@ -48,6 +48,7 @@ import * as attestations from './migrations/20261127_3100_attestations.ts'; // a
 import * as nav from './migrations/20261127_3400_nav.ts'; // nav
 import * as engine from './migrations/20261127_3200_engine.ts'; // engine builds
 import * as replay from './migrations/20261127_3500_replay.ts'; // replay capsules
+import * as autopilot from './migrations/20261127_3800_autopilot.ts'; // autopilot
 import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
@@ -101,6 +102,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_3400_nav': nav, // nav
   '20261127_3200_engine': engine, // engine builds
   '20261127_3500_replay': replay, // replay capsules
+  '20261127_3800_autopilot': autopilot, // autopilot
   '20261127_2800_agents': agents, // agents
 };
 

@@ -25,6 +25,7 @@ import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTa
 import type { SupportClaimsTable, SupportNoncesTable } from './schema-support.ts'; // holder support claims
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
+import type { AutopilotProposalsTable } from './schema-autopilot.ts'; // autopilot
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
@@ -51,6 +52,7 @@ export type * from './schema-attestations.ts'; // attestations
 export type * from './schema-nav.ts'; // nav
 export type * from './schema-engine.ts'; // engine builds
 export type * from './schema-replay.ts'; // replay capsules
+export type * from './schema-autopilot.ts'; // autopilot
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -430,6 +432,7 @@ export interface DB {
   engine_builds: EngineBuildsTable; // engine builds
   replay_capsules: ReplayCapsulesTable; // replay capsules
   replay_runs: ReplayRunsTable; // replay capsules
+  autopilot_proposals: AutopilotProposalsTable; // autopilot
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

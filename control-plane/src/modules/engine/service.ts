@@ -203,6 +203,18 @@ export class EngineService implements EngineExpander {
     return this.open(b);
   }
 
+  /**
+   * The draft of a new version that serves `model` with everything else of build `id` (an adopted autopilot
+   * proposal): its slug, prompt and parameters, and its guardrail policy while that is live. 409 once the
+   * build's prompt was destroyed.
+   */
+  async successorOf(accountId: string, id: string, model: string): Promise<DraftInput> {
+    const { row, systemPrompt } = await this.opened(accountId, id);
+    if (row.deleted_at) throw new ServiceError('conflict', `Engine build ${id} was deleted (its system prompt is destroyed): there is nothing to carry to a new version`, { reason: 'build_deleted' });
+    const live = row.policy_id ? (await this.d.policies.liveDigest(accountId, row.policy_id)) !== null : false;
+    return { slug: row.slug, model, ...row.parameters, ...(systemPrompt !== null ? { system_prompt: systemPrompt } : {}), ...(live ? { guardrail_policy_id: row.policy_id! } : {}) } as DraftInput;
+  }
+
   /** The inference service's expansion of `engine/<slug>[@<version>]` (EngineExpander). */
   async expand(p: KeyPrincipal, body: Record<string, unknown>): Promise<EngineExpansion> {
     const { row, systemPrompt } = await this.served(p.accountId, String(body.model));

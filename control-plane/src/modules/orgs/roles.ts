@@ -167,6 +167,12 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'POST /v1/replay/capsules': 'admin', // replay capsules
   'POST /v1/replay/capsules/:id/replay': 'admin', // replay capsules
   'DELETE /v1/replay/capsules/:id': 'admin', // replay capsules
+  // Autopilot: members read proposals; admins analyze (billed), adopt (publishes an engine version) and reject.
+  'GET /v1/autopilot/proposals': 'member', // autopilot
+  'GET /v1/autopilot/proposals/:id': 'member', // autopilot
+  'POST /v1/autopilot/analyze': 'admin', // autopilot
+  'POST /v1/autopilot/proposals/:id/adopt': 'admin', // autopilot
+  'POST /v1/autopilot/proposals/:id/reject': 'admin', // autopilot
   // Dark pool: members read intents, matches and market status; admins submit, withdraw, ask, confirm and settle.
   'POST /v1/intents': 'admin', // dark pool
   'GET /v1/intents/:id': 'member', // dark pool

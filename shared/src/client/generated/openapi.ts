@@ -16695,6 +16695,726 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/autopilot/analyze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Opt-in, billed: read your metered chat traffic of the window, find cheaper catalog models for your engine slugs and directly called models, evaluate each against the current configuration on your eval suites and replay capsules (metered under key_id) and store a proposal per candidate with all its evidence */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Must be true: the analysis runs billed inference calls under key_id.
+                         * @enum {boolean}
+                         */
+                        opt_in: true;
+                        /** @description An API key of the account with the inference scope: every evaluation call is metered and receipted under it. */
+                        key_id: string;
+                        /**
+                         * @description How far back usage is read (default 30 days).
+                         * @default 30
+                         */
+                        window_days?: number;
+                        /** @description Eval suites of the account to evaluate every target on; by default each target is evaluated on the suites whose model is its current model (at most 5). */
+                        suite_ids?: string[];
+                        /** @description Replay capsules of the account to evaluate every target on; by default each target is evaluated on the live capsules that name it (at most 10). */
+                        capsule_ids?: string[];
+                        /**
+                         * @description How many times each suite case runs per configuration.
+                         * @default 1
+                         */
+                        repeat?: number;
+                        /**
+                         * @description How many cheaper catalog models are evaluated per target, cheapest first.
+                         * @default 2
+                         */
+                        max_candidates?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "autopilot.analysis";
+                            id: string;
+                            window: {
+                                from: string;
+                                to: string;
+                                days: number;
+                            };
+                            /** @description Metered chat traffic of the window per target, dearest first. */
+                            usage: {
+                                /** @enum {string} */
+                                kind: "engine" | "model";
+                                target: string;
+                                requests: number;
+                                cost_micro_usd: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                            }[];
+                            proposals: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "autopilot.proposal";
+                                analysis_id: string;
+                                /** @enum {string} */
+                                state: "open" | "adopted" | "rejected";
+                                target: {
+                                    /** @enum {string} */
+                                    kind: "engine" | "model";
+                                    /** @description engine/<slug>, or the catalog model called directly. */
+                                    name: string;
+                                    build_id: string | null;
+                                };
+                                current_model: string;
+                                candidate_model: string;
+                                /** @description The evidence says regression: adoption is refused for everyone. */
+                                regression: boolean;
+                                savings_micro_usd: number;
+                                /** @description Everything the proposal rests on: usage and projected costs, per-suite pass rates of both configurations, capsule fingerprint matches, sample sizes. */
+                                evidence: {
+                                    usage: {
+                                        window_days: number;
+                                        from: string;
+                                        to: string;
+                                        requests: number;
+                                        cost_micro_usd: number;
+                                        input_tokens: number;
+                                        output_tokens: number;
+                                    };
+                                    costs: {
+                                        current: {
+                                            model: string;
+                                            input_micro_usd_per_mtok: number;
+                                            output_micro_usd_per_mtok: number;
+                                            projected_micro_usd: number;
+                                        };
+                                        candidate: {
+                                            model: string;
+                                            input_micro_usd_per_mtok: number;
+                                            output_micro_usd_per_mtok: number;
+                                            projected_micro_usd: number;
+                                        };
+                                        savings_micro_usd: number;
+                                        savings_percent: number;
+                                    };
+                                    suites: {
+                                        suite_id: string;
+                                        name: string;
+                                        cases: number;
+                                        repeat: number;
+                                        baseline: {
+                                            model: string;
+                                            pass_rate: number;
+                                            passed_attempts: number;
+                                            attempts: number;
+                                            cost_micro_usd: number;
+                                        };
+                                        candidate: {
+                                            model: string;
+                                            pass_rate: number;
+                                            passed_attempts: number;
+                                            attempts: number;
+                                            cost_micro_usd: number;
+                                        };
+                                        regressed_cases: number[];
+                                        regression: boolean;
+                                    }[];
+                                    capsules: {
+                                        samples: number;
+                                        baseline_matches: number;
+                                        candidate_matches: number;
+                                        results: {
+                                            capsule_id: string;
+                                            baseline_matched: boolean;
+                                            candidate_matched: boolean;
+                                        }[];
+                                        regression: boolean;
+                                    };
+                                    sample_size: {
+                                        suite_attempts: number;
+                                        capsules: number;
+                                    };
+                                    evaluation_cost_micro_usd: number;
+                                    regression: boolean;
+                                };
+                                /** @description Hex sha256 of the evidence's RFC 8785 canonical JSON. */
+                                evidence_sha256: string;
+                                key_id: string;
+                                created_at: string;
+                                decided_at: string | null;
+                                decided_by: string | null;
+                                adopted_build_id: string | null;
+                            }[];
+                            /** @description Targets not proposed for, with why (no cheaper model, no evidence, not published). */
+                            skipped: {
+                                /** @enum {string} */
+                                kind: "engine" | "model";
+                                target: string;
+                                reason: string;
+                            }[];
+                            evaluation_cost_micro_usd: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/autopilot/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Proposals, open and decided, newest first, each with its evidence */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Open and decided, newest first (the newest 200). */
+                            proposals: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "autopilot.proposal";
+                                analysis_id: string;
+                                /** @enum {string} */
+                                state: "open" | "adopted" | "rejected";
+                                target: {
+                                    /** @enum {string} */
+                                    kind: "engine" | "model";
+                                    /** @description engine/<slug>, or the catalog model called directly. */
+                                    name: string;
+                                    build_id: string | null;
+                                };
+                                current_model: string;
+                                candidate_model: string;
+                                /** @description The evidence says regression: adoption is refused for everyone. */
+                                regression: boolean;
+                                savings_micro_usd: number;
+                                /** @description Everything the proposal rests on: usage and projected costs, per-suite pass rates of both configurations, capsule fingerprint matches, sample sizes. */
+                                evidence: {
+                                    usage: {
+                                        window_days: number;
+                                        from: string;
+                                        to: string;
+                                        requests: number;
+                                        cost_micro_usd: number;
+                                        input_tokens: number;
+                                        output_tokens: number;
+                                    };
+                                    costs: {
+                                        current: {
+                                            model: string;
+                                            input_micro_usd_per_mtok: number;
+                                            output_micro_usd_per_mtok: number;
+                                            projected_micro_usd: number;
+                                        };
+                                        candidate: {
+                                            model: string;
+                                            input_micro_usd_per_mtok: number;
+                                            output_micro_usd_per_mtok: number;
+                                            projected_micro_usd: number;
+                                        };
+                                        savings_micro_usd: number;
+                                        savings_percent: number;
+                                    };
+                                    suites: {
+                                        suite_id: string;
+                                        name: string;
+                                        cases: number;
+                                        repeat: number;
+                                        baseline: {
+                                            model: string;
+                                            pass_rate: number;
+                                            passed_attempts: number;
+                                            attempts: number;
+                                            cost_micro_usd: number;
+                                        };
+                                        candidate: {
+                                            model: string;
+                                            pass_rate: number;
+                                            passed_attempts: number;
+                                            attempts: number;
+                                            cost_micro_usd: number;
+                                        };
+                                        regressed_cases: number[];
+                                        regression: boolean;
+                                    }[];
+                                    capsules: {
+                                        samples: number;
+                                        baseline_matches: number;
+                                        candidate_matches: number;
+                                        results: {
+                                            capsule_id: string;
+                                            baseline_matched: boolean;
+                                            candidate_matched: boolean;
+                                        }[];
+                                        regression: boolean;
+                                    };
+                                    sample_size: {
+                                        suite_attempts: number;
+                                        capsules: number;
+                                    };
+                                    evaluation_cost_micro_usd: number;
+                                    regression: boolean;
+                                };
+                                /** @description Hex sha256 of the evidence's RFC 8785 canonical JSON. */
+                                evidence_sha256: string;
+                                key_id: string;
+                                created_at: string;
+                                decided_at: string | null;
+                                decided_by: string | null;
+                                adopted_build_id: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/autopilot/proposals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One proposal with all its evidence (costs, pass rates, sample sizes, capsule matches) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "autopilot.proposal";
+                            analysis_id: string;
+                            /** @enum {string} */
+                            state: "open" | "adopted" | "rejected";
+                            target: {
+                                /** @enum {string} */
+                                kind: "engine" | "model";
+                                /** @description engine/<slug>, or the catalog model called directly. */
+                                name: string;
+                                build_id: string | null;
+                            };
+                            current_model: string;
+                            candidate_model: string;
+                            /** @description The evidence says regression: adoption is refused for everyone. */
+                            regression: boolean;
+                            savings_micro_usd: number;
+                            /** @description Everything the proposal rests on: usage and projected costs, per-suite pass rates of both configurations, capsule fingerprint matches, sample sizes. */
+                            evidence: {
+                                usage: {
+                                    window_days: number;
+                                    from: string;
+                                    to: string;
+                                    requests: number;
+                                    cost_micro_usd: number;
+                                    input_tokens: number;
+                                    output_tokens: number;
+                                };
+                                costs: {
+                                    current: {
+                                        model: string;
+                                        input_micro_usd_per_mtok: number;
+                                        output_micro_usd_per_mtok: number;
+                                        projected_micro_usd: number;
+                                    };
+                                    candidate: {
+                                        model: string;
+                                        input_micro_usd_per_mtok: number;
+                                        output_micro_usd_per_mtok: number;
+                                        projected_micro_usd: number;
+                                    };
+                                    savings_micro_usd: number;
+                                    savings_percent: number;
+                                };
+                                suites: {
+                                    suite_id: string;
+                                    name: string;
+                                    cases: number;
+                                    repeat: number;
+                                    baseline: {
+                                        model: string;
+                                        pass_rate: number;
+                                        passed_attempts: number;
+                                        attempts: number;
+                                        cost_micro_usd: number;
+                                    };
+                                    candidate: {
+                                        model: string;
+                                        pass_rate: number;
+                                        passed_attempts: number;
+                                        attempts: number;
+                                        cost_micro_usd: number;
+                                    };
+                                    regressed_cases: number[];
+                                    regression: boolean;
+                                }[];
+                                capsules: {
+                                    samples: number;
+                                    baseline_matches: number;
+                                    candidate_matches: number;
+                                    results: {
+                                        capsule_id: string;
+                                        baseline_matched: boolean;
+                                        candidate_matched: boolean;
+                                    }[];
+                                    regression: boolean;
+                                };
+                                sample_size: {
+                                    suite_attempts: number;
+                                    capsules: number;
+                                };
+                                evaluation_cost_micro_usd: number;
+                                regression: boolean;
+                            };
+                            /** @description Hex sha256 of the evidence's RFC 8785 canonical JSON. */
+                            evidence_sha256: string;
+                            key_id: string;
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: string | null;
+                            adopted_build_id: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/autopilot/proposals/{id}/adopt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Admin-only (org admins or the account owner): publish the candidate as a new engine version; refused for everyone, with no override, when the evidence says regression (409) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description For a proposal about a model called directly: the engine slug to publish the candidate under (required there; an engine target keeps its slug). */
+                        slug?: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "autopilot.proposal";
+                            analysis_id: string;
+                            /** @enum {string} */
+                            state: "open" | "adopted" | "rejected";
+                            target: {
+                                /** @enum {string} */
+                                kind: "engine" | "model";
+                                /** @description engine/<slug>, or the catalog model called directly. */
+                                name: string;
+                                build_id: string | null;
+                            };
+                            current_model: string;
+                            candidate_model: string;
+                            /** @description The evidence says regression: adoption is refused for everyone. */
+                            regression: boolean;
+                            savings_micro_usd: number;
+                            /** @description Everything the proposal rests on: usage and projected costs, per-suite pass rates of both configurations, capsule fingerprint matches, sample sizes. */
+                            evidence: {
+                                usage: {
+                                    window_days: number;
+                                    from: string;
+                                    to: string;
+                                    requests: number;
+                                    cost_micro_usd: number;
+                                    input_tokens: number;
+                                    output_tokens: number;
+                                };
+                                costs: {
+                                    current: {
+                                        model: string;
+                                        input_micro_usd_per_mtok: number;
+                                        output_micro_usd_per_mtok: number;
+                                        projected_micro_usd: number;
+                                    };
+                                    candidate: {
+                                        model: string;
+                                        input_micro_usd_per_mtok: number;
+                                        output_micro_usd_per_mtok: number;
+                                        projected_micro_usd: number;
+                                    };
+                                    savings_micro_usd: number;
+                                    savings_percent: number;
+                                };
+                                suites: {
+                                    suite_id: string;
+                                    name: string;
+                                    cases: number;
+                                    repeat: number;
+                                    baseline: {
+                                        model: string;
+                                        pass_rate: number;
+                                        passed_attempts: number;
+                                        attempts: number;
+                                        cost_micro_usd: number;
+                                    };
+                                    candidate: {
+                                        model: string;
+                                        pass_rate: number;
+                                        passed_attempts: number;
+                                        attempts: number;
+                                        cost_micro_usd: number;
+                                    };
+                                    regressed_cases: number[];
+                                    regression: boolean;
+                                }[];
+                                capsules: {
+                                    samples: number;
+                                    baseline_matches: number;
+                                    candidate_matches: number;
+                                    results: {
+                                        capsule_id: string;
+                                        baseline_matched: boolean;
+                                        candidate_matched: boolean;
+                                    }[];
+                                    regression: boolean;
+                                };
+                                sample_size: {
+                                    suite_attempts: number;
+                                    capsules: number;
+                                };
+                                evaluation_cost_micro_usd: number;
+                                regression: boolean;
+                            };
+                            /** @description Hex sha256 of the evidence's RFC 8785 canonical JSON. */
+                            evidence_sha256: string;
+                            key_id: string;
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: string | null;
+                            adopted_build_id: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/autopilot/proposals/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Close a proposal without adopting it; idempotent; 409 once adopted */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "autopilot.proposal";
+                            analysis_id: string;
+                            /** @enum {string} */
+                            state: "open" | "adopted" | "rejected";
+                            target: {
+                                /** @enum {string} */
+                                kind: "engine" | "model";
+                                /** @description engine/<slug>, or the catalog model called directly. */
+                                name: string;
+                                build_id: string | null;
+                            };
+                            current_model: string;
+                            candidate_model: string;
+                            /** @description The evidence says regression: adoption is refused for everyone. */
+                            regression: boolean;
+                            savings_micro_usd: number;
+                            /** @description Everything the proposal rests on: usage and projected costs, per-suite pass rates of both configurations, capsule fingerprint matches, sample sizes. */
+                            evidence: {
+                                usage: {
+                                    window_days: number;
+                                    from: string;
+                                    to: string;
+                                    requests: number;
+                                    cost_micro_usd: number;
+                                    input_tokens: number;
+                                    output_tokens: number;
+                                };
+                                costs: {
+                                    current: {
+                                        model: string;
+                                        input_micro_usd_per_mtok: number;
+                                        output_micro_usd_per_mtok: number;
+                                        projected_micro_usd: number;
+                                    };
+                                    candidate: {
+                                        model: string;
+                                        input_micro_usd_per_mtok: number;
+                                        output_micro_usd_per_mtok: number;
+                                        projected_micro_usd: number;
+                                    };
+                                    savings_micro_usd: number;
+                                    savings_percent: number;
+                                };
+                                suites: {
+                                    suite_id: string;
+                                    name: string;
+                                    cases: number;
+                                    repeat: number;
+                                    baseline: {
+                                        model: string;
+                                        pass_rate: number;
+                                        passed_attempts: number;
+                                        attempts: number;
+                                        cost_micro_usd: number;
+                                    };
+                                    candidate: {
+                                        model: string;
+                                        pass_rate: number;
+                                        passed_attempts: number;
+                                        attempts: number;
+                                        cost_micro_usd: number;
+                                    };
+                                    regressed_cases: number[];
+                                    regression: boolean;
+                                }[];
+                                capsules: {
+                                    samples: number;
+                                    baseline_matches: number;
+                                    candidate_matches: number;
+                                    results: {
+                                        capsule_id: string;
+                                        baseline_matched: boolean;
+                                        candidate_matched: boolean;
+                                    }[];
+                                    regression: boolean;
+                                };
+                                sample_size: {
+                                    suite_attempts: number;
+                                    capsules: number;
+                                };
+                                evaluation_cost_micro_usd: number;
+                                regression: boolean;
+                            };
+                            /** @description Hex sha256 of the evidence's RFC 8785 canonical JSON. */
+                            evidence_sha256: string;
+                            key_id: string;
+                            created_at: string;
+                            decided_at: string | null;
+                            decided_by: string | null;
+                            adopted_build_id: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/state/{key}": {
         parameters: {
             query?: never;
