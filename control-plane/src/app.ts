@@ -96,6 +96,8 @@ import { attestationsRoutes } from './modules/attestations/routes.ts'; // attest
 import type { AttestationsService } from './modules/attestations/service.ts'; // attestations
 import { navRoutes } from './modules/nav/routes.ts'; // nav
 import type { NavService } from './modules/nav/service.ts'; // nav
+import { benchmarksRoutes } from './modules/benchmarks/routes.ts'; // benchmarks
+import type { BenchmarksService } from './modules/benchmarks/service.ts'; // benchmarks
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
 import type { Agents } from './modules/agents/deps.ts'; // agents
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
@@ -165,6 +167,7 @@ export interface AppDeps {
   state: StateService; // state: durable key-value state
   attestations: AttestationsService; // attestations: signed records of on-chain facts
   nav: NavService; // nav: private NAV, published versions
+  benchmarks: BenchmarksService; // benchmarks: portfolio benchmarks against peer cohorts
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   darkpool: Darkpool; // dark pool: intents and matches (501 unless enabled)
@@ -265,6 +268,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   stateRoutes(app, d.state); // state
   attestationsRoutes(app, d.attestations); // attestations
   navRoutes(app, d.nav); // nav
+  benchmarksRoutes(app, d.benchmarks); // benchmarks
   agentsRoutes(app, d.agents); // agents
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
   darkpoolRoutes(app, d.darkpool); // dark pool

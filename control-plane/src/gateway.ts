@@ -75,6 +75,7 @@ import { Checker } from './modules/attestations/checker.ts'; // attestations
 import { AttestationsService } from './modules/attestations/service.ts'; // attestations
 import { NavService } from './modules/nav/service.ts'; // nav
 import { ChainRegistry } from './modules/billing/chains.ts'; // nav: chains of the on-chain supply
+import { BenchmarksService } from './modules/benchmarks/service.ts'; // benchmarks
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -234,6 +235,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   explorer.register('attestations', attestations.explorerSource()); // attestations
   const nav = new NavService({ db, clock, signer: signerSvc, metering, anchors, chains: new ChainRegistry(config.chains), sealKey: seal, config: config.assets, self, publicUrl: config.publicUrl }); // nav
   explorer.register('nav', nav.explorerSource()); // nav
+  const benchmarks = new BenchmarksService({ db, clock, signer: signerSvc, metering, sealKey: seal, config: config.assets, publicUrl: config.publicUrl }); // benchmarks
   const batches = createBatches(config.batches, { db, clock, sealKey: seal, processes, keys, inference, publicUrl: config.publicUrl, holdTtlSeconds: config.billing.holdTtlSeconds, log: { error: (o, m) => app.log.error(o, m) } }); // files and batches
   const media = createMedia({ config: config.media, billing: config.billing, db, clock, metering, signer: signerSvc, sealKey: seal, inference, publicUrl: config.publicUrl, observeBalance: alerts.observe }); // media
   const subscriptions = new SubscriptionService({ db, clock, metering, events: webhooks, plans: config.plans, billing: config.billing, publicUrl: config.publicUrl, observeBalance: alerts.observe });
@@ -277,6 +279,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     state, // state
     attestations, // attestations
     nav, // nav
+    benchmarks, // benchmarks
     agents, // agents
     legacy, // legacy plans
     darkpool, // dark pool
@@ -329,6 +332,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'purge_expired_ghosts', everyMs: 60_000, run: async () => void (await mandates.ghosts.purgeExpired()) }); // mandates: ghost sessions
   leader.add({ name: 'eval_monitors', everyMs: 60_000, run: () => evals.monitors.runDue() }); // quality
   leader.add({ name: 'purge_idle_mcp_sessions', everyMs: 300_000, run: async () => void (await mcp.sessions.purgeIdle()) }); // mcp
+  leader.add({ name: 'benchmark_retention', everyMs: 60_000, run: async () => void (await benchmarks.destroyDue()) }); // benchmarks: sealed holdings destroyed at their retention
   leader.add({ name: 'purge_siwe_nonces', everyMs: 3600_000, run: async () => void (await identity.purgeNonces()) }); // sign-in nonces
   leader.add({ name: 'agents', everyMs: 5_000, run: () => agents.tick() }); // agents: schedules, queued hook and mailbox runs
   leader.add({ name: 'legacy_plans', everyMs: config.legacy.everyMs, run: async () => void (await legacy.lifecycle.tick()) }); // legacy plans: warning, release

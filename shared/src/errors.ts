@@ -44,6 +44,8 @@ export const ERROR_TYPES = {
   internal_error: 500,
   /** A group the operator has not switched on (the dark pool) or not configured (holder support claims without a Solana RPC). */
   not_enabled: 501, // dark pool, holder support claims
+  /** A capability this build does not implement (a benchmark's confidential privacy tier). */
+  not_implemented: 501, // benchmarks
   upstream_error: 502,
   no_capacity: 503,
   unavailable: 503,

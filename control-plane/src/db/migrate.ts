@@ -46,6 +46,7 @@ import * as support from './migrations/20261127_3700_support.ts'; // holder supp
 import * as state from './migrations/20261127_2700_state.ts'; // state
 import * as attestations from './migrations/20261127_3100_attestations.ts'; // attestations
 import * as nav from './migrations/20261127_3400_nav.ts'; // nav
+import * as benchmarks from './migrations/20261127_3900_benchmarks.ts'; // benchmarks
 import * as engine from './migrations/20261127_3200_engine.ts'; // engine builds
 import * as replay from './migrations/20261127_3500_replay.ts'; // replay capsules
 import * as autopilot from './migrations/20261127_3800_autopilot.ts'; // autopilot
@@ -100,6 +101,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2700_state': state, // state
   '20261127_3100_attestations': attestations, // attestations
   '20261127_3400_nav': nav, // nav
+  '20261127_3900_benchmarks': benchmarks, // benchmarks
   '20261127_3200_engine': engine, // engine builds
   '20261127_3500_replay': replay, // replay capsules
   '20261127_3800_autopilot': autopilot, // autopilot

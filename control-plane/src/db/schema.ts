@@ -21,6 +21,7 @@ import type { StateValuesTable, StateVersionFloorsTable } from './schema-state.t
 import type { AgentHookSignaturesTable, AgentMessagesTable, AgentRunsTable, AgentsTable } from './schema-agents.ts'; // agents
 import type { AttestationEvidenceTable, AttestationRecordsTable } from './schema-attestations.ts'; // attestations
 import type { NavAssetsTable, NavRecordsTable } from './schema-nav.ts'; // nav
+import type { BenchmarkReleasesTable, BenchmarkResultsTable, BenchmarksTable } from './schema-benchmarks.ts'; // benchmarks
 import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTable } from './schema-darkpool.ts'; // dark pool
 import type { SupportClaimsTable, SupportNoncesTable } from './schema-support.ts'; // holder support claims
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
@@ -50,6 +51,7 @@ export type * from './schema-mandates.ts'; // mandates
 export type * from './schema-vault.ts'; // vault
 export type * from './schema-attestations.ts'; // attestations
 export type * from './schema-nav.ts'; // nav
+export type * from './schema-benchmarks.ts'; // benchmarks
 export type * from './schema-engine.ts'; // engine builds
 export type * from './schema-replay.ts'; // replay capsules
 export type * from './schema-autopilot.ts'; // autopilot
@@ -416,6 +418,9 @@ export interface DB {
   attestation_evidence: AttestationEvidenceTable; // attestations
   nav_assets: NavAssetsTable; // nav
   nav_records: NavRecordsTable; // nav
+  benchmarks: BenchmarksTable; // benchmarks
+  benchmark_releases: BenchmarkReleasesTable; // benchmarks
+  benchmark_results: BenchmarkResultsTable; // benchmarks
   agents: AgentsTable; // agents
   agent_runs: AgentRunsTable; // agents
   agent_messages: AgentMessagesTable; // agents

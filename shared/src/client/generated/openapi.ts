@@ -19127,6 +19127,450 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/benchmarks/portfolio": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit a portfolio's holdings by asset class to a peer cohort: holdings sealed and destroyed at retain_until; a signed result with your weights and the cohort's peer figures, released only over at least k participants (SVC_BENCHMARK_MIN_COHORT, default 5), bucketed, with primary and complementary suppression and release snapshots, else suppressed. privacy_tier 'confidential' answers 501. Metered. An unknown cohort or class, a retention in the past or a worthless portfolio is a 400 with nothing written or charged */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description A portfolio to benchmark against its peers. */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A cohort of GET /v1/benchmarks/cohorts. */
+                        cohort: string;
+                        /** @description Positions by asset class (a class may repeat: values add up). Sealed at rest and destroyed at retain_until. */
+                        holdings: {
+                            /** @description One of the cohort's asset classes. */
+                            asset_class: string;
+                            /** @description Market value in the cohort's currency. */
+                            value: string;
+                        }[];
+                        /** @description Must be the cohort's currency. */
+                        currency?: string;
+                        /**
+                         * Format: date-time
+                         * @description When the sealed holdings are destroyed (default 30 days from now, at most 2 years); after it, refresh answers 409.
+                         */
+                        retain_until?: string;
+                        /**
+                         * @description confidential (computation in an attested enclave) is not implemented: 501.
+                         * @default standard
+                         * @enum {string}
+                         */
+                        privacy_tier?: "standard" | "confidential";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "benchmark";
+                            cohort: string;
+                            created_at: string;
+                            holdings_sha256: string;
+                            retention: {
+                                retain_until: string;
+                                /** @enum {string} */
+                                holdings: "sealed" | "destroyed";
+                                destroyed_at: string | null;
+                                seconds_remaining: number;
+                            };
+                            versions: number;
+                            latest: {
+                                version: number;
+                                methodology_version: string;
+                                computed_at: string;
+                                own: {
+                                    asset_class: string;
+                                    weight_pct: string;
+                                    peer_position: ("below" | "within" | "above") | null;
+                                }[];
+                                peers: {
+                                    /** @enum {string} */
+                                    status: "released" | "suppressed";
+                                    reason: string | null;
+                                    /** @description The release the figures come from; releases are reused until enough participants changed. */
+                                    release_id: string | null;
+                                    participants_band: string;
+                                    figures: {
+                                        asset_class: string;
+                                        /** @enum {string} */
+                                        status: "released" | "suppressed";
+                                        /** @description The mean allocation weight of the release's participants, as a bucket ("20-25%"). */
+                                        mean_weight_bucket: string | null;
+                                        /** @description How many participants hold the class, banded ("none" when nobody does). */
+                                        holders_band: string | null;
+                                    }[];
+                                };
+                                record: {
+                                    canonical: string;
+                                    sha256: string;
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                };
+                                receipt_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/benchmarks/cohorts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Comparison universes with banded participant counts, the anti-leakage parameters and the guarantees not implemented */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            cohorts: {
+                                id: string;
+                                name: string;
+                                description: string;
+                                currency: string;
+                                asset_classes: string[];
+                                participants_band: string;
+                                methodology_version: string;
+                            }[];
+                            anti_leakage: {
+                                [key: string]: string | number;
+                            };
+                            guarantees_not_implemented: string[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/benchmarks/{benchmarkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The latest result and the retention position (sealed or destroyed, seconds remaining); another tenant's id answers 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    benchmarkId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "benchmark";
+                            cohort: string;
+                            created_at: string;
+                            holdings_sha256: string;
+                            retention: {
+                                retain_until: string;
+                                /** @enum {string} */
+                                holdings: "sealed" | "destroyed";
+                                destroyed_at: string | null;
+                                seconds_remaining: number;
+                            };
+                            versions: number;
+                            latest: {
+                                version: number;
+                                methodology_version: string;
+                                computed_at: string;
+                                own: {
+                                    asset_class: string;
+                                    weight_pct: string;
+                                    peer_position: ("below" | "within" | "above") | null;
+                                }[];
+                                peers: {
+                                    /** @enum {string} */
+                                    status: "released" | "suppressed";
+                                    reason: string | null;
+                                    /** @description The release the figures come from; releases are reused until enough participants changed. */
+                                    release_id: string | null;
+                                    participants_band: string;
+                                    figures: {
+                                        asset_class: string;
+                                        /** @enum {string} */
+                                        status: "released" | "suppressed";
+                                        /** @description The mean allocation weight of the release's participants, as a bucket ("20-25%"). */
+                                        mean_weight_bucket: string | null;
+                                        /** @description How many participants hold the class, banded ("none" when nobody does). */
+                                        holders_band: string | null;
+                                    }[];
+                                };
+                                record: {
+                                    canonical: string;
+                                    sha256: string;
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                };
+                                receipt_id: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/benchmarks/{benchmarkId}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every result version with its methodology version, as signed; never recomputed under a newer methodology */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    benchmarkId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            benchmark_id: string;
+                            results: {
+                                version: number;
+                                methodology_version: string;
+                                computed_at: string;
+                                own: {
+                                    asset_class: string;
+                                    weight_pct: string;
+                                    peer_position: ("below" | "within" | "above") | null;
+                                }[];
+                                peers: {
+                                    /** @enum {string} */
+                                    status: "released" | "suppressed";
+                                    reason: string | null;
+                                    /** @description The release the figures come from; releases are reused until enough participants changed. */
+                                    release_id: string | null;
+                                    participants_band: string;
+                                    figures: {
+                                        asset_class: string;
+                                        /** @enum {string} */
+                                        status: "released" | "suppressed";
+                                        /** @description The mean allocation weight of the release's participants, as a bucket ("20-25%"). */
+                                        mean_weight_bucket: string | null;
+                                        /** @description How many participants hold the class, banded ("none" when nobody does). */
+                                        holders_band: string | null;
+                                    }[];
+                                };
+                                record: {
+                                    canonical: string;
+                                    sha256: string;
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                };
+                                receipt_id: string;
+                            }[];
+                            note: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/benchmarks/{benchmarkId}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Recompute as a new version under the current methodology and the peer figures released now; 409 once retention destroyed the holdings. Metered */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    benchmarkId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "benchmark";
+                            cohort: string;
+                            created_at: string;
+                            holdings_sha256: string;
+                            retention: {
+                                retain_until: string;
+                                /** @enum {string} */
+                                holdings: "sealed" | "destroyed";
+                                destroyed_at: string | null;
+                                seconds_remaining: number;
+                            };
+                            versions: number;
+                            latest: {
+                                version: number;
+                                methodology_version: string;
+                                computed_at: string;
+                                own: {
+                                    asset_class: string;
+                                    weight_pct: string;
+                                    peer_position: ("below" | "within" | "above") | null;
+                                }[];
+                                peers: {
+                                    /** @enum {string} */
+                                    status: "released" | "suppressed";
+                                    reason: string | null;
+                                    /** @description The release the figures come from; releases are reused until enough participants changed. */
+                                    release_id: string | null;
+                                    participants_band: string;
+                                    figures: {
+                                        asset_class: string;
+                                        /** @enum {string} */
+                                        status: "released" | "suppressed";
+                                        /** @description The mean allocation weight of the release's participants, as a bucket ("20-25%"). */
+                                        mean_weight_bucket: string | null;
+                                        /** @description How many participants hold the class, banded ("none" when nobody does). */
+                                        holders_band: string | null;
+                                    }[];
+                                };
+                                record: {
+                                    canonical: string;
+                                    sha256: string;
+                                    signature: string;
+                                    signer: string;
+                                    scheme: string;
+                                };
+                                receipt_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
