@@ -1,6 +1,7 @@
 import { AssetsService } from './assets.ts';
 import { ClaimsService } from './claims.ts';
 import { VaultCore, type VaultDeps } from './core.ts';
+import { DistributionsService } from './distributions.ts';
 import { PositionsService } from './positions.ts';
 import { TransfersService } from './transfers.ts';
 
@@ -11,6 +12,7 @@ export interface Vault {
   positions: PositionsService;
   transfers: TransfersService;
   claims: ClaimsService;
+  distributions: DistributionsService;
   explorerSource(): { counts(): Promise<Record<string, number>> };
 }
 
@@ -22,6 +24,7 @@ export function createVault(d: VaultDeps): Vault {
     positions: new PositionsService(core),
     transfers: new TransfersService(core),
     claims: new ClaimsService(core),
+    distributions: new DistributionsService(core),
     explorerSource: () => ({
       counts: async () => {
         const r = await d.db.selectFrom('vault_chain_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

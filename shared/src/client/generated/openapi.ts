@@ -12278,6 +12278,148 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vault/assets/{id}/distribute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issuer only: record a pro-rata payout over current positions (each floor(amount × position ÷ basis), the remainder stated); moves no principal. Holders and attesters 403, anyone else 404; no positions 409 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The payout to allocate pro rata over current positions. */
+                        amount_micro_usd: number;
+                        /** @description Sealed. */
+                        memo?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_distribution";
+                            asset_id: string;
+                            asset_name: string;
+                            /**
+                             * @description The issuer reads the whole record; a holder the amount, the rule and their own allocation.
+                             * @enum {string}
+                             */
+                            seen_as: "issuer" | "holder";
+                            amount_micro_usd: number;
+                            /** @description The sum of positions allocated over. */
+                            basis_micro_usd: number | null;
+                            allocated_micro_usd: number | null;
+                            /** @description amount - allocated: allocated to no one. */
+                            remainder_micro_usd: number | null;
+                            holder_count: number | null;
+                            rounding: string;
+                            memo: string | null;
+                            allocations: {
+                                account_id: string;
+                                position_micro_usd: number;
+                                amount_micro_usd: number;
+                            }[];
+                            chain_seq: number;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/distributions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Distributions of assets you issued (every allocation) or were allocated in (your own); newest first, at most 200; `?asset_id=` narrows */
+        get: {
+            parameters: {
+                query?: {
+                    asset_id?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first, at most 200. */
+                            distributions: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_distribution";
+                                asset_id: string;
+                                asset_name: string;
+                                /**
+                                 * @description The issuer reads the whole record; a holder the amount, the rule and their own allocation.
+                                 * @enum {string}
+                                 */
+                                seen_as: "issuer" | "holder";
+                                amount_micro_usd: number;
+                                /** @description The sum of positions allocated over. */
+                                basis_micro_usd: number | null;
+                                allocated_micro_usd: number | null;
+                                /** @description amount - allocated: allocated to no one. */
+                                remainder_micro_usd: number | null;
+                                holder_count: number | null;
+                                rounding: string;
+                                memo: string | null;
+                                allocations: {
+                                    account_id: string;
+                                    position_micro_usd: number;
+                                    amount_micro_usd: number;
+                                }[];
+                                chain_seq: number;
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/c/{id}": {
         parameters: {
             query?: never;
