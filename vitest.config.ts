@@ -44,6 +44,7 @@ export const BACKEND_TESTS = [
   'test/state.test.ts', // two writers with one If-Match racing on a value's row lock (one wins), creations racing at the per-account key limit (the account lock)
   'test/legacy.test.ts', // several lifecycle ticks at once release a plan once (the plan's row lock)
   'test/darkpool.test.ts', // two questions racing for one counterparty make one match (both intents' row locks)
+  'test/asset-proofs-races.test.ts', // concurrent attestation and NAV refreshes numbering versions (account lock, row lock), submissions bringing a cohort to k making one release (advisory lock)
 ];
 
 const backendOnly = process.env.SVC_TEST_SET === 'backend';
