@@ -100,6 +100,8 @@ import { benchmarksRoutes } from './modules/benchmarks/routes.ts'; // benchmarks
 import type { BenchmarksService } from './modules/benchmarks/service.ts'; // benchmarks
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
 import type { Agents } from './modules/agents/deps.ts'; // agents
+import { servicesRoutes } from './modules/services/routes.ts'; // marketplace
+import type { Services } from './modules/services/deps.ts'; // marketplace
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
 import { legacyRoutes } from './modules/legacy/routes.ts'; // legacy plans
 import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
@@ -169,6 +171,7 @@ export interface AppDeps {
   nav: NavService; // nav: private NAV, published versions
   benchmarks: BenchmarksService; // benchmarks: portfolio benchmarks against peer cohorts
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
+  services: Services; // marketplace: published services paid inline by x402
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   darkpool: Darkpool; // dark pool: intents and matches (501 unless enabled)
   support: SupportService; // holder support claims (501 without a Solana RPC)
@@ -270,6 +273,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   navRoutes(app, d.nav); // nav
   benchmarksRoutes(app, d.benchmarks); // benchmarks
   agentsRoutes(app, d.agents); // agents
+  servicesRoutes(app, d.services); // marketplace
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
   darkpoolRoutes(app, d.darkpool); // dark pool
   supportRoutes(app, d.support); // holder support claims

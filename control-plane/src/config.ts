@@ -12,6 +12,7 @@ import { guardrailsConfig, guardrailsEnv, type GuardrailsConfig } from './config
 import { mcpConfig, mcpEnv, type McpConfig } from './config/mcp.ts'; // mcp
 import { assetsConfig, assetsEnv, type AssetsConfig } from './config/assets.ts'; // asset proofs
 import { legacyConfig, legacyEnv, type LegacyConfig } from './config/legacy.ts'; // legacy plans
+import { marketConfig, marketEnv, type MarketConfig } from './config/market.ts'; // marketplace, agent post, relays
 import { darkpoolConfig, darkpoolEnv, type DarkpoolConfig } from './config/darkpool.ts'; // dark pool
 import { supportConfig, supportEnv, type SupportConfig } from './config/support.ts'; // holder support claims
 
@@ -99,6 +100,7 @@ const EnvSchema = z.object({
   ...mcpEnv, // mcp: sessions, upstream timeout, default price per call
   ...assetsEnv, // asset proofs: prices, freshness windows, the benchmark minimum cohort, HTTPS sources
   ...legacyEnv, // legacy plans: live plans per account, loop cadence
+  ...marketEnv, // marketplace, agent post, relays: x402 terms, the facilitator key, inbox and relay limits
   ...darkpoolEnv, // dark pool: the operator's switch, the cash-leg chain, eligible assets, the match answer floor
   ...supportEnv, // holder support claims: the Solana RPC and token mint
 });
@@ -174,6 +176,8 @@ export interface Config {
   assets: AssetsConfig; // asset proofs
   /** SVC_LEGACY_* (legacy plans). */
   legacy: LegacyConfig; // legacy plans
+  /** SVC_MARKET_*, SVC_POST_*, SVC_RELAY_* (marketplace, agent post, relays). */
+  market: MarketConfig; // marketplace
   /** SVC_DARKPOOL_* (dark pool; off unless enabled). */
   darkpool: DarkpoolConfig; // dark pool
   /** SVC_SUPPORT_* (holder support claims; null solana: unconfigured). */
@@ -286,6 +290,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     mcp: mcpConfig(e), // mcp
     assets: assetsConfig(e), // asset proofs
     legacy: legacyConfig(e), // legacy plans
+    market: marketConfig(e, e.SVC_CHAINS), // marketplace, agent post, relays
     darkpool: darkpoolConfig(e, e.SVC_CHAINS), // dark pool
     support: supportConfig(e), // holder support claims
   };

@@ -68,6 +68,7 @@ import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
 import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
+import { createServices } from './modules/services/deps.ts'; // marketplace
 import { EngineService } from './modules/engine/service.ts'; // engine builds
 import { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { AutopilotService } from './modules/autopilot/service.ts'; // autopilot
@@ -220,6 +221,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const self = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate };
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
+  const services = createServices({ db, clock, sealKey: seal, signer: signerSvc, identity, passports: passportsSvc, agents, config: config.market, self, publicUrl: config.publicUrl }); // marketplace: services paid by x402
   const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth
   const mcp = createMcp({ config: config.mcp, db, clock, sealKey: seal, self, publicUrl: config.publicUrl, metering, signerAddress: signerSvc.address, inference, sandboxes, identity, guardrailsMode: config.guardrails.mode, log: { error: (o, m) => app.log.error(o, m) } }); // mcp
   await mcp.servers.start(database); // mcp: registrations cached per process, dropped on NOTIFY
@@ -271,6 +273,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     vault, // vault
     explorer, // explorer
     passports, // passports and KYA credentials
+    services, // marketplace
     mcp, // mcp
     memory, // memory
     engine, // engine builds

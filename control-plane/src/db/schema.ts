@@ -25,6 +25,7 @@ import type { BenchmarkReleasesTable, BenchmarkResultsTable, BenchmarksTable } f
 import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTable } from './schema-darkpool.ts'; // dark pool
 import type { SupportClaimsTable, SupportNoncesTable } from './schema-support.ts'; // holder support claims
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
+import type { ServiceCallsTable, ServicesTable } from './schema-services.ts'; // marketplace
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 import type { AutopilotProposalsTable } from './schema-autopilot.ts'; // autopilot
 export type * from './schema-notifications.ts';
@@ -53,6 +54,7 @@ export type * from './schema-attestations.ts'; // attestations
 export type * from './schema-nav.ts'; // nav
 export type * from './schema-benchmarks.ts'; // benchmarks
 export type * from './schema-engine.ts'; // engine builds
+export type * from './schema-services.ts'; // marketplace
 export type * from './schema-replay.ts'; // replay capsules
 export type * from './schema-autopilot.ts'; // autopilot
 
@@ -435,6 +437,8 @@ export interface DB {
   support_nonces: SupportNoncesTable; // holder support claims
   support_claims: SupportClaimsTable; // holder support claims
   engine_builds: EngineBuildsTable; // engine builds
+  services: ServicesTable; // marketplace
+  service_calls: ServiceCallsTable; // marketplace
   replay_capsules: ReplayCapsulesTable; // replay capsules
   replay_runs: ReplayRunsTable; // replay capsules
   autopilot_proposals: AutopilotProposalsTable; // autopilot

@@ -163,6 +163,12 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'DELETE /v1/engine/builds/:id': 'admin', // engine builds
   'POST /v1/engine/builds/:id/publish': 'admin', // engine builds
   'POST /v1/engine/builds/:id/unpublish': 'admin', // engine builds
+  // Marketplace: members read the account's services and their calls; admins publish, update and retire.
+  'GET /v1/services': 'member', // marketplace
+  'GET /v1/services/manage/:slug/calls': 'member', // marketplace
+  'POST /v1/services': 'admin', // marketplace
+  'PATCH /v1/services/manage/:slug': 'admin', // marketplace
+  'DELETE /v1/services/manage/:slug': 'admin', // marketplace
   // Replay capsules: members read capsules and their history (content-free); admins record, replay (metered) and delete.
   'GET /v1/replay/capsules': 'member', // replay capsules
   'GET /v1/replay/capsules/:id': 'member', // replay capsules

@@ -20628,6 +20628,507 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your services with delivered calls and on-chain revenue (retired ones too); complete */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            services: {
+                                id: string;
+                                slug: string;
+                                /** @enum {string} */
+                                kind: "agent" | "endpoint";
+                                agent_id: string | null;
+                                endpoint_url: string | null;
+                                price_micro_usd: number;
+                                payee: string;
+                                description: string;
+                                listed: boolean;
+                                enabled: boolean;
+                                /** @enum {string} */
+                                status: "active" | "retired";
+                                delivered_calls: number;
+                                revenue: {
+                                    /** @description Token base units moved to the payee by settled payments. */
+                                    amount: string;
+                                    amount_micro_usd: number;
+                                    asset: string | null;
+                                    network: string | null;
+                                };
+                                created_at: string;
+                                updated_at: string;
+                                retired_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Publish a service: your hosted agent or HTTPS endpoint at a slug, a price per call, paid to an EVM wallet linked to the account */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description 3-64 lowercase letters, digits and dashes; reserved for good once published (retiring does not free it). */
+                        slug: string;
+                        /**
+                         * @description agent: one of your hosted agents runs per call; endpoint: your HTTPS endpoint receives the call.
+                         * @enum {string}
+                         */
+                        kind: "agent" | "endpoint";
+                        /** @description kind agent: the hosted agent (the request body becomes its SVC_INPUT, its stdout the answer). */
+                        agent_id?: string;
+                        /** @description kind endpoint: an https URL on a public address (as for webhooks); the call is POSTed to it. */
+                        endpoint_url?: string;
+                        /** @description Price per call in micro-USD (1,000,000 = $1), above zero. */
+                        price_micro_usd: number;
+                        /** @description The EVM wallet paid for each call; must be a wallet linked to this account. */
+                        payee: string;
+                        description?: string;
+                        /** @description Shown in the public directory (default true). */
+                        listed?: boolean;
+                        /** @description Taking calls (default true). */
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            slug: string;
+                            /** @enum {string} */
+                            kind: "agent" | "endpoint";
+                            agent_id: string | null;
+                            endpoint_url: string | null;
+                            price_micro_usd: number;
+                            payee: string;
+                            description: string;
+                            listed: boolean;
+                            enabled: boolean;
+                            /** @enum {string} */
+                            status: "active" | "retired";
+                            delivered_calls: number;
+                            revenue: {
+                                /** @description Token base units moved to the payee by settled payments. */
+                                amount: string;
+                                amount_micro_usd: number;
+                                asset: string | null;
+                                network: string | null;
+                            };
+                            created_at: string;
+                            updated_at: string;
+                            retired_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/directory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Listed, enabled services with price, kind, delivered calls and the seller's passport handle; at most 200, most delivered first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            services: {
+                                slug: string;
+                                kind: string;
+                                description: string;
+                                price_micro_usd: number;
+                                payee: string;
+                                seller_handle: string | null;
+                                delivered_calls: number;
+                                terms_url: string;
+                            }[];
+                            ordering: string;
+                            settlement: {
+                                scheme: string;
+                                x402_versions: number[];
+                                network: string | null;
+                                chain: string | null;
+                                asset: string | null;
+                                decimals: number | null;
+                                facilitator: string | null;
+                                custody: string;
+                                confirmations: number | null;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/manage/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Retire: off the directory and not invocable; the slug stays reserved and the calls stay; idempotent */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            slug: string;
+                            /** @enum {string} */
+                            kind: "agent" | "endpoint";
+                            agent_id: string | null;
+                            endpoint_url: string | null;
+                            price_micro_usd: number;
+                            payee: string;
+                            description: string;
+                            listed: boolean;
+                            enabled: boolean;
+                            /** @enum {string} */
+                            status: "active" | "retired";
+                            delivered_calls: number;
+                            revenue: {
+                                /** @description Token base units moved to the payee by settled payments. */
+                                amount: string;
+                                amount_micro_usd: number;
+                                asset: string | null;
+                                network: string | null;
+                            };
+                            created_at: string;
+                            updated_at: string;
+                            retired_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Update price, description, directory listing or enabled state; a retired service is not changed (409) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Price per call in micro-USD (1,000,000 = $1), above zero. */
+                        price_micro_usd?: number;
+                        description?: string;
+                        listed?: boolean;
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            slug: string;
+                            /** @enum {string} */
+                            kind: "agent" | "endpoint";
+                            agent_id: string | null;
+                            endpoint_url: string | null;
+                            price_micro_usd: number;
+                            payee: string;
+                            description: string;
+                            listed: boolean;
+                            enabled: boolean;
+                            /** @enum {string} */
+                            status: "active" | "retired";
+                            delivered_calls: number;
+                            revenue: {
+                                /** @description Token base units moved to the payee by settled payments. */
+                                amount: string;
+                                amount_micro_usd: number;
+                                asset: string | null;
+                                network: string | null;
+                            };
+                            created_at: string;
+                            updated_at: string;
+                            retired_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/services/manage/{slug}/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The last 100 calls: payment metadata, fingerprints and receipts; no content */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The last 100 calls, newest first; no content. */
+                            calls: {
+                                id: string;
+                                request_id: string;
+                                /** @enum {string} */
+                                status: "settling" | "delivered" | "failed";
+                                payment: {
+                                    x402_version: number;
+                                    network: string;
+                                    payer: string;
+                                    payee: string;
+                                    asset: string;
+                                    amount: string;
+                                    amount_micro_usd: number;
+                                    nonce: string;
+                                    payment_id: string | null;
+                                    tx_hash: string | null;
+                                    block_number: number | null;
+                                };
+                                request_sha256: string;
+                                payment_sha256: string;
+                                response_status: number | null;
+                                response_sha256: string | null;
+                                error: {
+                                    type: string;
+                                    message: string | null;
+                                } | null;
+                                receipt: {
+                                    payload: {
+                                        [key: string]: unknown;
+                                    };
+                                    hash: string | null;
+                                    signature: string | null;
+                                } | null;
+                                created_at: string;
+                                settled_at: string | null;
+                                ended_at: string | null;
+                            }[];
+                            service_id: string;
+                            slug: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One service's terms: price, seller payee and the x402 accepts array; a retired or unknown slug is 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            slug: string;
+                            kind: string;
+                            description: string;
+                            price_micro_usd: number;
+                            payee: string;
+                            seller_handle: string | null;
+                            enabled: boolean;
+                            delivered_calls: number;
+                            invoke_url: string;
+                            /** @enum {number} */
+                            x402Version: 1;
+                            /** @description x402 version 1 payment requirements (exact scheme, EIP-3009 token, payTo the seller). */
+                            accepts: {
+                                [key: string]: unknown;
+                            }[];
+                            /** @description The same terms as x402 version 2 PaymentRequired (CAIP-2 network), as the PAYMENT-REQUIRED header of a 402 carries them. */
+                            x402_v2: {
+                                [key: string]: unknown;
+                            } | null;
+                            settlement: {
+                                scheme: string;
+                                x402_versions: number[];
+                                network: string | null;
+                                chain: string | null;
+                                asset: string | null;
+                                decimals: number | null;
+                                facilitator: string | null;
+                                custody: string;
+                                confirmations: number | null;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{slug}/invoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Invoke a service. Without a payment: 402 with the terms (x402 version 1 body, version 2 PAYMENT-REQUIRED header). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    slug: string;
+                };
+                cookie?: never;
+            };
+            /** @description Any JSON: the input of the service. */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/legacy/plans": {
         parameters: {
             query?: never;

@@ -1,0 +1,38 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '@svc/shared';
+import type { MarketConfig } from '../../config/market.ts';
+import type { DB } from '../../db/schema.ts';
+import type { Agents } from '../agents/deps.ts';
+import type { IdentityService } from '../identity/service.ts';
+import type { ReceiptSigner } from '../money/signer.ts';
+import type { PassportsService } from '../passports/service.ts';
+import type { SelfAddress } from '../webhooks/url.ts';
+import { Facilitator } from './facilitator.ts';
+import { Invoker } from './invoke.ts';
+import { ServicesService } from './service.ts';
+import { Terms } from './terms.ts';
+
+export interface Services {
+  service: ServicesService;
+  invoker: Invoker;
+}
+
+/** Wires the marketplace: terms and the facilitator only where SVC_MARKET_X402 is configured. */
+export function createServices(d: {
+  db: Kysely<DB>;
+  clock: Clock;
+  sealKey: Uint8Array;
+  signer: ReceiptSigner;
+  identity: Pick<IdentityService, 'accountOfWallet' | 'lockAccount'>;
+  passports: Pick<PassportsService, 'store'>;
+  agents: Agents;
+  config: MarketConfig;
+  self: SelfAddress;
+  publicUrl: URL;
+}): Services {
+  const x = d.config.x402;
+  const terms = x ? new Terms(x, d.publicUrl, d.config.paymentWindowSeconds) : null;
+  const facilitator = x && d.config.facilitatorKey ? new Facilitator(x, d.config.facilitatorKey) : null;
+  const deps = { db: d.db, clock: d.clock, identity: d.identity, passports: d.passports, config: d.config, self: d.self, terms, facilitator };
+  return { service: new ServicesService(deps), invoker: new Invoker({ ...deps, agents: d.agents, signer: d.signer, sealKey: d.sealKey }) };
+}

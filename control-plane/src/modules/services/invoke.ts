@@ -1,0 +1,285 @@
+import { RECEIPT_HEADERS, Sealer, ServiceError, canonicalize, newId, notFound, sha256Hex, type SignedReceipt } from '@svc/shared';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Agents } from '../agents/deps.ts';
+import { agentOf } from '../agents/store.ts';
+import type { ReceiptSigner } from '../money/signer.ts';
+import { forward, runAgent, type Delivered } from './delivery.ts';
+import { SettlementUnconfirmed, type Facilitator } from './facilitator.ts';
+import { PaymentRefused, checkAgainstTerms, readPayment, type Payment } from './payment.ts';
+import type { ServicesDeps } from './service.ts';
+import { callByAuthorization, callByPaymentId, dropClaim, insertCall, serviceBySlug, updateCall, type CallRow, type ServiceRow } from './store.ts';
+import { headerValue, v1Network, v2Network, type Terms } from './terms.ts';
+
+/** An answer of invoke: status, headers and JSON body, exactly as sent (and as replayed under the same payment identifier). */
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+export const INVOKE_ROUTE = 'POST /v1/services/:slug/invoke';
+const answerAad = (callId: string) => `service_calls.response:${callId}`;
+
+/**
+ * Invoking a service with an x402 payment. Without one: 402 with the terms (the body in version 1, the
+ * PAYMENT-REQUIRED header in version 2). With one, in this order, each refusal a 402 naming its reason with
+ * nothing moved or written: the payload's shape, scheme, network, token, payee, amount and validity window
+ * against the terms, the authorization not spent before, and the library's verification (signature under the
+ * token's EIP-712 domain, nonce and balance by simulation). The authorization is then claimed (one row per
+ * token, payer and nonce), submitted on chain and confirmed, and only then is the service run: the hosted
+ * agent through the agents module, or the seller's endpoint. The answer carries a signed receipt and
+ * X-PAYMENT-RESPONSE; a service that fails after payment is answered 502 with the settled payment named, and
+ * recorded. The same payment identifier with the same payload answers the first answer again without a
+ * second transfer; with another payload, 409.
+ */
+export class Invoker {
+  private readonly sealer: Sealer;
+
+  constructor(
+    private readonly d: ServicesDeps & { agents: Agents; signer: ReceiptSigner; sealKey: Uint8Array },
+  ) {
+    this.sealer = new Sealer(d.sealKey);
+  }
+
+  async invoke(slug: string, headers: Record<string, string | string[] | undefined>, body: unknown, requestId: string): Promise<Answer> {
+    const s = await serviceBySlug(this.d.db, slug);
+    if (!s || s.status === 'retired') throw notFound('Service');
+    const terms = this.d.terms;
+    const fac = this.d.facilitator;
+    if (!terms || !fac) throw new ServiceError('not_enabled', 'Marketplace payments are not configured on this gateway (SVC_MARKET_X402); no service can be invoked');
+    if (!s.enabled) throw new ServiceError('conflict', `Service ${slug} is not taking calls (its seller disabled it); nothing was charged`, { reason: 'service_disabled' });
+    if (s.kind === 'agent') await this.agentReady(s);
+
+    let p: Payment | null;
+    try {
+      p = readPayment(headers);
+    } catch (e) {
+      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message);
+      throw e;
+    }
+    if (!p) return this.required(terms, s, 'payment_missing', 'This service is paid per call: send an x402 payment in X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2)');
+    const requestSha = sha256Hex(canonicalize(body ?? null));
+    if (p.paymentId) {
+      const prior = await callByPaymentId(this.d.db, s.id, p.paymentId);
+      if (prior) return this.replay(prior, p, requestSha);
+    }
+    const x = this.d.config.x402!;
+    const amount = terms.amount(s.price_micro_usd);
+    const payer = p.authorization.from.toLowerCase();
+    const nonce = p.authorization.nonce.toLowerCase();
+    const req = terms.v2(s);
+    try {
+      checkAgainstTerms(p, { network: p.version === 1 ? v1Network(x.chain.chainId) : v2Network(x.chain.chainId), asset: x.asset, payee: s.payee, amount, nowSeconds: Math.floor(this.d.clock.now().getTime() / 1000) });
+      if (await callByAuthorization(this.d.db, x.chain.chainId, x.asset, payer, nonce)) throw new PaymentRefused('payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment');
+      await fac.verify(p, req);
+    } catch (e) {
+      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, p.version);
+      throw e;
+    }
+
+    const callId = newId('scall_');
+    const now = this.d.clock.now();
+    try {
+      await insertCall(this.d.db, {
+        id: callId,
+        service_id: s.id,
+        account_id: s.account_id,
+        request_id: requestId,
+        x402_version: p.version,
+        network: p.network,
+        chain_id: x.chain.chainId,
+        asset: x.asset,
+        payer,
+        payee: s.payee,
+        amount: amount.toString(),
+        amount_micro_usd: s.price_micro_usd,
+        nonce,
+        valid_before: Number(p.authorization.validBefore),
+        payment_id: p.paymentId,
+        payment_sha256: p.sha256,
+        request_sha256: requestSha,
+        status: 'settling',
+        tx_hash: null,
+        block_number: null,
+        error_type: null,
+        error_message: null,
+        response_status: null,
+        response_sha256: null,
+        response_sealed: null,
+        receipt_payload: null,
+        receipt_hash: null,
+        receipt_signature: null,
+        created_at: now,
+        settled_at: null,
+        ended_at: null,
+      });
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      const prior = p.paymentId ? await callByPaymentId(this.d.db, s.id, p.paymentId) : undefined;
+      if (prior) return this.replay(prior, p, requestSha);
+      return this.required(terms, s, 'payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment', p.version);
+    }
+
+    let settled: { txHash: string; blockNumber: number };
+    try {
+      settled = await fac.settle(p, req);
+    } catch (e) {
+      if (e instanceof SettlementUnconfirmed) {
+        await updateCall(this.d.db, callId, { tx_hash: e.txHash, error_type: 'settlement_unconfirmed', error_message: e.message });
+        throw new ServiceError('upstream_timeout', `The payment was submitted (transaction ${e.txHash}) but not confirmed in time; the service did not run. Retry with the same payment identifier to learn the outcome`, { call_id: callId, tx_hash: e.txHash });
+      }
+      await dropClaim(this.d.db, callId);
+      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, p.version);
+      throw e;
+    }
+    await updateCall(this.d.db, callId, { tx_hash: settled.txHash, block_number: settled.blockNumber, settled_at: this.d.clock.now() });
+
+    const input = JSON.stringify(body ?? null);
+    const delivered =
+      s.kind === 'agent'
+        ? await runAgent(this.d.agents, s.account_id, s.agent_id!, input)
+        : await forward(s.endpoint_url!, input, { slug: s.slug, callId, txHash: settled.txHash, payer }, { allowPrivate: this.d.self.allowPrivate, timeoutMs: this.d.config.endpointTimeoutMs });
+    return this.finish(s, p, callId, requestId, requestSha, amount, settled, delivered);
+  }
+
+  /** A hosted agent that cannot run is refused before any payment is taken. */
+  private async agentReady(s: ServiceRow): Promise<void> {
+    let enabled = false;
+    try {
+      enabled = (await agentOf(this.d.db, s.account_id, s.agent_id!)).enabled;
+    } catch {
+      enabled = false;
+    }
+    if (!enabled) throw new ServiceError('conflict', `Service ${s.slug} is not taking calls (its hosted agent is disabled or gone); nothing was charged`, { reason: 'agent_unavailable' });
+  }
+
+  private async finish(s: ServiceRow, p: Payment, callId: string, requestId: string, requestSha: string, amount: bigint, settled: { txHash: string; blockNumber: number }, delivered: Delivered): Promise<Answer> {
+    const x = this.d.config.x402!;
+    const now = this.d.clock.now();
+    const responseSha = sha256Hex(delivered.body);
+    const network = p.version === 1 ? v1Network(x.chain.chainId) : v2Network(x.chain.chainId);
+    const payment = {
+      x402_version: p.version,
+      network,
+      payer: p.authorization.from.toLowerCase(),
+      payee: s.payee,
+      asset: x.asset,
+      amount: amount.toString(),
+      amount_micro_usd: s.price_micro_usd,
+      tx_hash: settled.txHash,
+      block_number: settled.blockNumber,
+    };
+    const receipt = this.d.signer.signReceipt({
+      v: 1,
+      id: requestId,
+      kind: 'service_call',
+      account_id: s.account_id,
+      key_id: null,
+      usage_event_id: callId,
+      route: INVOKE_ROUTE,
+      model: null,
+      units: { calls: 1 },
+      cost_micro_usd: s.price_micro_usd,
+      created_at: now.toISOString(),
+      run: null,
+      policy: null,
+      service: s.slug,
+      status: delivered.ok ? 'delivered' : 'failed',
+      payment,
+      request_sha256: requestSha,
+      response_sha256: responseSha,
+      ...(delivered.agentRunId ? { agent_run_id: delivered.agentRunId } : {}),
+    });
+    const settle = { success: true, transaction: settled.txHash, network, payer: payment.payer };
+    const headers: Record<string, string> = { ...receiptHeaders(receipt), 'x-payment-response': headerValue(settle), 'access-control-expose-headers': 'X-PAYMENT-RESPONSE, PAYMENT-RESPONSE' };
+    if (p.version === 2) headers['payment-response'] = headerValue(settle);
+    const receiptView = { payload: receipt.payload, hash: receipt.hash, signature: receipt.signature };
+    const answer: Answer = delivered.ok
+      ? {
+          status: 200,
+          headers,
+          body: { object: 'service_call', id: callId, service: s.slug, status: 'delivered', ...result(delivered), result_sha256: responseSha, payment, receipt: receiptView },
+        }
+      : {
+          status: 502,
+          headers,
+          body: {
+            error: {
+              type: 'upstream_error',
+              message: `The payment settled (transaction ${settled.txHash}) but the service failed: ${delivered.error?.message ?? 'no answer'}. The call is recorded as failed`,
+              reason: delivered.error?.type ?? 'service_failed',
+              call_id: callId,
+              service: s.slug,
+              payment,
+              receipt: receiptView,
+            },
+          },
+        };
+    await updateCall(this.d.db, callId, {
+      status: delivered.ok ? 'delivered' : 'failed',
+      error_type: delivered.ok ? null : (delivered.error?.type ?? 'service_failed'),
+      error_message: delivered.ok ? null : (delivered.error?.message ?? null),
+      response_status: answer.status,
+      response_sha256: responseSha,
+      response_sealed: this.sealer.seal(JSON.stringify(answer), answerAad(callId)),
+      receipt_payload: receipt.canonical,
+      receipt_hash: receipt.hash,
+      receipt_signature: receipt.signature,
+      ended_at: now,
+    });
+    return answer;
+  }
+
+  /** A retry under a payment identifier already used: the first answer again, or 409 when the payload or request differs. */
+  private replay(prior: CallRow, p: Payment, requestSha: string): Answer {
+    if (prior.payment_sha256 !== p.sha256 || prior.request_sha256 !== requestSha) {
+      throw new ServiceError('idempotency_conflict', `The payment identifier ${p.paymentId} was used with another ${prior.payment_sha256 !== p.sha256 ? 'payment payload' : 'request body'}; a payment identifier names one payment`, { call_id: prior.id });
+    }
+    if (prior.status === 'settling' || !prior.response_sealed) {
+      throw new ServiceError('conflict', `The payment under identifier ${p.paymentId} is still being settled${prior.tx_hash ? ` (transaction ${prior.tx_hash})` : ''}; retry shortly`, { reason: 'in_progress', call_id: prior.id });
+    }
+    const answer = JSON.parse(this.sealer.open(prior.response_sealed, answerAad(prior.id)).toString('utf8')) as Answer;
+    return { ...answer, headers: { ...answer.headers, 'x-svc-replayed': 'true' } };
+  }
+
+  /** 402 with the terms: the x402 version 1 body (inside the error envelope too) and the version 2 PAYMENT-REQUIRED header. */
+  required(terms: Terms, s: ServiceRow, reason: string, message: string, version?: 1 | 2): Answer {
+    const accepts = [terms.v1(s)];
+    const v2 = terms.paymentRequiredV2(s, `${reason}: ${message}`);
+    return {
+      status: 402,
+      headers: { 'payment-required': headerValue(v2), 'access-control-expose-headers': 'PAYMENT-REQUIRED' },
+      body: {
+        x402Version: 1,
+        error: { type: 'payment_required', message: `Payment required (${reason}): ${message}`, reason, ...(version ? { x402_version: version } : {}), x402Version: 1, accepts },
+        accepts,
+      },
+    };
+  }
+}
+
+function receiptHeaders(r: SignedReceipt): Record<string, string> {
+  return {
+    [RECEIPT_HEADERS.id]: r.payload.id,
+    [RECEIPT_HEADERS.payload]: Buffer.from(r.canonical).toString('base64url'),
+    [RECEIPT_HEADERS.signature]: r.signature,
+    [RECEIPT_HEADERS.signer]: r.payload.signer,
+    [RECEIPT_HEADERS.cost]: String(r.payload.cost_micro_usd),
+  };
+}
+
+/** The service's answer in the body: parsed JSON, text, or base64 for other bytes. */
+function result(d: Delivered): Record<string, unknown> {
+  const text = d.body.toString('utf8');
+  if (/json/i.test(d.contentType)) {
+    try {
+      return { result: JSON.parse(text) as unknown, result_content_type: d.contentType };
+    } catch {
+      /* not JSON after all */
+    }
+  }
+  if (/^text\//i.test(d.contentType) || /json/i.test(d.contentType)) return { result: text, result_content_type: d.contentType };
+  return { result: d.body.toString('base64'), result_encoding: 'base64', result_content_type: d.contentType };
+}
+
+export type { Facilitator };

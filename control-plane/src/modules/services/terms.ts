@@ -1,0 +1,129 @@
+import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
+import type { MarketX402Config } from '../../config/market.ts';
+import { microToBase } from '../billing/units.ts';
+
+/** What a service's terms are made of: the service's price and payee, where it is invoked. */
+export interface TermsInput {
+  slug: string;
+  description: string;
+  price_micro_usd: number;
+  payee: string;
+}
+
+/** x402 version 1 payment requirements (the `accepts` entries of a 402 body and of GET /v1/services/:slug). */
+export type RequirementsV1 = {
+  scheme: 'exact';
+  network: string;
+  maxAmountRequired: string;
+  resource: string;
+  description: string;
+  mimeType: string;
+  payTo: string;
+  asset: string;
+  maxTimeoutSeconds: number;
+  extra: { name: string; version: string; decimals: number };
+};
+
+/** x402 version 2 payment requirements (CAIP-2 network). */
+export type RequirementsV2 = {
+  scheme: 'exact';
+  network: string;
+  amount: string;
+  asset: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+  extra: { name: string; version: string; decimals: number };
+};
+
+export type PaymentRequiredV2 = {
+  x402Version: 2;
+  error?: string;
+  resource: { url: string; description: string; mimeType: string };
+  accepts: RequirementsV2[];
+  extensions: Record<string, unknown>;
+};
+
+/** The x402 payment-identifier extension (an idempotency key the buyer may attach to a payment). */
+export const PAYMENT_IDENTIFIER = 'payment-identifier';
+const PAYMENT_IDENTIFIER_DECLARATION = {
+  info: { required: false },
+  schema: {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: { required: { type: 'boolean' }, id: { type: 'string', minLength: 16, maxLength: 128 } },
+    required: ['required'],
+  },
+};
+
+/** The x402 version 1 name of a chain (`base`, `base-sepolia`, ...), else its CAIP-2 id. */
+export function v1Network(chainId: number): string {
+  const name = Object.entries(EVM_NETWORK_CHAIN_ID_MAP).find(([, id]) => id === chainId)?.[0];
+  return name ?? `eip155:${chainId}`;
+}
+
+export const v2Network = (chainId: number) => `eip155:${chainId}`;
+
+/** The terms of one service in both x402 versions: pay exactly the price to the seller's payee in the configured EIP-3009 token. */
+export class Terms {
+  constructor(
+    private readonly x: MarketX402Config,
+    private readonly publicUrl: URL,
+    private readonly windowSeconds: number,
+  ) {}
+
+  get chainId(): number {
+    return this.x.chain.chainId;
+  }
+
+  resource(slug: string): string {
+    return new URL(`/v1/services/${slug}/invoke`, this.publicUrl).toString();
+  }
+
+  amount(priceMicroUsd: number): bigint {
+    return microToBase(priceMicroUsd, this.x.decimals);
+  }
+
+  private extra() {
+    return { name: this.x.name, version: this.x.version, decimals: this.x.decimals };
+  }
+
+  v1(s: TermsInput): RequirementsV1 {
+    return {
+      scheme: 'exact',
+      network: v1Network(this.x.chain.chainId),
+      maxAmountRequired: this.amount(s.price_micro_usd).toString(),
+      resource: this.resource(s.slug),
+      description: s.description,
+      mimeType: 'application/json',
+      payTo: s.payee,
+      asset: this.x.asset,
+      maxTimeoutSeconds: this.windowSeconds,
+      extra: this.extra(),
+    };
+  }
+
+  v2(s: TermsInput): RequirementsV2 {
+    return {
+      scheme: 'exact',
+      network: v2Network(this.x.chain.chainId),
+      amount: this.amount(s.price_micro_usd).toString(),
+      asset: this.x.asset,
+      payTo: s.payee,
+      maxTimeoutSeconds: this.windowSeconds,
+      extra: this.extra(),
+    };
+  }
+
+  paymentRequiredV2(s: TermsInput, error?: string): PaymentRequiredV2 {
+    return {
+      x402Version: 2,
+      ...(error ? { error } : {}),
+      resource: { url: this.resource(s.slug), description: s.description, mimeType: 'application/json' },
+      accepts: [this.v2(s)],
+      extensions: { [PAYMENT_IDENTIFIER]: PAYMENT_IDENTIFIER_DECLARATION },
+    };
+  }
+}
+
+/** Base64 of the JSON, as x402 carries headers (PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE). */
+export const headerValue = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8').toString('base64');
