@@ -90,6 +90,8 @@ import { replayRoutes } from './modules/replay/routes.ts'; // replay capsules
 import type { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { autopilotRoutes } from './modules/autopilot/routes.ts'; // autopilot
 import type { AutopilotService } from './modules/autopilot/service.ts'; // autopilot
+import { arenaRoutes } from './modules/arena/routes.ts'; // arena
+import type { ArenaService } from './modules/arena/service.ts'; // arena
 import { stateRoutes } from './modules/state/routes.ts'; // state
 import type { StateService } from './modules/state/service.ts'; // state
 import { attestationsRoutes } from './modules/attestations/routes.ts'; // attestations
@@ -166,6 +168,7 @@ export interface AppDeps {
   engine: EngineService; // engine builds: named configurations called as engine/<slug>
   replay: ReplayService; // replay capsules: recorded requests re-run on demand
   autopilot: AutopilotService; // autopilot: cheaper configurations proposed with evidence
+  arena: ArenaService; // arena: declared suites run by the runner account, the public leaderboard
   state: StateService; // state: durable key-value state
   attestations: AttestationsService; // attestations: signed records of on-chain facts
   nav: NavService; // nav: private NAV, published versions
@@ -268,6 +271,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   engineRoutes(app, d.engine); // engine builds
   replayRoutes(app, d.replay); // replay capsules
   autopilotRoutes(app, d.autopilot); // autopilot
+  arenaRoutes(app, d.arena); // arena
   stateRoutes(app, d.state); // state
   attestationsRoutes(app, d.attestations); // attestations
   navRoutes(app, d.nav); // nav

@@ -15,6 +15,7 @@ import { legacyConfig, legacyEnv, type LegacyConfig } from './config/legacy.ts';
 import { marketConfig, marketEnv, type MarketConfig } from './config/market.ts'; // marketplace, agent post, relays
 import { darkpoolConfig, darkpoolEnv, type DarkpoolConfig } from './config/darkpool.ts'; // dark pool
 import { supportConfig, supportEnv, type SupportConfig } from './config/support.ts'; // holder support claims
+import { arenaConfig, arenaEnv, type ArenaConfig } from './config/arena.ts'; // arena
 
 export { ConfigError } from './config/parse.ts';
 export type { ChainConfig } from './config/chains.ts';
@@ -98,6 +99,7 @@ const EnvSchema = z.object({
   ...anchorsEnv, // public anchors: chains and the paying key
   ...guardrailsEnv, // guardrails: SVC_GUARDRAILS_MODE
   ...mcpEnv, // mcp: sessions, upstream timeout, default price per call
+  ...arenaEnv, // arena: declared suites and the runner account's key
   ...assetsEnv, // asset proofs: prices, freshness windows, the benchmark minimum cohort, HTTPS sources
   ...legacyEnv, // legacy plans: live plans per account, loop cadence
   ...marketEnv, // marketplace, agent post, relays: x402 terms, the facilitator key, inbox and relay limits
@@ -172,6 +174,8 @@ export interface Config {
   guardrails: GuardrailsConfig;
   /** SVC_MCP_* (mcp). */
   mcp: McpConfig; // mcp
+  /** SVC_ARENA_* (arena; no runner key: nothing runs). */
+  arena: ArenaConfig; // arena
   /** SVC_ATTESTATION_*, SVC_NAV_*, SVC_BENCHMARK_*, SVC_ASSET_* (asset proofs). */
   assets: AssetsConfig; // asset proofs
   /** SVC_LEGACY_* (legacy plans). */
@@ -288,6 +292,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     anchors: anchorsConfig(e), // public anchors
     guardrails: guardrailsConfig(e), // guardrails
     mcp: mcpConfig(e), // mcp
+    arena: arenaConfig(e), // arena
     assets: assetsConfig(e), // asset proofs
     legacy: legacyConfig(e), // legacy plans
     market: marketConfig(e, e.SVC_CHAINS), // marketplace, agent post, relays

@@ -72,6 +72,8 @@ import { createServices } from './modules/services/deps.ts'; // marketplace
 import { EngineService } from './modules/engine/service.ts'; // engine builds
 import { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { AutopilotService } from './modules/autopilot/service.ts'; // autopilot
+import { ArenaService } from './modules/arena/service.ts'; // arena
+import { Receipts } from './modules/proofs/receipts.ts'; // arena: task receipts shared publicly
 import { Checker } from './modules/attestations/checker.ts'; // attestations
 import { AttestationsService } from './modules/attestations/service.ts'; // attestations
 import { NavService } from './modules/nav/service.ts'; // nav
@@ -231,6 +233,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
   const replay = new ReplayService({ db, clock, sealKey: seal, keys, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // replay capsules
   const autopilot = new AutopilotService({ db, clock, keys, catalog: inference.catalog, engine, evals: evals.evals, replay, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // autopilot
+  const arenaReceipts = new Receipts(db, clock, signerSvc.address, publicBase(config.publicUrl)); // arena
+  const arena = new ArenaService({ db, clock, config: config.arena, keys, catalog: inference.catalog, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, share: (accountId, id) => arenaReceipts.setShared(accountId, id, true), publicUrl: config.publicUrl, log: { warn: (o, m) => app.log.warn(o, m) } }); // arena
   const judge = new JudgeService({ db, clock, signer: signerSvc, sealKey: seal, anchors, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, publicUrl: config.publicUrl }); // quality
   explorer.register('verdicts', judge.explorerSource()); // explorer
   const attestations = new AttestationsService({ db, clock, signer: signerSvc, metering, identity, anchors, events: webhooks, checker: new Checker({ clock, chains: config.chains, config: config.assets, self }), config: config.assets, publicUrl: config.publicUrl }); // attestations
@@ -279,6 +283,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     engine, // engine builds
     replay, // replay capsules
     autopilot, // autopilot
+    arena, // arena
     state, // state
     attestations, // attestations
     nav, // nav
@@ -334,6 +339,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'purge_oauth', everyMs: 3600_000, run: async () => void (await oauth.service.purgeExpired()) }); // oauth
   leader.add({ name: 'purge_expired_ghosts', everyMs: 60_000, run: async () => void (await mandates.ghosts.purgeExpired()) }); // mandates: ghost sessions
   leader.add({ name: 'eval_monitors', everyMs: 60_000, run: () => evals.monitors.runDue() }); // quality
+  leader.add({ name: 'arena', everyMs: 60_000, run: () => arena.runDue() }); // arena: declared suites on their cadence
   leader.add({ name: 'purge_idle_mcp_sessions', everyMs: 300_000, run: async () => void (await mcp.sessions.purgeIdle()) }); // mcp
   leader.add({ name: 'benchmark_retention', everyMs: 60_000, run: async () => void (await benchmarks.destroyDue()) }); // benchmarks: sealed holdings destroyed at their retention
   leader.add({ name: 'purge_siwe_nonces', everyMs: 3600_000, run: async () => void (await identity.purgeNonces()) }); // sign-in nonces

@@ -50,6 +50,7 @@ import * as benchmarks from './migrations/20261127_3900_benchmarks.ts'; // bench
 import * as engine from './migrations/20261127_3200_engine.ts'; // engine builds
 import * as replay from './migrations/20261127_3500_replay.ts'; // replay capsules
 import * as autopilot from './migrations/20261127_3800_autopilot.ts'; // autopilot
+import * as arena from './migrations/20261127_4000_arena.ts'; // arena
 import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 import * as services from './migrations/20261127_3600_services.ts'; // marketplace
 
@@ -106,6 +107,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_3200_engine': engine, // engine builds
   '20261127_3500_replay': replay, // replay capsules
   '20261127_3800_autopilot': autopilot, // autopilot
+  '20261127_4000_arena': arena, // arena
   '20261127_2800_agents': agents, // agents
   '20261127_3600_services': services, // marketplace
 };

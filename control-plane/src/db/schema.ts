@@ -28,6 +28,7 @@ import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 import type { ServiceCallsTable, ServicesTable } from './schema-services.ts'; // marketplace
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 import type { AutopilotProposalsTable } from './schema-autopilot.ts'; // autopilot
+import type { ArenaRunsTable } from './schema-arena.ts'; // arena
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
@@ -57,6 +58,7 @@ export type * from './schema-engine.ts'; // engine builds
 export type * from './schema-services.ts'; // marketplace
 export type * from './schema-replay.ts'; // replay capsules
 export type * from './schema-autopilot.ts'; // autopilot
+export type * from './schema-arena.ts'; // arena
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
@@ -442,6 +444,7 @@ export interface DB {
   replay_capsules: ReplayCapsulesTable; // replay capsules
   replay_runs: ReplayRunsTable; // replay capsules
   autopilot_proposals: AutopilotProposalsTable; // autopilot
+  arena_runs: ArenaRunsTable; // arena
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

@@ -17557,6 +17557,244 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/arena/leaderboard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One row per (suite, model), each backed by a completed, fully receipted run over the suite's current tasks; empty until a runner account is configured */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description One row per (suite, model), by suite then pass rate; empty until a runner account is configured. */
+                            rows: {
+                                suite: string;
+                                suite_name: string;
+                                model: string;
+                                /** @description The run backing the row: completed, every task receipted, over the suite's current tasks. */
+                                run_id: string;
+                                run_url: string;
+                                pass_rate: number;
+                                tasks_passed: number;
+                                tasks_total: number;
+                                tasks_sha256: string;
+                                cost_micro_usd: number;
+                                finished_at: string;
+                            }[];
+                            runner_configured: boolean;
+                            generated_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/arena/suites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The declared suites with their tasks_sha256, cadence and models; an empty array when none are declared */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The declared suites; an empty array when none are. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            slug: string;
+                            name: string;
+                            description: string | null;
+                            /** @description Each (suite, model) runs again once this long has passed since its last run. */
+                            cadence_seconds: number;
+                            models: string[];
+                            task_count: number;
+                            /** @description Hex sha256 of the RFC 8785 canonical JSON of the tasks array (GET /v1/arena/suites/{slug} shows it). */
+                            tasks_sha256: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/arena/suites/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One declared suite: its tasks and the canonical serialization (RFC 8785) that tasks_sha256 covers */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            slug: string;
+                            name: string;
+                            description: string | null;
+                            cadence_seconds: number;
+                            models: string[];
+                            max_tokens: number | null;
+                            temperature: number | null;
+                            tasks: {
+                                id: string;
+                                messages: {
+                                    role: string;
+                                    content: string;
+                                }[];
+                                assertions: ({
+                                    type: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                            }[];
+                            /** @description The canonical serialization of the tasks: the exact bytes tasks_sha256 covers. */
+                            canonical: string;
+                            tasks_sha256: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/arena/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run with its per-task receipt ids, each fetchable at GET /v1/receipts/shared/{id}; no model output */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "arena.run";
+                            suite: string;
+                            model: string;
+                            tasks_sha256: string;
+                            /** @description Whether the run was over the suite's tasks as declared now. */
+                            current_tasks: boolean;
+                            /** @enum {string} */
+                            state: "completed" | "failed";
+                            /** @description Every task has a receipt. */
+                            receipted: boolean;
+                            tasks_total: number;
+                            tasks_passed: number;
+                            pass_rate: number;
+                            cost_micro_usd: number;
+                            started_at: string;
+                            finished_at: string;
+                            /** @description Why a failed run stopped. */
+                            error: {
+                                type: string;
+                                message: string;
+                            } | null;
+                            tasks: {
+                                task_id: string;
+                                passed: boolean;
+                                /** @description Fetch it at GET /v1/receipts/shared/{receipt_id}; it verifies with any Ethereum library. */
+                                receipt_id: string | null;
+                                receipt_url: string | null;
+                                page_url: string | null;
+                                /** @description Hex sha256 of the canonical output (as replay capsules fingerprint it); the output itself is not kept. */
+                                output_sha256: string | null;
+                                cost_micro_usd: number;
+                                error: {
+                                    type: string;
+                                    message: string;
+                                } | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/state/{key}": {
         parameters: {
             query?: never;
