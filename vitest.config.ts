@@ -36,6 +36,7 @@ export const BACKEND_TESTS = [
   'test/sealed-calls.test.ts', // two commits racing at the per-account cap (the account lock)
   'test/vault-transfers.test.ts', // concurrent transfers from one position racing for the asset's row lock (exactly the allowed ones pass)
   'test/passports.test.ts', // racing claims of one handle (one row wins on the unique index) and racing KYA mints at one handle (row lock)
+  'test/post.test.ts', // concurrent sends racing for one inbox's last places: postage moved exactly once per message (account locks)
   'test/mcp.test.ts', // MCP sessions served by any process, registrations cached per process and dropped on NOTIFY
   'test/guardrails.test.ts', // a revoked policy or deleted rule set reaching another process's cached keys (NOTIFY)
   'test/memory.test.ts', // vector search by an HNSW index (pgvector, embedded) or an exact scan in SQL (a server without pgvector); concurrent creations at the per-account cap

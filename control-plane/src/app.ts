@@ -104,6 +104,8 @@ import { agentsRoutes } from './modules/agents/routes.ts'; // agents
 import type { Agents } from './modules/agents/deps.ts'; // agents
 import { servicesRoutes } from './modules/services/routes.ts'; // marketplace
 import type { Services } from './modules/services/deps.ts'; // marketplace
+import { postRoutes } from './modules/post/routes.ts'; // agent post
+import type { PostService } from './modules/post/service.ts'; // agent post
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
 import { legacyRoutes } from './modules/legacy/routes.ts'; // legacy plans
 import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
@@ -175,6 +177,7 @@ export interface AppDeps {
   benchmarks: BenchmarksService; // benchmarks: portfolio benchmarks against peer cohorts
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   services: Services; // marketplace: published services paid inline by x402
+  post: PostService; // agent post: paid mail between passport handles
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   darkpool: Darkpool; // dark pool: intents and matches (501 unless enabled)
   support: SupportService; // holder support claims (501 without a Solana RPC)
@@ -278,6 +281,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   benchmarksRoutes(app, d.benchmarks); // benchmarks
   agentsRoutes(app, d.agents); // agents
   servicesRoutes(app, d.services); // marketplace
+  postRoutes(app, d.post); // agent post
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
   darkpoolRoutes(app, d.darkpool); // dark pool
   supportRoutes(app, d.support); // holder support claims

@@ -69,6 +69,7 @@ import { createMcp } from './modules/mcp/deps.ts'; // mcp
 import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
 import { createServices } from './modules/services/deps.ts'; // marketplace
+import { createPost } from './modules/post/deps.ts'; // agent post
 import { EngineService } from './modules/engine/service.ts'; // engine builds
 import { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { AutopilotService } from './modules/autopilot/service.ts'; // autopilot
@@ -224,6 +225,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const services = createServices({ db, clock, sealKey: seal, signer: signerSvc, identity, passports: passportsSvc, agents, config: config.market, self, publicUrl: config.publicUrl }); // marketplace: services paid by x402
+  const post = createPost({ db, clock, sealKey: seal, signer: signerSvc, billing: config.billing, metering, cursors, identity, passports: passportsSvc, config: config.market, publicUrl: config.publicUrl }); // agent post: postage through the ledger
   const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth
   const mcp = createMcp({ config: config.mcp, db, clock, sealKey: seal, self, publicUrl: config.publicUrl, metering, signerAddress: signerSvc.address, inference, sandboxes, identity, guardrailsMode: config.guardrails.mode, log: { error: (o, m) => app.log.error(o, m) } }); // mcp
   await mcp.servers.start(database); // mcp: registrations cached per process, dropped on NOTIFY
@@ -278,6 +280,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     explorer, // explorer
     passports, // passports and KYA credentials
     services, // marketplace
+    post, // agent post
     mcp, // mcp
     memory, // memory
     engine, // engine builds

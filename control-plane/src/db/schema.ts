@@ -26,6 +26,7 @@ import type { DarkpoolIntentEventsTable, DarkpoolIntentsTable, DarkpoolMatchesTa
 import type { SupportClaimsTable, SupportNoncesTable } from './schema-support.ts'; // holder support claims
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 import type { ServiceCallsTable, ServicesTable } from './schema-services.ts'; // marketplace
+import type { PostMessagesTable, PostSettingsTable } from './schema-post.ts'; // agent post
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 import type { AutopilotProposalsTable } from './schema-autopilot.ts'; // autopilot
 import type { ArenaRunsTable } from './schema-arena.ts'; // arena
@@ -56,6 +57,7 @@ export type * from './schema-nav.ts'; // nav
 export type * from './schema-benchmarks.ts'; // benchmarks
 export type * from './schema-engine.ts'; // engine builds
 export type * from './schema-services.ts'; // marketplace
+export type * from './schema-post.ts'; // agent post
 export type * from './schema-replay.ts'; // replay capsules
 export type * from './schema-autopilot.ts'; // autopilot
 export type * from './schema-arena.ts'; // arena
@@ -441,6 +443,8 @@ export interface DB {
   engine_builds: EngineBuildsTable; // engine builds
   services: ServicesTable; // marketplace
   service_calls: ServiceCallsTable; // marketplace
+  post_settings: PostSettingsTable; // agent post
+  post_messages: PostMessagesTable; // agent post
   replay_capsules: ReplayCapsulesTable; // replay capsules
   replay_runs: ReplayRunsTable; // replay capsules
   autopilot_proposals: AutopilotProposalsTable; // autopilot

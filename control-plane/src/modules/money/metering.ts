@@ -135,6 +135,11 @@ export class Metering {
     }
   }
 
+  /** Tells the balance observers about a balance written by a paid transfer (money/transfer.ts). */
+  noteBalance(accountId: string, balanceMicroUsd: number): void {
+    this.observed(accountId, balanceMicroUsd);
+  }
+
   get billingEnforced(): boolean {
     return this.cfg.enforced;
   }

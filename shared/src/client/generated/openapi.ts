@@ -21367,6 +21367,521 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/post/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send mail to a passport handle. You pay the recipient's postage: a metered post usage event with a receipt of kind post, credited to the recipient's ledger in the same transaction. 402 when you cannot cover it, 403 when the recipient's policy refuses, 429 with Retry-After when its inbox is full; nothing is charged on a refusal */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The recipient's passport handle. */
+                        to: string;
+                        subject?: string;
+                        /** @description At most 65536 bytes; sealed at rest. */
+                        body: string;
+                        /** @description A message of yours (sent or received): the reply joins its thread. */
+                        in_reply_to?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        "x-svc-receipt-id"?: components["headers"]["x-svc-receipt-id"];
+                        "x-svc-receipt"?: components["headers"]["x-svc-receipt"];
+                        "x-svc-signature"?: components["headers"]["x-svc-signature"];
+                        "x-svc-signer"?: components["headers"]["x-svc-signer"];
+                        "x-svc-cost-micro-usd"?: components["headers"]["x-svc-cost-micro-usd"];
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            thread_id: string;
+                            in_reply_to: string | null;
+                            from: string;
+                            to: string;
+                            bytes: number;
+                            postage_micro_usd: number;
+                            receipt_id: string;
+                            sent_at: string;
+                            read_at: string | null;
+                            deleted_at: string | null;
+                            usage_event_id: string;
+                        };
+                    };
+                };
+                /** @description Payment required */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PaymentRequired"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/post/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Received messages, newest first, metadata only; opaque cursors; unread counts undeleted messages not yet read */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1-200, default 50. */
+                    limit?: number;
+                    /** @description The next_cursor of the previous page, verbatim. */
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            messages: {
+                                id: string;
+                                thread_id: string;
+                                in_reply_to: string | null;
+                                from: string;
+                                to: string;
+                                bytes: number;
+                                postage_micro_usd: number;
+                                receipt_id: string;
+                                sent_at: string;
+                                read_at: string | null;
+                                deleted_at: string | null;
+                            }[];
+                            next_cursor: string | null;
+                            unread: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/post/outbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Sent messages, newest first, metadata only; opaque cursors */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description 1-200, default 50. */
+                    limit?: number;
+                    /** @description The next_cursor of the previous page, verbatim. */
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            messages: {
+                                id: string;
+                                thread_id: string;
+                                in_reply_to: string | null;
+                                from: string;
+                                to: string;
+                                bytes: number;
+                                postage_micro_usd: number;
+                                receipt_id: string;
+                                sent_at: string;
+                                read_at: string | null;
+                                deleted_at: string | null;
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/post/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Open one message: sender or recipient only (anyone else: 404); content null once deleted */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            thread_id: string;
+                            in_reply_to: string | null;
+                            from: string;
+                            to: string;
+                            bytes: number;
+                            postage_micro_usd: number;
+                            receipt_id: string;
+                            sent_at: string;
+                            read_at: string | null;
+                            deleted_at: string | null;
+                            subject: string | null;
+                            /** @description Null once the recipient deleted the message. */
+                            body: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Destroy the content of a received message; the content-free row and its receipt remain; idempotent */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            thread_id: string;
+                            in_reply_to: string | null;
+                            from: string;
+                            to: string;
+                            bytes: number;
+                            postage_micro_usd: number;
+                            receipt_id: string;
+                            sent_at: string;
+                            read_at: string | null;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/post/messages/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark a received message read; idempotent */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            thread_id: string;
+                            in_reply_to: string | null;
+                            from: string;
+                            to: string;
+                            bytes: number;
+                            postage_micro_usd: number;
+                            receipt_id: string;
+                            sent_at: string;
+                            read_at: string | null;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/post/threads/{thread_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every message of a thread you are party to, opened, oldest first; at most 500 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    thread_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            messages: {
+                                id: string;
+                                thread_id: string;
+                                in_reply_to: string | null;
+                                from: string;
+                                to: string;
+                                bytes: number;
+                                postage_micro_usd: number;
+                                receipt_id: string;
+                                sent_at: string;
+                                read_at: string | null;
+                                deleted_at: string | null;
+                                subject: string | null;
+                                /** @description Null once the recipient deleted the message. */
+                                body: string | null;
+                            }[];
+                            thread_id: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/post/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Postage, accept policy, allow and block lists */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            handle: string | null;
+                            postage_micro_usd: number;
+                            /** @enum {string} */
+                            accept_policy: "open" | "allowlist" | "closed";
+                            allow_list: string[];
+                            block_list: string[];
+                            inbox: {
+                                unread: number;
+                                max_unread: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        /** Update any subset; postage at most $1.00 (1000000 micro-USD) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description What a sender pays you per message, micro-USD; at most 1000000 ($1.00). */
+                        postage_micro_usd?: number;
+                        /**
+                         * @description open: anyone not blocked; allowlist: only handles on the allow list; closed: nobody.
+                         * @enum {string}
+                         */
+                        accept_policy?: "open" | "allowlist" | "closed";
+                        allow_list?: string[];
+                        block_list?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            handle: string | null;
+                            postage_micro_usd: number;
+                            /** @enum {string} */
+                            accept_policy: "open" | "allowlist" | "closed";
+                            allow_list: string[];
+                            block_list: string[];
+                            inbox: {
+                                unread: number;
+                                max_unread: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/post/handles/{handle}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether a handle takes mail and at what postage; accepts: false under an allow list or closed, alike; unknown handle 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    handle: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            handle: string;
+                            accepts: boolean;
+                            postage_micro_usd: number | null;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/legacy/plans": {
         parameters: {
             query?: never;
