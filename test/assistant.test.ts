@@ -143,13 +143,14 @@ describe('POST /v1/assistant', () => {
     expect(JSON.stringify(r.body)).not.toContain('upstream exploded');
   });
 
-  it('without SVC_ASSISTANT_MODEL the route is not there (404 like any unknown route); media catalogs are empty', async () => {
+  it('without SVC_ASSISTANT_MODEL the route is unmounted (404 like any unknown route) and still documented; media catalogs are empty', async () => {
     const r = await ask(user('hi'), bare.url);
     const unknown = await fetch(`${bare.url}/v1/no-such-route`, { method: 'POST' });
     expect(r.status).toBe(404);
     expect(r.body.error.type).toBe('not_found');
     expect(unknown.status).toBe(404);
-    expect(bare.gw.app.routeTable.some((x) => x.url === '/v1/assistant')).toBe(false);
+    expect(r.body.error.message).toBe('Route POST /v1/assistant not found');
+    expect(((await (await fetch(`${bare.url}/openapi.json`)).json()) as { paths: Record<string, object> }).paths['/v1/assistant']).toHaveProperty('post');
     for (const kind of ['images', 'videos']) expect(await (await fetch(`${bare.url}/v1/${kind}/models`)).json()).toEqual({ object: 'list', data: [] });
   });
 

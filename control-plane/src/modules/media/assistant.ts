@@ -72,20 +72,20 @@ const MAX_TOTAL_CHARS = 32_000;
 /**
  * POST /v1/assistant: keyless, answered by SVC_ASSISTANT_MODEL through the inference backends without
  * metering. It persists nothing and mints no receipt; it is rate limited per client address. Without a
- * configured model the route is not registered (404 like any unknown route).
+ * configured model the route is unmounted: it answers 404 as an unknown route does, and stays in the OpenAPI
+ * document like every route behind a deployment flag.
  */
 export function assistantRoutes(app: FastifyInstance, d: { inference: InferenceService; config: MediaConfig['assistant']; clock: Clock }): void {
-  const model = d.config.model;
-  if (!model) return;
+  const model = d.config.model ?? '';
   const limiter = new RateLimiter(d.config.rateLimit, d.config.rateWindowSeconds * 1000, d.clock);
   const r = app.withTypeProvider<ZodTypeProvider>();
   r.post(
     '/v1/assistant',
     {
-      config: { auth: 'public' },
+      config: { auth: 'public', unmounted: !model },
       schema: {
         tags: ['media'],
-        summary: `Keyless assistant: persists nothing, mints no receipt; ${d.config.rateLimit} requests per ${d.config.rateWindowSeconds} s per client (429 with Retry-After beyond)`,
+        summary: `Keyless assistant: persists nothing, mints no receipt; ${d.config.rateLimit} requests per ${d.config.rateWindowSeconds} s per client (429 with Retry-After beyond); 404 where no assistant model is configured`,
         body: AssistantBody,
         response: { 200: AssistantReply },
       },

@@ -25,6 +25,8 @@ export function terminalRoutes(app: FastifyInstance, d: SandboxDeps): void {
     '/v1/terminal/run',
     {
       config: { auth: 'public', billable: true },
+      // Flag off: 404 with an empty body before anything else looks at the request (its body included).
+      onRequest: (_req, reply, done) => (d.config.terminal.enabled ? done() : void reply.code(404 as 200).send(undefined as never)),
       schema: {
         tags: ['sandboxes'],
         summary: 'Keyless code execution under a global daily budget. Behind a deployment flag: 404 with an empty body where off (the default)',
@@ -33,7 +35,6 @@ export function terminalRoutes(app: FastifyInstance, d: SandboxDeps): void {
       },
     },
     async (req, reply) => {
-      if (!d.config.terminal.enabled) return reply.code(404 as 200).send(undefined as never); // flag off: 404, empty body
       const now = d.clock.now();
       const dayStart = new Date(Math.floor(now.getTime() / 86_400_000) * 86_400_000);
       const spent = await d.db

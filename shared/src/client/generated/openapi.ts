@@ -8189,7 +8189,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Keyless assistant: persists nothing, mints no receipt; 10 requests per 60 s per client (429 with Retry-After beyond) */
+        /** Keyless assistant: persists nothing, mints no receipt; 10 requests per 60 s per client (429 with Retry-After beyond); 404 where no assistant model is configured */
         post: {
             parameters: {
                 query?: never;
