@@ -155,6 +155,13 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'POST /v1/vault/claims/:id/cancel': 'admin', // vault
   'GET /v1/vault/distributions': 'member', // vault
   'POST /v1/vault/assets/:id/distribute': 'admin', // vault
+  'GET /v1/vault/assets/:id/attesters': 'member', // vault
+  'POST /v1/vault/assets/:id/attesters': 'admin', // vault
+  'DELETE /v1/vault/assets/:id/attesters/:attester_id': 'admin', // vault
+  'GET /v1/vault/assets/:id/attestations': 'member', // vault
+  'POST /v1/vault/assets/:id/attestations': 'admin', // vault
+  'POST /v1/vault/assets/:id/nav': 'admin', // vault
+  'POST /v1/vault/proofs': 'admin', // vault
   // Engine builds: members read versions and what a slug serves; admins draft, publish, unpublish and delete them.
   'GET /v1/engine/builds': 'member', // engine builds
   'GET /v1/engine/builds/:id': 'member', // engine builds

@@ -2,6 +2,9 @@ import { AssetsService } from './assets.ts';
 import { ClaimsService } from './claims.ts';
 import { VaultCore, type VaultDeps } from './core.ts';
 import { DistributionsService } from './distributions.ts';
+import { AttestersService } from './attesters.ts';
+import { AttestationsService } from './attestations.ts';
+import { ProofsService } from './proofs.ts';
 import { PositionsService } from './positions.ts';
 import { TransfersService } from './transfers.ts';
 
@@ -13,6 +16,9 @@ export interface Vault {
   transfers: TransfersService;
   claims: ClaimsService;
   distributions: DistributionsService;
+  attesters: AttestersService;
+  attestations: AttestationsService;
+  proofs: ProofsService;
   explorerSource(): { counts(): Promise<Record<string, number>> };
 }
 
@@ -25,6 +31,9 @@ export function createVault(d: VaultDeps): Vault {
     transfers: new TransfersService(core),
     claims: new ClaimsService(core),
     distributions: new DistributionsService(core),
+    attesters: new AttestersService(core),
+    attestations: new AttestationsService(core),
+    proofs: new ProofsService(core),
     explorerSource: () => ({
       counts: async () => {
         const r = await d.db.selectFrom('vault_chain_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

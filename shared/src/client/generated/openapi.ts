@@ -12420,6 +12420,454 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vault/assets/{id}/attesters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Roster: the issuer sees every role (active and revoked), an attester their own active roles; holders 403, anyone else 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attesters: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_attester";
+                                asset_id: string;
+                                /** @enum {string} */
+                                role: "auditor" | "custodian" | "appraiser" | "legal";
+                                account_id: string | null;
+                                wallet: string | null;
+                                /** @enum {string} */
+                                state: "active" | "revoked";
+                                created_at: string;
+                                revoked_at: string | null;
+                            }[];
+                            asset_id: string;
+                            roles: ("auditor" | "custodian" | "appraiser" | "legal")[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Issuer names an attester (auditor, custodian, appraiser, legal) by account_id or wallet; `attester_named` chained */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        role: "auditor" | "custodian" | "appraiser" | "legal";
+                        /** @description Name an account ... */
+                        account_id?: string;
+                        /** @description ... or a wallet: whichever account links it takes the role. */
+                        wallet?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_attester";
+                            asset_id: string;
+                            /** @enum {string} */
+                            role: "auditor" | "custodian" | "appraiser" | "legal";
+                            account_id: string | null;
+                            wallet: string | null;
+                            /** @enum {string} */
+                            state: "active" | "revoked";
+                            created_at: string;
+                            revoked_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}/attesters/{attester_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Issuer revokes a role (`attester_revoked` chained; again changes nothing); attestations already recorded stand */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    attester_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_attester";
+                            asset_id: string;
+                            /** @enum {string} */
+                            role: "auditor" | "custodian" | "appraiser" | "legal";
+                            account_id: string | null;
+                            wallet: string | null;
+                            /** @enum {string} */
+                            state: "active" | "revoked";
+                            created_at: string;
+                            revoked_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}/attestations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every attestation and figure of the asset, opened; the issuer, holders and active attesters read them (anyone else 404) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete. */
+                            attestations: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_attestation";
+                                asset_id: string;
+                                /** @enum {string} */
+                                kind: "statement" | "nav" | "reserves";
+                                role: string;
+                                attester_id: string | null;
+                                recorded_by_account_id: string;
+                                statement: string | null;
+                                basis: string | null;
+                                value_micro_usd: number | null;
+                                as_of: string | null;
+                                /** @description The wallet that co-signed (document.attester), if any. */
+                                attester_address: string | null;
+                                /** @description The signed document; its `attester.message` is what the wallet signed. */
+                                document: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description RFC 8785 canonical JSON of document: the exact text the gateway signed. */
+                                canonical: string;
+                                signature: string;
+                                signer: string;
+                                scheme: string;
+                                chain_seq: number;
+                                created_at: string;
+                            }[];
+                            asset_id: string;
+                            trust_model: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** An attester records a sealed statement in an active role: gateway-signed, optionally signed by the attester's wallet (EIP-191, verified on submit); `attestation_recorded` chained */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Sealed at rest; the issuer, holders and attesters read it. */
+                        statement: string;
+                        /**
+                         * @description The role recorded in, when you hold several on this asset.
+                         * @enum {string}
+                         */
+                        role?: "auditor" | "custodian" | "appraiser" | "legal";
+                        /** @description The recorder's wallet's EIP-191 signature of the attester message (docs/vault.md); verified on submit. */
+                        attester_signature?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_attestation";
+                            asset_id: string;
+                            /** @enum {string} */
+                            kind: "statement" | "nav" | "reserves";
+                            role: string;
+                            attester_id: string | null;
+                            recorded_by_account_id: string;
+                            statement: string | null;
+                            basis: string | null;
+                            value_micro_usd: number | null;
+                            as_of: string | null;
+                            /** @description The wallet that co-signed (document.attester), if any. */
+                            attester_address: string | null;
+                            /** @description The signed document; its `attester.message` is what the wallet signed. */
+                            document: {
+                                [key: string]: unknown;
+                            };
+                            /** @description RFC 8785 canonical JSON of document: the exact text the gateway signed. */
+                            canonical: string;
+                            signature: string;
+                            signer: string;
+                            scheme: string;
+                            chain_seq: number;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}/nav": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The issuer or an attester records a NAV or reserves figure: a gateway-signed proof (verifiable through POST /v1/receipts/verify), optionally co-signed by the recorder's wallet; `nav_recorded` chained */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "nav" | "reserves";
+                        value_micro_usd: number;
+                        /** @description When the figure holds; not in the future. */
+                        as_of: string;
+                        /** @description How it was reached; sealed, its sha256 signed. */
+                        basis?: string;
+                        /**
+                         * @description The issuer records as `issuer` by default; an attester in one of their roles.
+                         * @enum {string}
+                         */
+                        role?: "auditor" | "custodian" | "appraiser" | "legal" | "issuer";
+                        /** @description The recorder's wallet's EIP-191 signature of the attester message (docs/vault.md); verified on submit. */
+                        attester_signature?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_attestation";
+                            asset_id: string;
+                            /** @enum {string} */
+                            kind: "statement" | "nav" | "reserves";
+                            role: string;
+                            attester_id: string | null;
+                            recorded_by_account_id: string;
+                            statement: string | null;
+                            basis: string | null;
+                            value_micro_usd: number | null;
+                            as_of: string | null;
+                            /** @description The wallet that co-signed (document.attester), if any. */
+                            attester_address: string | null;
+                            /** @description The signed document; its `attester.message` is what the wallet signed. */
+                            document: {
+                                [key: string]: unknown;
+                            };
+                            /** @description RFC 8785 canonical JSON of document: the exact text the gateway signed. */
+                            canonical: string;
+                            signature: string;
+                            signer: string;
+                            scheme: string;
+                            chain_seq: number;
+                            created_at: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/proofs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A signed selective-disclosure statement: the caller (by one of their wallets) holds at least N of the asset now; reveals nothing else; verifiable through POST /v1/receipts/verify. Below N 409, nothing signed */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        asset_id: string;
+                        /**
+                         * @default holds_at_least
+                         * @enum {string}
+                         */
+                        statement?: "holds_at_least";
+                        /** @description N: the proof states that you hold at least this much. */
+                        amount_micro_usd: number;
+                        /** @description The wallet the proof names; one linked to your account. Default: the session's wallet. */
+                        wallet?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            proof: {
+                                /** @enum {string} */
+                                type: "svc.vault_disclosure";
+                                /** @enum {number} */
+                                version: 1;
+                                proof_id: string;
+                                /** @enum {string} */
+                                statement: "holds_at_least";
+                                subject: {
+                                    wallet: string;
+                                };
+                                asset_id: string;
+                                amount_micro_usd: number;
+                                as_of: string;
+                                chain: {
+                                    length: number;
+                                    head: string;
+                                };
+                                discloses: string;
+                                signer: string;
+                            };
+                            canonical: string;
+                            signature: string;
+                            signer: string;
+                            scheme: string;
+                            verify: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/c/{id}": {
         parameters: {
             query?: never;
