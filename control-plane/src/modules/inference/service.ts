@@ -153,7 +153,6 @@ export class InferenceService {
    * names a guardrail policy, its guard (a request the key's own policy already blocked keeps that refusal).
    */
   private async expand(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<{ body: Body; ctx: CallContext }> {
-    if (!isEngineModel(body.model)) return { body, ctx };
     if (!this.engines) throw new ServiceError('not_found', `The model "${String(body.model)}" does not exist: engine builds are not served here`, { param: 'model', code: 'model_not_found' });
     const x = await this.engines.expand(p, body);
     return { body: x.body, ctx: { ...ctx, engine: x.stamp, guard: ctx.guard?.blocked ? ctx.guard : (x.guard ?? ctx.guard) } };
@@ -178,8 +177,8 @@ export class InferenceService {
    * A non-streamed chat completion (OpenAI shape), with the signed receipt; `text` is a provider's answer as
    * it came, when nothing in it changed (the caller may send it rather than write `body` again).
    */
-  async chat(p: KeyPrincipal, requested: Body, callCtx: CallContext): Promise<Answered> {
-    const { body, ctx } = await this.expand(p, requested, callCtx); // engine builds
+  async chat(p: KeyPrincipal, body: Body, ctx: CallContext): Promise<Answered> {
+    if (isEngineModel(body.model)) ({ body, ctx } = await this.expand(p, body, ctx)); // engine builds
     const prep = await this.prepareChat(body);
     if (ctx.guard?.blocked) await this.refuse(p, prep.model.id, ctx, false); // guardrails
     const out = await this.metering.meter({ principal: p, requestId: ctx.requestId, runId: ctx.runId, maxCostMicroUsd: discounted(prep.holdMicroUsd, ctx.discountPercent), route: ctx.route, resource: ctx.resource }, async (hold) => {
@@ -205,8 +204,8 @@ export class InferenceService {
    * the error status); later ones go to `sink.fail`. The upstream is always asked for usage
    * (`stream_options.include_usage`); the usage chunk reaches the caller only with `forwardUsage`.
    */
-  async chatStream(p: KeyPrincipal, requested: Body, callCtx: CallContext, sink: ChatSink, opts: { forwardUsage: boolean }): Promise<void> {
-    const { body, ctx } = await this.expand(p, requested, callCtx); // engine builds
+  async chatStream(p: KeyPrincipal, body: Body, ctx: CallContext, sink: ChatSink, opts: { forwardUsage: boolean }): Promise<void> {
+    if (isEngineModel(body.model)) ({ body, ctx } = await this.expand(p, body, ctx)); // engine builds
     const prep = await this.prepareChat(body);
     if (ctx.guard?.blocked) await this.refuse(p, prep.model.id, ctx, true); // guardrails
     const hold = await this.hold(p, prep, ctx);
