@@ -106,6 +106,8 @@ import { servicesRoutes } from './modules/services/routes.ts'; // marketplace
 import type { Services } from './modules/services/deps.ts'; // marketplace
 import { postRoutes } from './modules/post/routes.ts'; // agent post
 import type { PostService } from './modules/post/service.ts'; // agent post
+import { relaysRoutes } from './modules/relays/routes.ts'; // relays
+import type { RelaysService } from './modules/relays/service.ts'; // relays
 import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
 import { legacyRoutes } from './modules/legacy/routes.ts'; // legacy plans
 import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
@@ -178,6 +180,7 @@ export interface AppDeps {
   agents: Agents; // agents: hosted agents, their hooks and mailboxes
   services: Services; // marketplace: published services paid inline by x402
   post: PostService; // agent post: paid mail between passport handles
+  relays: RelaysService; // relays: sealed temporary shares
   legacy: Legacy; // legacy plans: owners, attesters, beneficiaries, the public claim link
   darkpool: Darkpool; // dark pool: intents and matches (501 unless enabled)
   support: SupportService; // holder support claims (501 without a Solana RPC)
@@ -282,6 +285,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   agentsRoutes(app, d.agents); // agents
   servicesRoutes(app, d.services); // marketplace
   postRoutes(app, d.post); // agent post
+  relaysRoutes(app, d.relays); // relays
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
   darkpoolRoutes(app, d.darkpool); // dark pool
   supportRoutes(app, d.support); // holder support claims

@@ -70,6 +70,7 @@ import { MemoryService } from './modules/memory/service.ts'; // memory
 import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
 import { createServices } from './modules/services/deps.ts'; // marketplace
 import { createPost } from './modules/post/deps.ts'; // agent post
+import { RelaysService } from './modules/relays/service.ts'; // relays
 import { EngineService } from './modules/engine/service.ts'; // engine builds
 import { ReplayService } from './modules/replay/service.ts'; // replay capsules
 import { AutopilotService } from './modules/autopilot/service.ts'; // autopilot
@@ -226,6 +227,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const services = createServices({ db, clock, sealKey: seal, signer: signerSvc, identity, passports: passportsSvc, agents, config: config.market, self, publicUrl: config.publicUrl }); // marketplace: services paid by x402
   const post = createPost({ db, clock, sealKey: seal, signer: signerSvc, billing: config.billing, metering, cursors, identity, passports: passportsSvc, config: config.market, publicUrl: config.publicUrl }); // agent post: postage through the ledger
+  const relays = new RelaysService({ db, clock, sealKey: seal, publicUrl: config.publicUrl, pinAttempts: config.market.relayPinAttempts }); // relays
   const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth
   const mcp = createMcp({ config: config.mcp, db, clock, sealKey: seal, self, publicUrl: config.publicUrl, metering, signerAddress: signerSvc.address, inference, sandboxes, identity, guardrailsMode: config.guardrails.mode, log: { error: (o, m) => app.log.error(o, m) } }); // mcp
   await mcp.servers.start(database); // mcp: registrations cached per process, dropped on NOTIFY
@@ -281,6 +283,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     passports, // passports and KYA credentials
     services, // marketplace
     post, // agent post
+    relays, // relays
     mcp, // mcp
     memory, // memory
     engine, // engine builds
@@ -347,6 +350,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   leader.add({ name: 'benchmark_retention', everyMs: 60_000, run: async () => void (await benchmarks.destroyDue()) }); // benchmarks: sealed holdings destroyed at their retention
   leader.add({ name: 'purge_siwe_nonces', everyMs: 3600_000, run: async () => void (await identity.purgeNonces()) }); // sign-in nonces
   leader.add({ name: 'agents', everyMs: 5_000, run: () => agents.tick() }); // agents: schedules, queued hook and mailbox runs
+  leader.add({ name: 'relay_expiry', everyMs: 60_000, run: async () => void (await relays.sweep()) }); // relays: expired ciphertext destroyed, stale grants dropped
   leader.add({ name: 'legacy_plans', everyMs: config.legacy.everyMs, run: async () => void (await legacy.lifecycle.tick()) }); // legacy plans: warning, release
   leader.add({ name: 'purge_support_nonces', everyMs: 3600_000, run: async () => void (await support.purgeNonces()) }); // holder support claims
   if (passkeys) leader.add({ name: 'purge_passkey_challenges', everyMs: 3600_000, run: async () => void (await passkeys.purgeChallenges()) }); // passkeys

@@ -54,6 +54,7 @@ import * as arena from './migrations/20261127_4000_arena.ts'; // arena
 import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 import * as services from './migrations/20261127_3600_services.ts'; // marketplace
 import * as post from './migrations/20261127_4100_post.ts'; // agent post
+import * as relays from './migrations/20261127_4200_relays.ts'; // relays
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -112,6 +113,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_2800_agents': agents, // agents
   '20261127_3600_services': services, // marketplace
   '20261127_4100_post': post, // agent post
+  '20261127_4200_relays': relays, // relays
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

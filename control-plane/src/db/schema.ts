@@ -27,6 +27,7 @@ import type { SupportClaimsTable, SupportNoncesTable } from './schema-support.ts
 import type { EngineBuildsTable } from './schema-engine.ts'; // engine builds
 import type { ServiceCallsTable, ServicesTable } from './schema-services.ts'; // marketplace
 import type { PostMessagesTable, PostSettingsTable } from './schema-post.ts'; // agent post
+import type { RelayGrantsTable, RelayObjectsTable, RelaysTable } from './schema-relays.ts'; // relays
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 import type { AutopilotProposalsTable } from './schema-autopilot.ts'; // autopilot
 import type { ArenaRunsTable } from './schema-arena.ts'; // arena
@@ -58,6 +59,7 @@ export type * from './schema-benchmarks.ts'; // benchmarks
 export type * from './schema-engine.ts'; // engine builds
 export type * from './schema-services.ts'; // marketplace
 export type * from './schema-post.ts'; // agent post
+export type * from './schema-relays.ts'; // relays
 export type * from './schema-replay.ts'; // replay capsules
 export type * from './schema-autopilot.ts'; // autopilot
 export type * from './schema-arena.ts'; // arena
@@ -445,6 +447,9 @@ export interface DB {
   service_calls: ServiceCallsTable; // marketplace
   post_settings: PostSettingsTable; // agent post
   post_messages: PostMessagesTable; // agent post
+  relays: RelaysTable; // relays
+  relay_objects: RelayObjectsTable; // relays
+  relay_grants: RelayGrantsTable; // relays
   replay_capsules: ReplayCapsulesTable; // replay capsules
   replay_runs: ReplayRunsTable; // replay capsules
   autopilot_proposals: AutopilotProposalsTable; // autopilot

@@ -9,6 +9,7 @@ const PATH_TOKENS: RegExp[] = [
   /^(\/v1\/agents\/[^/?#]+\/hooks\/)(?!(?:rotate|disable|secret)(?:[/?#]|$))[^/?#]+/,
   /^(\/v1\/orgs\/invites\/)[^/?#]+/,
   /^(\/(?:v1\/)?legacy\/claim\/)[^/?#]+/, // legacy plans
+  /^(\/v1\/relay-access\/)[^/?#]+/, // relays: the link secret
 ];
 
 /** The URL as a log shows it: path tokens replaced by `[redacted]`. */

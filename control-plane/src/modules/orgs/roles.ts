@@ -176,6 +176,10 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'POST /v1/services': 'admin', // marketplace
   'PATCH /v1/services/manage/:slug': 'admin', // marketplace
   'DELETE /v1/services/manage/:slug': 'admin', // marketplace
+  // Relays: members list them (metadata only); admins create and revoke.
+  'GET /v1/relays': 'member', // relays
+  'POST /v1/relays': 'admin', // relays
+  'POST /v1/relays/:id/revoke': 'admin', // relays
   // Replay capsules: members read capsules and their history (content-free); admins record, replay (metered) and delete.
   'GET /v1/replay/capsules': 'member', // replay capsules
   'GET /v1/replay/capsules/:id': 'member', // replay capsules

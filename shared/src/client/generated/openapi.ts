@@ -22330,6 +22330,293 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/relays": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The 100 most recent relays, metadata only: status, access counts, sizes */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            relays: {
+                                id: string;
+                                /** @enum {string} */
+                                status: "active" | "revoked" | "locked" | "expired" | "exhausted";
+                                view_only: boolean;
+                                pin_protected: boolean;
+                                expires_at: string;
+                                max_accesses: number;
+                                accesses: number;
+                                failed_pin_attempts: number;
+                                object_count: number;
+                                total_bytes: number;
+                                objects: {
+                                    id: string;
+                                    name: string;
+                                    content_type: string;
+                                    bytes: number;
+                                    sha256: string;
+                                }[];
+                                content_destroyed: boolean;
+                                created_at: string;
+                                ended_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a sealed temporary share of 1-10 objects (at most 8388608 bytes each, 16777216 in all) with an expiry, an access cap, an optional PIN and a view-only flag; the share_url (carrying the link secret) is shown once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description 1 to 10 objects, at most 16777216 bytes in all. */
+                        objects: {
+                            name: string;
+                            content_type: string;
+                            /** @description The bytes, base64; at most 8388608 bytes each. */
+                            content_b64: string;
+                        }[];
+                        /** @description 60 to 604800; default 86400. */
+                        expires_in_seconds?: number;
+                        /** @description Opens the link allows, 1 to 1000; default 1. */
+                        max_accesses?: number;
+                        /** @description 4 to 12 digits, asked when the link is opened. */
+                        pin?: string;
+                        /** @description Serve only image/* and text/*, inline, with nosniff and a restrictive CSP. */
+                        view_only?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            status: "active" | "revoked" | "locked" | "expired" | "exhausted";
+                            view_only: boolean;
+                            pin_protected: boolean;
+                            expires_at: string;
+                            max_accesses: number;
+                            accesses: number;
+                            failed_pin_attempts: number;
+                            object_count: number;
+                            total_bytes: number;
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                bytes: number;
+                                sha256: string;
+                            }[];
+                            content_destroyed: boolean;
+                            created_at: string;
+                            ended_at: string | null;
+                            /** @description Shown once: it carries the link secret, stored only as sha256. */
+                            share_url: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/relays/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke: the ciphertext is destroyed at once; the link then answers 404; idempotent */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            status: "active" | "revoked" | "locked" | "expired" | "exhausted";
+                            view_only: boolean;
+                            pin_protected: boolean;
+                            expires_at: string;
+                            max_accesses: number;
+                            accesses: number;
+                            failed_pin_attempts: number;
+                            object_count: number;
+                            total_bytes: number;
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                bytes: number;
+                                sha256: string;
+                            }[];
+                            content_destroyed: boolean;
+                            created_at: string;
+                            ended_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/relay-access/{secret}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open a relay by its link secret (body {pin?}): one access counted, a short-lived grant and the objects listed. Expired, revoked, used-up, locked and unknown links answer the same 404; a wrong PIN is 403 with the attempts left, and the last one locks the relay */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    secret: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        pin?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            view_only: boolean;
+                            expires_at: string;
+                            accesses: number;
+                            max_accesses: number;
+                            /** @description Fetches this access's objects for 600 s (never past the relay's expiry). */
+                            grant: string;
+                            grant_expires_at: string;
+                            objects: {
+                                id: string;
+                                name: string;
+                                content_type: string;
+                                bytes: number;
+                                sha256: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/relay-access/{secret}/objects/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fetch one object's bytes with the grant of an open. View-only relays serve only image/* and text/* inline; others as attachments; always nosniff, no-store and a restrictive CSP. A dead link or grant is the same 404 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    secret: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The grant an open of this link returned. */
+                        grant: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/legacy/plans": {
         parameters: {
             query?: never;
