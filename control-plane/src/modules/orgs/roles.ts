@@ -162,6 +162,13 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'POST /v1/vault/assets/:id/attestations': 'admin', // vault
   'POST /v1/vault/assets/:id/nav': 'admin', // vault
   'POST /v1/vault/proofs': 'admin', // vault
+  'GET /v1/vault/assets/:id/documents': 'member', // vault
+  'GET /v1/vault/assets/:id/documents/:doc_id': 'member', // vault
+  'POST /v1/vault/assets/:id/documents': 'admin', // vault
+  'DELETE /v1/vault/assets/:id/documents/:doc_id': 'admin', // vault
+  'POST /v1/vault/assets/:id/view-grant': 'admin', // vault
+  'GET /v1/vault/assets/:id/view-grants': 'admin', // vault
+  'DELETE /v1/vault/view-grants/:id': 'admin', // vault
   // Engine builds: members read versions and what a slug serves; admins draft, publish, unpublish and delete them.
   'GET /v1/engine/builds': 'member', // engine builds
   'GET /v1/engine/builds/:id': 'member', // engine builds

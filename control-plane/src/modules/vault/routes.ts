@@ -4,6 +4,7 @@ import { vaultAssetRoutes } from './routes-assets.ts';
 import { vaultPositionRoutes } from './routes-positions.ts';
 import { vaultDistributionRoutes } from './routes-distributions.ts';
 import { vaultAttestRoutes } from './routes-attest.ts';
+import { vaultDocumentRoutes } from './routes-documents.ts';
 
 /** Every vault route (spec: assets, `/v1/vault/*`). */
 export function vaultRoutes(app: FastifyInstance, v: Vault): void {
@@ -11,4 +12,5 @@ export function vaultRoutes(app: FastifyInstance, v: Vault): void {
   vaultPositionRoutes(app, v);
   vaultDistributionRoutes(app, v);
   vaultAttestRoutes(app, v);
+  vaultDocumentRoutes(app, v);
 }

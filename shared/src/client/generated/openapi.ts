@@ -12868,6 +12868,540 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vault/assets/{id}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Document metadata: the issuer every document (deleted ones too), holders those shared with holders; attesters 403, anyone else 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete. */
+                            documents: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_document";
+                                asset_id: string;
+                                name: string;
+                                content_type: string;
+                                size_bytes: number;
+                                /** @description 0x sha256 of the bytes; stays after deletion. */
+                                sha256: string;
+                                shared_with_holders: boolean;
+                                /** @enum {string} */
+                                state: "stored" | "deleted";
+                                /** @description The `document_added` event. */
+                                chain_seq: number;
+                                created_at: string;
+                                deleted_at: string | null;
+                            }[];
+                            asset_id: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Issuer stores a sealed document (at most 1048576 bytes; 413 above); its sha256 chained as `document_added` */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Sealed. */
+                        name: string;
+                        /** @default application/octet-stream */
+                        content_type?: string;
+                        /** @description The document's bytes, base64 (padded); at most 1048576 bytes decoded (413 above). Sealed; its sha256 is chained. */
+                        content_b64: string;
+                        /**
+                         * @description Holders list and fetch it too.
+                         * @default false
+                         */
+                        shared_with_holders?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_document";
+                            asset_id: string;
+                            name: string;
+                            content_type: string;
+                            size_bytes: number;
+                            /** @description 0x sha256 of the bytes; stays after deletion. */
+                            sha256: string;
+                            shared_with_holders: boolean;
+                            /** @enum {string} */
+                            state: "stored" | "deleted";
+                            /** @description The `document_added` event. */
+                            chain_seq: number;
+                            created_at: string;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}/documents/{doc_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A document's bytes as base64, to whoever may list it; deleted 410 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    doc_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_document";
+                            asset_id: string;
+                            name: string;
+                            content_type: string;
+                            size_bytes: number;
+                            /** @description 0x sha256 of the bytes; stays after deletion. */
+                            sha256: string;
+                            shared_with_holders: boolean;
+                            /** @enum {string} */
+                            state: "stored" | "deleted";
+                            /** @description The `document_added` event. */
+                            chain_seq: number;
+                            created_at: string;
+                            deleted_at: string | null;
+                            content_b64: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Issuer deletes a document: the ciphertext destroyed, its sha256 stays chained (`document_deleted`); again changes nothing */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    doc_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_document";
+                            asset_id: string;
+                            name: string;
+                            content_type: string;
+                            size_bytes: number;
+                            /** @description 0x sha256 of the bytes; stays after deletion. */
+                            sha256: string;
+                            shared_with_holders: boolean;
+                            /** @enum {string} */
+                            state: "stored" | "deleted";
+                            /** @description The `document_added` event. */
+                            chain_seq: number;
+                            created_at: string;
+                            deleted_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}/view-grant": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issuer mints a scoped view key (summary, holders, documents) with an expiry; the token shown once; `view_grant_minted` chained */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description summary: the asset's fields and state; holders: the cap table; documents: every stored document. */
+                        scopes: ("summary" | "holders" | "documents")[];
+                        /** @description Seconds until the key stops working; default 7 days. */
+                        ttl_seconds?: number;
+                        /** @description Who it is for; sealed. */
+                        label?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_view_grant";
+                            asset_id: string;
+                            scopes: ("summary" | "holders" | "documents")[];
+                            label: string | null;
+                            /** @enum {string} */
+                            state: "active" | "expired" | "revoked";
+                            expires_at: string;
+                            created_at: string;
+                            revoked_at: string | null;
+                            /** @description The view key, shown this once (stored as sha256). */
+                            token: string;
+                            view_url: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/assets/{id}/view-grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The asset's view grants (issuer only), newest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Newest first; complete. */
+                            grants: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_view_grant";
+                                asset_id: string;
+                                scopes: ("summary" | "holders" | "documents")[];
+                                label: string | null;
+                                /** @enum {string} */
+                                state: "active" | "expired" | "revoked";
+                                expires_at: string;
+                                created_at: string;
+                                revoked_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/view-grants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Issuer revokes a view grant at once (`view_grant_revoked` chained); again changes nothing */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_view_grant";
+                            asset_id: string;
+                            scopes: ("summary" | "holders" | "documents")[];
+                            label: string | null;
+                            /** @enum {string} */
+                            state: "active" | "expired" | "revoked";
+                            expires_at: string;
+                            created_at: string;
+                            revoked_at: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/view/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A vault asset through a view key: exactly its scopes. Unknown, revoked and expired keys answer the same 404 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "vault_view";
+                            asset_id: string;
+                            scopes: ("summary" | "holders" | "documents")[];
+                            expires_at: string;
+                            summary?: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_asset";
+                                /** @enum {string} */
+                                state: "open" | "closed";
+                                name: string;
+                                asset_class: string;
+                                description: string | null;
+                                identifier: string | null;
+                                jurisdiction: string | null;
+                                terms: string | null;
+                                /** @description The issuer only; null for other parties. */
+                                issued_micro_usd: number | null;
+                                /** @description The fields stored sealed, each under its own nonce. */
+                                sealed_fields: ("name" | "asset_class" | "description" | "identifier" | "jurisdiction" | "terms" | "issued_micro_usd")[];
+                                created_at: string;
+                                closed_at: string | null;
+                                chain_length: number;
+                                chain_head: string;
+                            };
+                            holders?: {
+                                /** @description Largest first; complete. */
+                                holders: {
+                                    account_id: string;
+                                    /** @description The holder's first linked wallet. */
+                                    wallet: string | null;
+                                    amount_micro_usd: number;
+                                }[];
+                                asset_id: string;
+                                /** @description The sum of positions. */
+                                total_micro_usd: number;
+                                /** @description Sent to wallets without an account and not settled yet. */
+                                pending_claims_micro_usd: number;
+                                /** @description Always total + pending claims. */
+                                issued_micro_usd: number;
+                            };
+                            documents?: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "vault_document";
+                                asset_id: string;
+                                name: string;
+                                content_type: string;
+                                size_bytes: number;
+                                /** @description 0x sha256 of the bytes; stays after deletion. */
+                                sha256: string;
+                                shared_with_holders: boolean;
+                                /** @enum {string} */
+                                state: "stored" | "deleted";
+                                /** @description The `document_added` event. */
+                                chain_seq: number;
+                                created_at: string;
+                                deleted_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/view/{token}/documents/{doc_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One stored document (base64) through a view key with the documents scope (another scope 403; unknown, revoked and expired keys 404) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                    doc_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            object: "vault_document";
+                            asset_id: string;
+                            name: string;
+                            content_type: string;
+                            size_bytes: number;
+                            /** @description 0x sha256 of the bytes; stays after deletion. */
+                            sha256: string;
+                            shared_with_holders: boolean;
+                            /** @enum {string} */
+                            state: "stored" | "deleted";
+                            /** @description The `document_added` event. */
+                            chain_seq: number;
+                            created_at: string;
+                            deleted_at: string | null;
+                            content_b64: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/c/{id}": {
         parameters: {
             query?: never;
