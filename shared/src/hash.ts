@@ -5,6 +5,11 @@ export function sha256Hex(data: string | Uint8Array): string {
   return hash('sha256', data, 'hex');
 }
 
+/** The same digest as 0x-prefixed hex, as the public records (hash chains, evidence, documents) print it. */
+export function sha256Hex0x(data: string | Uint8Array): string {
+  return `0x${sha256Hex(data)}`;
+}
+
 /** Constant-time comparison of two hex digests of equal length. */
 export function digestEquals(a: string, b: string): boolean {
   const x = Buffer.from(a, 'hex');

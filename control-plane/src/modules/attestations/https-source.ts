@@ -3,7 +3,8 @@ import { invalid } from '@svc/shared';
 import { UpstreamFailure, assertDialable, dial, readAll } from '../mcp/upstream.ts';
 import { normalize, DECIMAL_PATTERN } from '../nav/decimal.ts';
 import type { SelfAddress } from '../webhooks/url.ts';
-import { MAX_BODY_BYTES, sha256Hex, type Exchange } from './rpc.ts';
+import { sha256Hex0x } from '@svc/shared';
+import { MAX_BODY_BYTES, type Exchange } from './rpc.ts';
 
 /** An HTTPS source of one figure: the JSON document at `url` and the figure at `json_pointer` (RFC 6901). */
 export interface FigureSource {
@@ -89,7 +90,7 @@ export async function readFigure(src: FigureSource, d: HttpsSourceDeps): Promise
     const msg = e instanceof UpstreamFailure ? e.message : 'the source could not be reached';
     return { exchange: { request, body: null, sha256: null, read_at, error: msg }, value: null };
   }
-  const exchange: Exchange = { request, body, sha256: sha256Hex(body), read_at, error: null };
+  const exchange: Exchange = { request, body, sha256: sha256Hex0x(body), read_at, error: null };
   if (status !== 200) return { exchange: { ...exchange, error: `the source answered HTTP ${status}` }, value: null };
   let doc: unknown;
   try {

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import type { Clock } from '@svc/shared';
+import { sha256Hex0x, type Clock } from '@svc/shared';
 
 /** The most bytes one source answer may hold (a contract's code is at most 24 KiB, 49 KiB as hex). */
 export const MAX_BODY_BYTES = 512 * 1024;
@@ -17,7 +16,6 @@ export interface Exchange {
   error: string | null;
 }
 
-export const sha256Hex = (b: Uint8Array | string) => `0x${createHash('sha256').update(b).digest('hex')}`;
 
 /** Reads a response body, at most `max` bytes. */
 export async function readCapped(res: Response, max: number): Promise<Buffer> {
@@ -67,13 +65,13 @@ export class RawRpc {
     try {
       const res = await fetch(this.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: request, signal: AbortSignal.timeout(this.timeoutMs), redirect: 'error' });
       body = await readCapped(res, MAX_BODY_BYTES);
-      if (res.status !== 200) return { exchange: { request, body, sha256: sha256Hex(body), read_at, error: `the node answered HTTP ${res.status}` } };
+      if (res.status !== 200) return { exchange: { request, body, sha256: sha256Hex0x(body), read_at, error: `the node answered HTTP ${res.status}` } };
     } catch (e) {
       // The node's URL may carry a key: the message names the failure, never the URL.
       const name = (e as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable';
       return { exchange: { request, body: null, sha256: null, read_at, error: `the node of this chain is ${name}` } };
     }
-    const exchange: Exchange = { request, body, sha256: sha256Hex(body), read_at, error: null };
+    const exchange: Exchange = { request, body, sha256: sha256Hex0x(body), read_at, error: null };
     let json: { result?: unknown; error?: { code?: unknown; message?: unknown } };
     try {
       json = JSON.parse(body.toString('utf8')) as typeof json;

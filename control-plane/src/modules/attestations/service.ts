@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { newId, notFound, type Clock, type SignedReceipt } from '@svc/shared';
+import { newId, notFound, sha256Hex0x, type Clock, type SignedReceipt } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import type { AssetsConfig } from '../../config/assets.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
@@ -11,7 +11,6 @@ import type { EventEmitter } from '../webhooks/service.ts';
 import type { Checker } from './checker.ts';
 import { attestationEvent } from './events.ts';
 import { METHODOLOGY, judgeReadings, publicInputs, statusOf, type AttestationDocument, type CheckSpec } from './record.ts';
-import { sha256Hex } from './rpc.ts';
 import type { CheckBody } from './schemas.ts';
 import { evidenceOf, insertRecord, latestRecord, listRecords, newestPublic, recordCount, recordVersion, type RecordRow } from './store.ts';
 import { AttestationViews } from './views.ts';
@@ -127,7 +126,7 @@ export class AttestationsService {
           public_inputs: doc.public_inputs,
           spec: JSON.stringify(spec),
           document: signed.canonical,
-          document_sha256: sha256Hex(signed.canonical),
+          document_sha256: sha256Hex0x(signed.canonical),
           signature: signed.signature,
           receipt_id: receiptId,
           checked_at: now,

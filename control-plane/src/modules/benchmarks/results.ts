@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
-import { newId, type Clock, type Sealer } from '@svc/shared';
+import { newId, sha256Hex0x, type Clock, type Sealer } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
-import { sha256Hex } from '../attestations/rpc.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { METHODOLOGY_VERSION, band, type Cohort } from './cohorts.ts';
 import { computeRelease, membershipChange, pct, positionOf, weightsOf, type ReleaseFigure } from './release.ts';
@@ -81,7 +80,7 @@ export async function storeResult(trx: Kysely<DB>, b: BenchmarkRow, holdings: Se
     methodology_version: METHODOLOGY_VERSION,
     release_id: peers.release_id,
     document: signed.canonical,
-    document_sha256: sha256Hex(signed.canonical),
+    document_sha256: sha256Hex0x(signed.canonical),
     signature: signed.signature,
     receipt_id: receiptId,
     computed_at: now,

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { Sealer, ServiceError, invalid, newId, notFound, type Clock, type SignedReceipt } from '@svc/shared';
+import { Sealer, ServiceError, invalid, newId, notFound, sha256Hex0x, type Clock, type SignedReceipt } from '@svc/shared';
 import type { AssetsConfig } from '../../config/assets.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { Anchors } from '../anchors/service.ts';
 import { checkSourceUrl } from '../attestations/https-source.ts';
-import { sha256Hex } from '../attestations/rpc.ts';
 import type { ChainRegistry } from '../billing/chains.ts';
 import type { Metering } from '../money/metering.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
@@ -150,7 +149,7 @@ export class NavService {
         version: doc.version,
         status_at_calculation: result.status,
         document: signed.canonical,
-        document_sha256: sha256Hex(signed.canonical),
+        document_sha256: sha256Hex0x(signed.canonical),
         signature: signed.signature,
         book_sealed: this.sealer.seal(JSON.stringify(book), `${navId}:book`),
         receipt_id: receiptId,

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { canonicalize } from '@svc/shared';
+import { canonicalize, sha256Hex0x } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import type { VaultSeal } from './seal.ts';
 
@@ -31,7 +30,7 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-const sha256 = (b: Uint8Array | string) => `0x${createHash('sha256').update(b).digest('hex')}`;
+const sha256 = sha256Hex0x;
 
 export interface ChainEvent {
   seq: number;
