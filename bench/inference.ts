@@ -143,7 +143,9 @@ function stallLine(conc: number, round: number, t: StallReport): string {
     .sort((a, b) => b[1].overlap_ms - a[1].overlap_ms)
     .map(([k, v]) => `${k} ${v.requests} req ${v.overlap_ms.toFixed(1)} ms (${share(v.overlap_ms)})`);
   const gc = Object.entries(t.gc).map(([k, v]) => `${k} ${v.count}x max ${v.max_ms.toFixed(2)} ms`);
-  return `${String(conc).padStart(4)} | ${String(round + 1).padStart(5)} | ${t.slow.count} requests >= ${t.slow.threshold_ms.toFixed(3)} ms (in-process p50 ${t.requests.p50_ms.toFixed(3)}, p99.9 ${t.requests.p999_ms.toFixed(3)}, max ${t.requests.max_ms.toFixed(1)}); ${causes.join(', ') || 'no cause overlapped'}; uncovered ${share(t.slow.uncovered_ms)}; loop delay p99 ${t.event_loop_delay.p99_ms.toFixed(2)} ms, max ${t.event_loop_delay.max_ms.toFixed(1)}; GC ${gc.join(', ')}`;
+  const per = (s: StallReport['thread'], n: number) => (s && n ? `ran ${(s.ran_ms / n).toFixed(3)}, waited for a core ${(s.waited_for_core_ms / n).toFixed(3)}, off the thread ${(s.off_thread_ms / n).toFixed(3)} ms` : 'n/a');
+  const split = `; per slow request: ${per(t.slow.thread, t.slow.count)}; per request: ${per(t.thread, t.requests.count)}`;
+  return `${String(conc).padStart(4)} | ${String(round + 1).padStart(5)} | ${t.slow.count} requests >= ${t.slow.threshold_ms.toFixed(3)} ms (in-process p50 ${t.requests.p50_ms.toFixed(3)}, p99.9 ${t.requests.p999_ms.toFixed(3)}, max ${t.requests.max_ms.toFixed(1)}); ${causes.join(', ') || 'no cause overlapped'}; uncovered ${share(t.slow.uncovered_ms)}; loop delay p99 ${t.event_loop_delay.p99_ms.toFixed(2)} ms, max ${t.event_loop_delay.max_ms.toFixed(1)}; GC ${gc.join(', ')}${split}`;
 }
 
 async function main() {
@@ -162,7 +164,7 @@ async function main() {
     children.push(proxy.child);
     const profile = arg('profile', '');
     // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it.
-    const gatewayNode = ['--max-semi-space-size=64', ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
+    const gatewayNode = [`--max-semi-space-size=${arg('semi-space', '64')}`, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
     const reference = GATEWAY_ONLY ? null : await startReference(upstreamUrl);
     if (reference) children.push(reference.child);
     const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : []), ...(STALL_TRACE ? ['--stall-trace'] : [])], gatewayNode);

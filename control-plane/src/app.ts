@@ -15,7 +15,7 @@ import type { KeysService } from './modules/keys/service.ts';
 import { keysRoutes } from './modules/keys/routes.ts';
 import type { HealthService } from './modules/platform/health.ts';
 import { platformRoutes } from './modules/platform/routes.ts';
-import { stallTrace } from './modules/platform/stall-trace.ts';
+import { stallTrace, type SchedSample } from './modules/platform/stall-trace.ts';
 import type { Database } from './db/database.ts';
 import type { Cursors } from './http/cursor.ts';
 import type { Metering } from './modules/money/metering.ts';
@@ -116,6 +116,9 @@ import type { Darkpool } from './modules/darkpool/deps.ts'; // dark pool
 import { supportRoutes } from './modules/support/routes.ts'; // holder support claims
 import type { SupportService } from './modules/support/service.ts'; // holder support claims
 
+
+/** The main thread's scheduler counters at each traced request's start (the stall trace; empty when it is off). */
+const schedAtStart = new WeakMap<object, SchedSample | null>();
 export const VERSION = '0.1.0';
 
 export interface RouteEntry {
@@ -227,13 +230,14 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   // Callback hooks, not async ones: these run on every request and need no promise or microtask turn.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    if (stallTrace.enabled) schedAtStart.set(req, stallTrace.requestStart());
     done();
   });
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     d.metrics.httpRequests.inc({ method: req.method, route, status: `${Math.floor(reply.statusCode / 100)}xx` });
     d.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
-    stallTrace.request(reply.elapsedTime);
+    if (stallTrace.enabled) stallTrace.request(reply.elapsedTime, undefined, schedAtStart.get(req) ?? null);
     done();
   });
 

@@ -1,6 +1,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { ServiceError, SseParser, frameData } from '@svc/shared';
 import { CallSlots } from './call-slots.ts';
+import { stallTrace } from '../platform/stall-trace.ts';
 import type { ProviderConfig } from '../../config.ts';
 import type { CallerSignal } from '../../http/caller-signal.ts';
 
@@ -260,7 +261,9 @@ export class ProviderClient {
     const t = target(p.baseUrl + path, this.timeoutMs, this.connections);
     if (!t.slots.tryTake()) await t.slots.wait(signal, this.timeoutMs > 0 ? { ms: this.timeoutMs, error: () => timeoutError(who, this.timeoutMs) } : undefined);
     try {
+      const t0 = stallTrace.enabled ? performance.now() : 0;
       const res = await sendWhole(t, this.headers(p, false), payload, signal, this.timeoutMs);
+      stallTrace.span('upstream_wait', t0);
       if (res.status < 200 || res.status >= 300) throw upstreamHttpError(res.status, maybeJson(res.text), who, res.retryAfter);
       try {
         return { body: JSON.parse(res.text), text: res.text };

@@ -12,6 +12,7 @@
 // checks that its signatures equal shared/src/crypto/eip191.ts's and that prepared nonces sign for the key.
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createKeccak } from 'hash-wasm';
 import { N, signDigestPrepared } from '@svc/shared/prepared-signature';
@@ -95,7 +96,11 @@ parentPort.on('message', (msg) => {
     own = []; // forgotten with the thread
     return parentPort.close(); // ReceiptSigner.close: the thread ends once this turn is over
   }
-  if (typeof msg.nonces === 'number') return parentPort.postMessage({ nonces: prepare(msg.nonces) });
+  if (typeof msg.nonces === 'number') {
+    const began = performance.timeOrigin + performance.now(); // for the stall trace: when this thread held a core for the batch
+    const nonces = prepare(msg.nonces);
+    return parentPort.postMessage({ nonces, took: [began, performance.timeOrigin + performance.now()] });
+  }
   const signed = [];
   for (const c of msg.sign) {
     try {

@@ -15,7 +15,8 @@ import {
 } from '@svc/shared';
 
 type Pending = { payload: ReceiptPayload; canonical: string; resolve: (r: SignedReceipt) => void };
-type Answer = { signed: Array<[Hex, Hex] | { error: string }> } | { nonces: PreparedNonce[] };
+/** `took`: when the worker prepared the nonces (epoch ms, performance.timeOrigin + now on its side), for the stall trace. */
+type Answer = { signed: Array<[Hex, Hex] | { error: string }> } | { nonces: PreparedNonce[]; took?: [number, number] };
 
 /** Nonces kept ready for inline signing; below LOW the worker is asked for BATCH more (~50 µs of its time each). */
 const POOL_LOW = 256;
@@ -141,7 +142,10 @@ export class ReceiptSigner {
       const w = new Worker(new URL('./sign-worker.mjs', import.meta.url), { workerData: { key: this.key, prepared: this.opts.preparedNonces !== false }, execArgv: [] });
       w.on('message', (m: Answer) => {
         const t0 = stallTrace.enabled ? performance.now() : 0;
-        if ('nonces' in m) this.prepared(m.nonces);
+        if ('nonces' in m) {
+          if (m.took) stallTrace.span('signer_prepare', m.took[0] - performance.timeOrigin, m.took[1] - performance.timeOrigin);
+          this.prepared(m.nonces);
+        }
         else this.answered(m.signed);
         stallTrace.span('signer_answer', t0);
       });

@@ -37,4 +37,22 @@ describe('stall trace', () => {
     expect(t.report().requests.count).toBe(0);
     expect(t.report().slow.count).toBe(0);
   });
+
+  it.runIf(process.platform === 'linux')("splits a request's time into work on the main thread, waiting for a core, and waiting off it", async () => {
+    t.start();
+    t.reset();
+    const began = t.requestStart();
+    expect(began).not.toBeNull();
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    while (process.cpuUsage(cpu0).user < 20_000); // 20 ms of CPU, this thread's alone (nothing else of the process runs)
+    await new Promise((r) => setTimeout(r, 30)); // then at least 30 ms off it
+    t.request(performance.now() - t0, performance.now(), began);
+    const split = t.report().thread!;
+    const total = t.report().requests.max_ms;
+    expect(split.ran_ms).toBeGreaterThanOrEqual(10);
+    expect(split.ran_ms).toBeLessThan(total - 20);
+    expect(split.off_thread_ms).toBeGreaterThanOrEqual(20);
+    expect(Math.abs(split.ran_ms + split.waited_for_core_ms + split.off_thread_ms - total)).toBeLessThan(1);
+  });
 });

@@ -1,3 +1,4 @@
+import { closeSync, openSync, readSync } from 'node:fs';
 import { PerformanceObserver, constants, type PerformanceEntry, createHistogram, monitorEventLoopDelay, performance, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
 
 /**
@@ -8,9 +9,43 @@ import { PerformanceObserver, constants, type PerformanceEntry, createHistogram,
  * - garbage-collection pauses by kind (a `PerformanceObserver` on `gc`);
  * - spans of the work suspected of stalling it, marked where that work runs: the gathered settle commit,
  *   the settle journal's writes, the signer's answers, the leader's loops.
+ * - on Linux, the main thread's scheduler figures at each request's start and end
+ *   (/proc/thread-self/schedstat: time on a core, time runnable but waiting for one), which split a request's
+ *   time into work on the main thread, waiting for a core (other processes held both), and waiting off the
+ *   thread (the database, the upstream, the signer, the network).
  * `report()` takes the requests slower than the p99 and says, per cause, how many of them a pause or span
  * overlapped and for how long in all, and how much of their time no recorded cause covers.
  */
+
+/** The main thread's scheduler counters (ms on a core, ms waiting for one), or null where Linux's schedstat is not readable. */
+export type SchedSample = { ran: number; waited: number };
+
+class SchedProbe {
+  private fd = -1;
+  private readonly buf = Buffer.alloc(96);
+
+  open(): boolean {
+    try {
+      this.fd = openSync('/proc/thread-self/schedstat', 'r');
+      return this.read() !== null;
+    } catch {
+      this.fd = -1;
+      return false;
+    }
+  }
+
+  close(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+
+  read(): SchedSample | null {
+    if (this.fd < 0) return null;
+    const n = readSync(this.fd, this.buf, 0, this.buf.length, 0);
+    const [ran, waited] = this.buf.toString('latin1', 0, n).split(' ');
+    return { ran: Number(ran) / 1e6, waited: Number(waited) / 1e6 };
+  }
+}
 
 /** Intervals kept (each a start and an end): the newest win. */
 const CAPACITY = 1 << 18;
@@ -28,13 +63,13 @@ class Intervals {
     this.kind[i] = kind;
   }
 
-  /** The intervals kept, oldest first. */
-  *each(): Generator<{ kind: number; start: number; end: number }> {
+  /** The intervals kept, oldest first, with their slots. */
+  *each(): Generator<{ kind: number; start: number; end: number; slot: number }> {
     const n = Math.min(this.count, CAPACITY);
     const first = this.count > CAPACITY ? this.count % CAPACITY : 0;
     for (let k = 0; k < n; k++) {
       const i = (first + k) % CAPACITY;
-      yield { kind: this.kind[i]!, start: this.start[i]!, end: this.end[i]! };
+      yield { kind: this.kind[i]!, start: this.start[i]!, end: this.end[i]!, slot: i };
     }
   }
 }
@@ -59,7 +94,24 @@ export interface StallReport {
   gc: Record<string, { count: number; total_ms: number; max_ms: number }>;
   spans: Record<string, { count: number; total_ms: number; max_ms: number }>;
   /** Requests at or above the p99 (the last CAPACITY requests kept), and what overlapped them. */
-  slow: { threshold_ms: number; count: number; total_ms: number; causes: Record<string, CauseFigures>; uncovered_ms: number };
+  slow: {
+    threshold_ms: number;
+    count: number;
+    total_ms: number;
+    causes: Record<string, CauseFigures>;
+    uncovered_ms: number;
+    /** Where the slow requests' time went, by the main thread's scheduler counters (absent off Linux). */
+    thread?: SchedSplit;
+  };
+  /** The same split over every request, for comparison. */
+  thread?: SchedSplit;
+}
+
+/** Milliseconds of requests' time: on the main thread's core, waiting for a core, and neither (waiting off the thread). */
+export interface SchedSplit {
+  ran_ms: number;
+  waited_for_core_ms: number;
+  off_thread_ms: number;
 }
 
 export class StallTrace {
@@ -70,6 +122,11 @@ export class StallTrace {
   private requestTimes: RecordableHistogram = createHistogram();
   private loop: IntervalHistogram | null = null;
   private gc: PerformanceObserver | null = null;
+  private readonly sched = new SchedProbe();
+  private schedOn = false;
+  /** Per kept request (same slot as its interval): main-thread ms on a core and waiting for one. */
+  private readonly ran = new Float64Array(CAPACITY);
+  private readonly waited = new Float64Array(CAPACITY);
 
   get enabled(): boolean {
     return this.on;
@@ -87,10 +144,13 @@ export class StallTrace {
       }
     });
     this.gc.observe({ entryTypes: ['gc'] });
+    this.schedOn = this.sched.open();
   }
 
   stop(): void {
     this.on = false;
+    this.sched.close();
+    this.schedOn = false;
     this.loop?.disable();
     this.gc?.disconnect();
   }
@@ -100,11 +160,20 @@ export class StallTrace {
     if (this.on) this.record(name, start, end);
   }
 
-  /** A request answered after `ms` milliseconds in the gateway, ending at `end` (now by default). */
-  request(ms: number, end = performance.now()): void {
+  /** The main thread's scheduler counters now, to pass to `request` at the end (null when off or unreadable). */
+  requestStart(): SchedSample | null {
+    return this.schedOn ? this.sched.read() : null;
+  }
+
+  /** A request answered after `ms` milliseconds in the gateway, ending at `end` (now by default); `began` is what `requestStart` gave. */
+  request(ms: number, end = performance.now(), began: SchedSample | null = null): void {
     if (!this.on) return;
     this.requestTimes.record(Math.max(1, Math.round(ms * 1e3))); // microseconds
+    const slot = this.intervals.count % CAPACITY;
     this.intervals.add(0, end - ms, end);
+    const now = began ? this.sched.read() : null;
+    this.ran[slot] = now && began ? now.ran - began.ran : NaN;
+    this.waited[slot] = now && began ? now.waited - began.waited : NaN;
   }
 
   private record(name: string, start: number, end: number): void {
@@ -120,13 +189,13 @@ export class StallTrace {
   report(): StallReport {
     const h = this.requestTimes;
     const us = (v: number) => v / 1e3;
-    const reqs: Array<{ start: number; end: number }> = [];
+    const reqs: Array<{ start: number; end: number; slot: number }> = [];
     const causes: Array<{ kind: number; start: number; end: number }> = [];
     const gc: StallReport['gc'] = {};
     const spans: StallReport['spans'] = {};
     for (const iv of this.intervals.each()) {
       if (iv.kind === 0) {
-        reqs.push({ start: iv.start, end: iv.end });
+        reqs.push({ start: iv.start, end: iv.end, slot: iv.slot });
         continue;
       }
       causes.push(iv);
@@ -166,6 +235,18 @@ export class StallTrace {
       uncovered += r.end - r.start - covered(pieces);
     }
     const round = (x: number) => Math.round(x * 1000) / 1000;
+    const split = (rs: typeof reqs): SchedSplit | undefined => {
+      let ran = 0;
+      let waited = 0;
+      let all = 0;
+      for (const r of rs) {
+        if (Number.isNaN(this.ran[r.slot]!)) return undefined;
+        ran += this.ran[r.slot]!;
+        waited += this.waited[r.slot]!;
+        all += r.end - r.start;
+      }
+      return rs.length ? { ran_ms: round(ran), waited_for_core_ms: round(waited), off_thread_ms: round(Math.max(0, all - ran - waited)) } : undefined;
+    };
     const loop = this.loop;
     return {
       requests: { count: h.count, p50_ms: us(h.percentile(50)), p99_ms: us(h.percentile(99)), p999_ms: us(h.percentile(99.9)), max_ms: us(h.max) },
@@ -178,7 +259,9 @@ export class StallTrace {
         total_ms: round(total),
         causes: Object.fromEntries(Object.entries(byCause).map(([k, v]) => [k, { requests: v.requests, overlap_ms: round(v.overlap_ms) }])),
         uncovered_ms: round(uncovered),
+        thread: split(slow),
       },
+      thread: split(reqs),
     };
   }
 
