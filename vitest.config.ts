@@ -53,8 +53,10 @@ const backendOnly = process.env.SVC_TEST_SET === 'backend';
 export default defineConfig({
   test: {
     include: backendOnly ? BACKEND_TESTS : ALL_TESTS,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Limits that catch a hang, not a slow machine: the slowest tests take 10-15 s on an idle 2-core machine
+    // and more than twice that on a loaded one.
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     // Two test files at a time: most of a test's time is spent waiting on other processes (agents, Docker,
     // child gateways, loopback servers), so two keep a 2-core machine busy. VITEST_MAX_WORKERS overrides it.

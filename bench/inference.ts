@@ -13,7 +13,7 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none] [--stall-trace]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none] [--stall-trace] [--semi-space MB] [--gateway-flags "--v8-flag ..."]
  * `--stall-trace` has the gateway trace its main thread (modules/platform/stall-trace.ts) while wrk drives
  * it, and prints, per concurrency, what overlapped its requests at or above the p99: GC pauses by kind, the
  * gathered settle commit, the journal's writes, the signer's answers, the leader's loops, and what no cause covers.
@@ -164,7 +164,7 @@ async function main() {
     children.push(proxy.child);
     const profile = arg('profile', '');
     // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it.
-    const gatewayNode = [`--max-semi-space-size=${arg('semi-space', '64')}`, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
+    const gatewayNode = [`--max-semi-space-size=${arg('semi-space', '64')}`, ...arg('gateway-flags', '').split(' ').filter(Boolean), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
     const reference = GATEWAY_ONLY ? null : await startReference(upstreamUrl);
     if (reference) children.push(reference.child);
     const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : []), ...(STALL_TRACE ? ['--stall-trace'] : [])], gatewayNode);

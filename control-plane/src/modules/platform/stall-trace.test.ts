@@ -19,14 +19,16 @@ describe('stall trace', () => {
     t.span('settle_commit', 992, 996); // 4 ms inside it
     t.span('journal_write', 995, 997); // overlaps the commit by 1 ms: the union is 5 ms
     t.span('leader_expire_holds', 2000, 2001); // after it
+    t.span('upstream_wait', 989, 993); // two waits in flight at once, overlapping in the request: 990-994, counted once
+    t.span('upstream_wait', 991, 994);
     const r = t.report();
     expect(r.requests.count).toBe(100);
     expect(r.requests.max_ms).toBeCloseTo(10, 1);
     expect(r.requests.p50_ms).toBeCloseTo(1, 1);
     expect(r.slow.count).toBe(1);
     expect(r.slow.threshold_ms).toBe(10);
-    expect(r.slow.causes).toEqual({ settle_commit: { requests: 1, overlap_ms: 4 }, journal_write: { requests: 1, overlap_ms: 2 } });
-    expect(r.slow.uncovered_ms).toBe(5);
+    expect(r.slow.causes).toEqual({ settle_commit: { requests: 1, overlap_ms: 4 }, journal_write: { requests: 1, overlap_ms: 2 }, upstream_wait: { requests: 1, overlap_ms: 4 } });
+    expect(r.slow.uncovered_ms).toBe(3); // 990-997 covered
     expect(r.spans.leader_expire_holds).toEqual({ count: 1, total_ms: 1, max_ms: 1 });
   });
 

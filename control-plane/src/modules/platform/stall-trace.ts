@@ -84,7 +84,7 @@ const GC_KINDS: Record<number, string> = {
 export interface CauseFigures {
   /** Slow requests this cause overlapped. */
   requests: number;
-  /** Milliseconds of those requests' time it covered, in all. */
+  /** Milliseconds of those requests' time it covered (per request, the union of its spans), in all. */
   overlap_ms: number;
 }
 
@@ -217,20 +217,23 @@ export class StallTrace {
     for (const r of slow) {
       total += r.end - r.start;
       const pieces: Array<[number, number]> = [];
-      const seen = new Set<string>();
+      const perCause = new Map<string, Array<[number, number]>>();
       for (const c of causes) {
         if (c.start >= r.end) break;
         if (c.end <= r.start) continue;
-        const from = Math.max(c.start, r.start);
-        const to = Math.min(c.end, r.end);
+        const piece: [number, number] = [Math.max(c.start, r.start), Math.min(c.end, r.end)];
         const name = this.names[c.kind]!;
+        let mine = perCause.get(name);
+        if (!mine) perCause.set(name, (mine = []));
+        mine.push(piece);
+        pieces.push(piece);
+      }
+      // A cause's share of a request is the union of its spans in it: spans of work in flight (the upstream
+      // waits of concurrent requests, say) overlap one another.
+      for (const [name, mine] of perCause) {
         const f = (byCause[name] ??= { requests: 0, overlap_ms: 0 });
-        if (!seen.has(name)) {
-          seen.add(name);
-          f.requests++;
-        }
-        f.overlap_ms += to - from;
-        pieces.push([from, to]);
+        f.requests++;
+        f.overlap_ms += covered(mine);
       }
       uncovered += r.end - r.start - covered(pieces);
     }
