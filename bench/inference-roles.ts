@@ -22,6 +22,17 @@ const FLOOR = process.argv.includes('--floor');
  * 0.16x. The script prints these calibration ratios in every run.
  */
 export const PROXY = arg('proxy', 'pipe');
+/**
+ * `--proxy-work µs`: the piped proxy spends that much CPU before calling the upstream and again after its answer
+ * (a probe of what main-thread time per request does to the tail on the machine; 0, none, by default).
+ */
+const PROXY_WORK_US = Number(arg('proxy-work', '0'));
+
+function spin(us: number): void {
+  if (us <= 0) return;
+  const end = performance.now() + us / 1000;
+  while (performance.now() < end);
+}
 
 /** Child roles: each prints one JSON line with what the parent needs, then serves until killed. */
 async function role(name: string): Promise<void> {
@@ -53,7 +64,9 @@ async function role(name: string): Promise<void> {
       // node:http's client, streamed both ways.
       const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
       server = http.createServer((req, res) => {
+        spin(PROXY_WORK_US);
         const out = http.request({ host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
+          spin(PROXY_WORK_US);
           res.writeHead(up.statusCode ?? 502, up.headers);
           up.pipe(res);
         });

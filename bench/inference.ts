@@ -13,7 +13,7 @@
  *      receipt in the ledger, receipt headers), billing enforced, on the real Postgres server,
  * at concurrency 1 and 64, over keep-alive connections. The upstream, the proxy and the gateway each run
  * in their own process; so does wrk, the load generator. Everything is on loopback.
- *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none] [--stall-trace] [--semi-space MB] [--gateway-flags "--v8-flag ..."]
+ *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none] [--stall-trace] [--semi-space MB] [--gateway-flags "--v8-flag ..."] [--proxy-work µs]
  * `--stall-trace` has the gateway trace its main thread (modules/platform/stall-trace.ts) while wrk drives
  * it, and prints, per concurrency, what overlapped its requests at or above the p99: GC pauses by kind, the
  * gathered settle commit, the journal's writes, the signer's answers, the leader's loops, and what no cause covers.
@@ -160,7 +160,7 @@ async function main() {
     const upstream = await startRole('upstream', []);
     children.push(upstream.child);
     const upstreamUrl = `http://127.0.0.1:${upstream.info.port}/v1`;
-    const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port), '--proxy', PROXY]);
+    const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port), '--proxy', PROXY, '--proxy-work', arg('proxy-work', '0')]);
     children.push(proxy.child);
     const profile = arg('profile', '');
     // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it.
