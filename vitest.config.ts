@@ -31,6 +31,7 @@ export const BACKEND_TESTS = [
   'test/oauth.test.ts', // racing uses of one refresh token within the grace window rotate once (row locks)
   'test/passkeys.test.ts', // two registrations racing at the per-account limit (the account lock)
   'test/anchors.test.ts', // two processes gathering queued hashes into batches at once (skip locked)
+  'test/account-lock.test.ts', // the account lock beside another transaction: lockers wait, referencing inserts do not
   'test/mandates.test.ts', // concurrent creations at the per-account limit (the account lock)
   'test/ghost.test.ts', // concurrent starts at the per-account limit (the account lock)
   'test/sealed-calls.test.ts', // two commits racing at the per-account cap (the account lock)

@@ -15,6 +15,7 @@ import { ThrottledTouch } from '../../db/throttled-touch.ts';
 import { retryOnUniqueViolation } from '../../db/errors.ts';
 import type { SessionPrincipal } from '../../http/auth-types.ts';
 import { NONCE_TTL_MS, checkSiwe, type SiwePolicy } from './siwe.ts';
+import { lockAccountRow } from './account-lock.ts';
 
 export interface IdentityOptions {
   siwe: SiwePolicy;
@@ -179,16 +180,9 @@ export class IdentityService {
     return { ...s, wallet_address: checksumAddress(wallet.address), created_account: false };
   }
 
-  /**
-   * Locks the account row for the rest of `db`'s transaction, so per-account limits of other modules hold under
-   * concurrency. `FOR NO KEY UPDATE`: lockers exclude one another, while rows that reference the account (a hold,
-   * a ledger entry) can still be inserted by other transactions. `FOR UPDATE` would also block those inserts' key
-   * checks, and a transaction holding the account's lock and waiting for its credit row would deadlock with a
-   * hold that took the credit row and inserts its row.
-   */
+  /** Locks the account row for the rest of `db`'s transaction, so per-account limits of other modules hold under concurrency (see lockAccountRow). */
   async lockAccount(db: Kysely<DB>, accountId: string): Promise<void> {
-    const a = await db.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().executeTakeFirst();
-    if (!a) throw notFound('Account');
+    if (!(await lockAccountRow(db, accountId))) throw notFound('Account');
   }
 
   /** Whether an account exists (invites name existing accounts only). */
