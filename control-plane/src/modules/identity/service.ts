@@ -274,7 +274,7 @@ export class IdentityService {
     const addr = address.toLowerCase();
     await this.db.transaction().execute(async (trx) => {
       // Lock the account row so two concurrent unlinks cannot both remove "the second-to-last" wallet.
-      await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().executeTakeFirst();
+      await lockAccountRow(trx, accountId);
       const mine = await trx.selectFrom('wallets').select('address').where('account_id', '=', accountId).execute();
       if (!mine.some((w) => w.address === addr)) throw notFound('Wallet');
       if (mine.length === 1) throw new ServiceError('last_wallet', 'The last linked wallet cannot be unlinked');
