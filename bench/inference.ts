@@ -25,6 +25,9 @@
  * apart are not comparable; the per-round ratio of the gateway's added p50 to the proxy's is printed too.
  * The load comes from wrk (apt-get install wrk) when it is installed, else from Node's http client
  * (`--requests` per row).
+ * Before the rows, the machine's own stalls are measured and printed (bench/host-stalls.ts): how often a busy
+ * thread is held away from its core, and how late a sleeping thread wakes alone and beside busy cores, which
+ * on a VM is the floor under every row's tail.
  * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools),
  * sampled every `--profile-interval` µs (V8's default 1000).
  */
@@ -35,6 +38,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { machineCpuSeconds, postgresCpuSeconds, processCpuSeconds, threadSchedSeconds } from './cpu.ts';
+import { hostStallsLine, measureHostStalls } from './host-stalls.ts';
 import { arg } from './args.ts';
 import { MODEL, PROXY, freePort } from './inference-roles.ts';
 import { loadNode, loadWrk, median, type LoadRow } from './load.ts';
@@ -156,6 +160,8 @@ async function main() {
   const dbUrl = new URL(ADMIN);
   dbUrl.pathname = `/${name}`;
   const children: ChildProcess[] = [];
+  // The machine's own stalls, measured while nothing of the bench runs yet: the floor under every row's tail.
+  const host = await measureHostStalls();
   try {
     const upstream = await startRole('upstream', []);
     children.push(upstream.child);
@@ -188,6 +194,7 @@ async function main() {
         : `inference bench: node http client, ${TOTAL} non-streamed chat completions per row (after 200 warm-up), medians of ${ROUNDS} rounds, small body, zero-latency upstream, keep-alive, loopback`,
     );
     console.log(`gateway: auth + hold + upstream call + settle (ledger, usage event, signed receipt) + receipt headers; billing enforced; real Postgres (${name})`);
+    console.log(hostStallsLine(host));
     console.log('');
     console.log('conc | path                   | p50 ms | p99 ms | p99.9 ms | max ms |  req/s | added p50 / p99 / p99.9 vs direct');
     const ratios: string[] = [];
