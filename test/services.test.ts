@@ -2,9 +2,9 @@ import { createServer, type Server } from 'node:http';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import type { Address } from 'viem';
+import { createWalletClient, erc20Abi, http, type Address } from 'viem';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
@@ -56,6 +56,7 @@ beforeAll(async () => {
       SVC_CHAINS: JSON.stringify([{ name: 'local', chain_id: chain.chainId, rpc_url: chain.rpcUrl, usdt: token.address, decimals: 6, confirmations: 1 }]),
       SVC_MARKET_X402: JSON.stringify({ chain: 'local', name: 'USD Coin', version: '2' }),
       SVC_MARKET_FACILITATOR_KEY_FILE: join(dir, 'facilitator.key'),
+      SVC_MARKET_SETTLE_TIMEOUT_MS: '1500',
     },
   });
   seller = await t.signIn();
@@ -230,6 +231,70 @@ describe('invoke', () => {
     expect(calls).toMatchObject({ slug: 'flaky' });
     expect(calls.calls).toHaveLength(1);
     expect(calls.calls[0]).toMatchObject({ status: 'failed', error: { type: 'endpoint_error' }, payment: { tx_hash: body.error.payment.tx_hash } });
+  });
+});
+
+describe('a payment not confirmed in time', () => {
+  const automine = (on: boolean) => chain.pub.request({ method: 'evm_setAutomine' as never, params: [on] as never });
+  const mine = () => chain.pub.request({ method: 'evm_mine' as never, params: [] as never });
+  afterEach(() => automine(true));
+
+  /** Publishes `slug` and pays it with mining off: the 504 of a payment left unmined (mining stays off). */
+  async function unmined(slug: string, units?: bigint, paymentId?: string) {
+    await publish({ slug });
+    const b = await buyer(units);
+    const id = paymentId ? { 'payment-identifier': { info: { required: false, id: paymentId } } } : undefined;
+    const header = await b.payloadV2((await post(slug)).headers.get('payment-required')!, undefined, id);
+    const before = hits.length;
+    await automine(false);
+    const res = await post(slug, { 'payment-signature': header });
+    expect(res.status).toBe(504);
+    const first = ((await res.json()) as any).error;
+    expect(first).toMatchObject({ type: 'upstream_timeout', call_id: expect.stringMatching(/^scall_/), tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    return { b, header, before, first };
+  }
+
+  it('is 504 naming its transaction; the same payment again is 409 while unmined, then runs the service once it confirms, once, and replays its answer', async () => {
+    const { b, header, before, first } = await unmined('slow-chain', undefined, 'pay_slowchain0123456789');
+    const pending = await post('slow-chain', { 'payment-signature': header });
+    expect(pending.status).toBe(409);
+    const p = ((await pending.json()) as any).error;
+    expect(p).toMatchObject({ type: 'conflict', reason: 'in_progress', call_id: first.call_id });
+    expect(p.message).toContain(first.tx_hash);
+    expect(hits.length).toBe(before);
+    expect(await token.balanceOf(b.account.address)).toBe(5_000_000n);
+    await automine(true);
+    await mine();
+    expect(await token.balanceOf(b.account.address)).toBe(5_000_000n - BigInt(PRICE));
+
+    const resumed = await post('slow-chain', { 'payment-signature': header });
+    expect(resumed.status).toBe(200);
+    const body = (await resumed.json()) as any;
+    expect(body).toMatchObject({ object: 'service_call', id: first.call_id, status: 'delivered', result: { echo: { q: 1 } }, payment: { tx_hash: first.tx_hash, amount_micro_usd: PRICE } });
+    expect(hits.length).toBe(before + 1);
+    const again = await post('slow-chain', { 'payment-signature': header });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('x-svc-replayed')).toBe('true');
+    expect(await again.json()).toEqual(body);
+    expect(hits.length).toBe(before + 1);
+    expect(await token.balanceOf(b.account.address)).toBe(5_000_000n - BigInt(PRICE));
+    const calls = await seller.client.request<any>('GET', '/v1/services/manage/slow-chain/calls');
+    expect(calls.calls).toHaveLength(1);
+    expect(calls.calls[0]).toMatchObject({ status: 'delivered', payment: { tx_hash: first.tx_hash } });
+  });
+
+  it('whose transaction then reverts drops its claim: the same payment again is 402 and nothing ran', async () => {
+    const { b, header, before, first } = await unmined('slow-revert', BigInt(PRICE)); // no payment identifier: resumed by its authorization
+    // The buyer spends the tokens first (a higher tip, mined ahead), so the authorization's transfer reverts.
+    const wallet = createWalletClient({ account: b.account, chain: chain.chain, transport: http(chain.rpcUrl) });
+    await wallet.writeContract({ address: token.address, abi: erc20Abi, functionName: 'transfer', args: [facilitator.address, BigInt(PRICE)], gas: 100_000n, maxPriorityFeePerGas: 50_000_000_000n, maxFeePerGas: 100_000_000_000n });
+    await automine(true);
+    await mine();
+    expect((await chain.pub.getTransactionReceipt({ hash: first.tx_hash })).status).toBe('reverted');
+    await refusal(await post('slow-revert', { 'payment-signature': header }), 'payment_invalid');
+    expect(hits.length).toBe(before);
+    const calls = await seller.client.request<any>('GET', '/v1/services/manage/slow-revert/calls');
+    expect(calls.calls).toHaveLength(0);
   });
 });
 

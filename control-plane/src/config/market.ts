@@ -34,6 +34,8 @@ export const marketEnv = {
   SVC_MARKET_PAYMENT_WINDOW_SECONDS: intWithDefault(300, 30, 86_400),
   /** How long the gateway waits for a seller's HTTPS endpoint to answer an invoke. */
   SVC_MARKET_ENDPOINT_TIMEOUT_MS: intWithDefault(30_000, 100, 600_000),
+  /** How long the gateway waits for a submitted payment's confirmations before answering 504 (the call can be resumed). */
+  SVC_MARKET_SETTLE_TIMEOUT_MS: intWithDefault(120_000, 500, 600_000),
   /** Unread messages an inbox holds; the next message is refused with 429 until some are read or deleted. */
   SVC_POST_INBOX_MAX: intWithDefault(1000, 1, 1_000_000),
   /** The Retry-After of a full inbox, seconds. */
@@ -59,6 +61,7 @@ export interface MarketConfig {
   maxPriceMicroUsd: number;
   paymentWindowSeconds: number;
   endpointTimeoutMs: number;
+  settleTimeoutMs: number;
   postInboxMax: number;
   postRetryAfterSeconds: number;
   relayPinAttempts: number;
@@ -70,6 +73,7 @@ type Env = {
   SVC_MARKET_MAX_PRICE_MICRO_USD: number;
   SVC_MARKET_PAYMENT_WINDOW_SECONDS: number;
   SVC_MARKET_ENDPOINT_TIMEOUT_MS: number;
+  SVC_MARKET_SETTLE_TIMEOUT_MS: number;
   SVC_POST_INBOX_MAX: number;
   SVC_POST_RETRY_AFTER_SECONDS: number;
   SVC_RELAY_PIN_ATTEMPTS: number;
@@ -100,6 +104,7 @@ export function marketConfig(e: Env, chains: ChainConfig[]): MarketConfig {
     maxPriceMicroUsd: e.SVC_MARKET_MAX_PRICE_MICRO_USD,
     paymentWindowSeconds: e.SVC_MARKET_PAYMENT_WINDOW_SECONDS,
     endpointTimeoutMs: e.SVC_MARKET_ENDPOINT_TIMEOUT_MS,
+    settleTimeoutMs: e.SVC_MARKET_SETTLE_TIMEOUT_MS,
     postInboxMax: e.SVC_POST_INBOX_MAX,
     postRetryAfterSeconds: e.SVC_POST_RETRY_AFTER_SECONDS,
     relayPinAttempts: e.SVC_RELAY_PIN_ATTEMPTS,

@@ -32,7 +32,7 @@ export function createServices(d: {
 }): Services {
   const x = d.config.x402;
   const terms = x ? new Terms(x, d.publicUrl, d.config.paymentWindowSeconds) : null;
-  const facilitator = x && d.config.facilitatorKey ? new Facilitator(x, d.config.facilitatorKey) : null;
+  const facilitator = x && d.config.facilitatorKey ? new Facilitator(x, d.config.facilitatorKey, d.config.settleTimeoutMs) : null;
   const deps = { db: d.db, clock: d.clock, identity: d.identity, passports: d.passports, config: d.config, self: d.self, terms, facilitator };
   return { service: new ServicesService(deps), invoker: new Invoker({ ...deps, agents: d.agents, signer: d.signer, sealKey: d.sealKey }) };
 }

@@ -1,4 +1,4 @@
-import { createWalletClient, defineChain, http, parseEventLogs, publicActions, erc20Abi, type Hex } from 'viem';
+import { createWalletClient, defineChain, http, parseEventLogs, publicActions, erc20Abi, type Hex, type TransactionReceipt } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { toFacilitatorEvmSigner } from '@x402/evm';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
@@ -82,13 +82,32 @@ export class Facilitator {
     const s = await this.rpc('settle', () => this.scheme.settle(payload, requirements));
     const tx = s.transaction as Hex;
     if (!tx) throw new PaymentRefused(reasonOf(s.errorReason, s.errorMessage), `the authorization was not submitted: ${describe(s.errorReason, s.errorMessage)}`);
-    let receipt;
+    let receipt: TransactionReceipt;
     try {
       receipt = await this.client.waitForTransactionReceipt({ hash: tx, confirmations: this.x.chain.confirmations, timeout: this.timeoutMs, pollingInterval: 200 });
     } catch (e) {
       throw new SettlementUnconfirmed(tx, `transaction ${tx} was submitted but not confirmed in time (${(e as Error).name})`);
     }
-    if (receipt.status !== 'success') throw new PaymentRefused(reasonOf(s.errorReason), `transaction ${tx} reverted; no tokens moved`);
+    return this.settled(tx, receipt, p, reasonOf(s.errorReason));
+  }
+
+  /**
+   * A settlement left unconfirmed, looked up again without waiting: null while the transaction is not mined
+   * or lacks the configured confirmations; the settlement once it has them; PaymentRefused when it reverted or
+   * moved something else.
+   */
+  async recheck(tx: Hex, p: Payment): Promise<Settlement | null> {
+    await this.checkChain();
+    const receipt = await this.rpc('eth_getTransactionReceipt', () => this.client.getTransactionReceipt({ hash: tx }).catch((e: Error) => (e.name === 'TransactionReceiptNotFoundError' ? null : Promise.reject(e))));
+    if (!receipt) return null;
+    const head = await this.rpc('eth_blockNumber', () => this.client.getBlockNumber({ cacheTime: 0 }));
+    if (head - receipt.blockNumber + 1n < BigInt(this.x.chain.confirmations)) return null;
+    return this.settled(tx, receipt, p, reasonOf(undefined));
+  }
+
+  /** A mined settlement: it succeeded and carries the authorized Transfer, or PaymentRefused. */
+  private settled(tx: Hex, receipt: TransactionReceipt, p: Payment, revertReason: string): Settlement {
+    if (receipt.status !== 'success') throw new PaymentRefused(revertReason, `transaction ${tx} reverted; no tokens moved`);
     const a = p.authorization;
     const moved = parseEventLogs({ abi: erc20Abi, eventName: 'Transfer', logs: receipt.logs }).some(
       (l) => l.address.toLowerCase() === this.x.asset && l.args.from.toLowerCase() === a.from.toLowerCase() && l.args.to.toLowerCase() === a.to.toLowerCase() && l.args.value === BigInt(a.value),

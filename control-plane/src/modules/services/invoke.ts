@@ -4,10 +4,10 @@ import type { Agents } from '../agents/deps.ts';
 import { agentOf } from '../agents/store.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { forward, runAgent, type Delivered } from './delivery.ts';
-import { SettlementUnconfirmed, type Facilitator } from './facilitator.ts';
+import { SettlementUnconfirmed, type Facilitator, type Settlement } from './facilitator.ts';
 import { PaymentRefused, checkAgainstTerms, readPayment, type Payment } from './payment.ts';
 import type { ServicesDeps } from './service.ts';
-import { callByAuthorization, callByPaymentId, dropClaim, insertCall, serviceBySlug, updateCall, type CallRow, type ServiceRow } from './store.ts';
+import { UNCONFIRMED, callByAuthorization, callByPaymentId, dropClaim, insertCall, serviceBySlug, takeUnconfirmed, updateCall, type CallRow, type ServiceRow } from './store.ts';
 import { headerValue, v1Network, v2Network, type Terms } from './terms.ts';
 
 /** An answer of invoke: status, headers and JSON body, exactly as sent (and as replayed under the same payment identifier). */
@@ -30,7 +30,8 @@ const answerAad = (callId: string) => `service_calls.response:${callId}`;
  * agent through the agents module, or the seller's endpoint. The answer carries a signed receipt and
  * X-PAYMENT-RESPONSE; a service that fails after payment is answered 502 with the settled payment named, and
  * recorded. The same payment identifier with the same payload answers the first answer again without a
- * second transfer; with another payload, 409.
+ * second transfer; with another payload, 409. A payment submitted but not confirmed in time is 504, and the
+ * same payment presented again resumes its call (see resume).
  */
 export class Invoker {
   private readonly sealer: Sealer;
@@ -61,16 +62,19 @@ export class Invoker {
     const requestSha = sha256Hex(canonicalize(body ?? null));
     if (p.paymentId) {
       const prior = await callByPaymentId(this.d.db, s.id, p.paymentId);
-      if (prior) return this.replay(prior, p, requestSha);
+      if (prior) return this.retried(prior, s, p, requestSha, requestId, body);
     }
     const x = this.d.config.x402!;
     const amount = terms.amount(s.price_micro_usd);
     const payer = p.authorization.from.toLowerCase();
     const nonce = p.authorization.nonce.toLowerCase();
     const req = terms.v2(s);
+    const presented = await callByAuthorization(this.d.db, x.chain.chainId, x.asset, payer, nonce);
+    // The same payload again after a 504 resumes its call, with or without a payment identifier.
+    if (presented && resumable(presented, p, requestSha)) return this.resume(presented, s, p, requestId, body);
     try {
+      if (presented) throw new PaymentRefused('payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment');
       checkAgainstTerms(p, { network: p.version === 1 ? v1Network(x.chain.chainId) : v2Network(x.chain.chainId), asset: x.asset, payee: s.payee, amount, nowSeconds: Math.floor(this.d.clock.now().getTime() / 1000) });
-      if (await callByAuthorization(this.d.db, x.chain.chainId, x.asset, payer, nonce)) throw new PaymentRefused('payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment');
       await fac.verify(p, req);
     } catch (e) {
       if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, p.version);
@@ -116,24 +120,29 @@ export class Invoker {
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
       const prior = p.paymentId ? await callByPaymentId(this.d.db, s.id, p.paymentId) : undefined;
-      if (prior) return this.replay(prior, p, requestSha);
+      if (prior) return this.retried(prior, s, p, requestSha, requestId, body);
       return this.required(terms, s, 'payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment', p.version);
     }
 
-    let settled: { txHash: string; blockNumber: number };
+    let settled: Settlement;
     try {
       settled = await fac.settle(p, req);
     } catch (e) {
       if (e instanceof SettlementUnconfirmed) {
-        await updateCall(this.d.db, callId, { tx_hash: e.txHash, error_type: 'settlement_unconfirmed', error_message: e.message });
-        throw new ServiceError('upstream_timeout', `The payment was submitted (transaction ${e.txHash}) but not confirmed in time; the service did not run. Retry with the same payment identifier to learn the outcome`, { call_id: callId, tx_hash: e.txHash });
+        await updateCall(this.d.db, callId, { tx_hash: e.txHash, error_type: UNCONFIRMED, error_message: e.message });
+        throw new ServiceError('upstream_timeout', `The payment was submitted (transaction ${e.txHash}) but not confirmed in time; the service did not run. Send the same payment and body again: once the transaction is confirmed the service runs then, once`, { call_id: callId, tx_hash: e.txHash });
       }
       await dropClaim(this.d.db, callId);
       if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, p.version);
       throw e;
     }
     await updateCall(this.d.db, callId, { tx_hash: settled.txHash, block_number: settled.blockNumber, settled_at: this.d.clock.now() });
+    return this.deliver(s, p, callId, requestId, requestSha, amount, settled, body);
+  }
 
+  /** Runs the paid service (the hosted agent or the seller's endpoint) and records its answer. */
+  private async deliver(s: ServiceRow, p: Payment, callId: string, requestId: string, requestSha: string, amount: bigint, settled: Settlement, body: unknown): Promise<Answer> {
+    const payer = p.authorization.from.toLowerCase();
     const input = JSON.stringify(body ?? null);
     const delivered =
       s.kind === 'agent'
@@ -230,6 +239,32 @@ export class Invoker {
     return answer;
   }
 
+  /** A retry under a payment identifier already used: a call left unconfirmed resumes; any other replays. */
+  private retried(prior: CallRow, s: ServiceRow, p: Payment, requestSha: string, requestId: string, body: unknown): Promise<Answer> | Answer {
+    return resumable(prior, p, requestSha) ? this.resume(prior, s, p, requestId, body) : this.replay(prior, p, requestSha);
+  }
+
+  /**
+   * The same payment again after a 504 (submitted, not confirmed in time): its transaction is looked up once
+   * more. Confirmed: the service runs now, at the price and payee of the first attempt, and only the retry that
+   * takes the call runs it (another at the same moment is 409 in_progress, later ones replay the answer).
+   * Reverted or moving something else: the claim is dropped and the answer is 402, nothing moved. Not mined
+   * yet: 409 in_progress naming the transaction.
+   */
+  private async resume(prior: CallRow, s: ServiceRow, p: Payment, requestId: string, body: unknown): Promise<Answer> {
+    let settled: Settlement | null;
+    try {
+      settled = await this.d.facilitator!.recheck(prior.tx_hash as `0x${string}`, p);
+    } catch (e) {
+      if (!(e instanceof PaymentRefused)) throw e;
+      await dropClaim(this.d.db, prior.id);
+      return this.required(this.d.terms!, s, e.reason, e.message, p.version);
+    }
+    if (!settled || !(await takeUnconfirmed(this.d.db, prior.id, settled, this.d.clock.now()))) return this.replay(prior, p, prior.request_sha256);
+    const paid = { ...s, price_micro_usd: prior.amount_micro_usd, payee: prior.payee };
+    return this.deliver(paid, p, prior.id, requestId, prior.request_sha256, BigInt(prior.amount), settled, body);
+  }
+
   /** A retry under a payment identifier already used: the first answer again, or 409 when the payload or request differs. */
   private replay(prior: CallRow, p: Payment, requestSha: string): Answer {
     if (prior.payment_sha256 !== p.sha256 || prior.request_sha256 !== requestSha) {
@@ -283,3 +318,8 @@ function result(d: Delivered): Record<string, unknown> {
 }
 
 export type { Facilitator };
+
+/** A call whose payment was submitted but not confirmed in time, presented again with the same payload and body. */
+function resumable(prior: CallRow, p: Payment, requestSha: string): boolean {
+  return prior.status === 'settling' && prior.error_type === UNCONFIRMED && prior.tx_hash !== null && prior.payment_sha256 === p.sha256 && prior.request_sha256 === requestSha;
+}

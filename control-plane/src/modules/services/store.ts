@@ -68,6 +68,21 @@ export async function updateCall(db: Kysely<DB>, id: string, set: Partial<CallRo
   await db.updateTable('service_calls').set(set).where('id', '=', id).execute();
 }
 
+/** A call's error while its payment was submitted but not confirmed in time; a retry of the same payment resumes it. */
+export const UNCONFIRMED = 'settlement_unconfirmed';
+
+/** Takes a call left unconfirmed, now confirmed, for delivery: false when another retry took it first. */
+export async function takeUnconfirmed(db: Kysely<DB>, id: string, settled: { txHash: string; blockNumber: number }, now: Date): Promise<boolean> {
+  const r = await db
+    .updateTable('service_calls')
+    .set({ error_type: null, error_message: null, tx_hash: settled.txHash, block_number: settled.blockNumber, settled_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'settling')
+    .where('error_type', '=', UNCONFIRMED)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
 /** Drops a claim whose payment never moved (refused or reverted at settlement), so nothing half-written stays. */
 export async function dropClaim(db: Kysely<DB>, id: string): Promise<void> {
   await db.deleteFrom('service_calls').where('id', '=', id).where('status', '=', 'settling').execute();
