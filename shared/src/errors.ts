@@ -17,6 +17,8 @@ export const ERROR_TYPES = {
   insufficient_credit: 402,
   spend_cap_reached: 402,
   circuit_breaker_tripped: 402,
+  /** A paid service invoked without a payment, or with one refused (`reason` names why); the body carries the x402 terms. */
+  payment_required: 402, // marketplace
   insufficient_scope: 403,
   /** A mandate's key (or a key below one) naming a model outside its allow list. */
   model_not_allowed: 403, // mandates
