@@ -22317,7 +22317,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invoke a service. Without a payment: 402 with the terms (x402 version 1 body, version 2 PAYMENT-REQUIRED header). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409) */
+        /** Invoke a service. Without a payment: 402 with the terms (x402 version 1 body, version 2 PAYMENT-REQUIRED header). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409). A payment not confirmed in time is 504 naming its transaction; the same payment again resumes the call (409 in_progress while unmined, the service runs once it confirms, 402 if it reverted) */
         post: {
             parameters: {
                 query?: never;
