@@ -305,7 +305,9 @@ describe('failures', () => {
 
   it('an upstream slower than the time limit is our 504 upstream_timeout with no charge', async () => {
     const a = await funded(FUND);
-    up.switches.delayMs = 3_500;
+    // The limit is 3 s (inference-env.ts); undici's head timeout runs on its coarse timers (1 s resolution,
+    // later on a loaded machine), so the upstream stays silent well past it.
+    up.switches.delayMs = 8_000;
     const o = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 504, type: 'upstream_timeout' });
     expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
