@@ -46,10 +46,14 @@ describe.skipIf(!enabled)('a terminal relayed between processes', () => {
 
     c.type('echo relayed-$((6*7))\r');
     await c.match(/relayed-42/);
-    const mark = c.screen.length;
     c.send({ type: 'resize', cols: 132, rows: 43 });
-    c.type("stty size | sed 's/^/SIZE:/'\r");
-    expect((await c.match(/SIZE:(\d+) (\d+)/, mark))[0]).toBe('SIZE:43 132');
+    // The pty's resize reaches the box through the docker CLI's own resize call, beside the keystrokes: asked
+    // again until the box's terminal has the new size.
+    await until('the resize reached the box', async () => {
+      const from = c.screen.length;
+      c.type("stty size | sed 's/^/SIZE:/'\r");
+      return (await c.match(/SIZE:(\d+ \d+)/, from))[1] === '43 132';
+    });
     c.type('sleep 30; echo slept-$((1+1))\r');
     await until('the sleep runs', async () => (await exec(s.id, 'ps')).stdout.includes('sleep 30'));
     c.type('\x03');

@@ -58,10 +58,14 @@ describe.skipIf(!enabled)('the terminal of a session', () => {
     await c.match(/hello-42/);
     c.type("stty size | sed 's/^/SIZE:/'\r");
     expect((await c.match(/SIZE:(\d+) (\d+)/))[0]).toBe('SIZE:24 80');
-    const mark = c.screen.length;
     c.send({ type: 'resize', cols: 100, rows: 30 });
-    c.type("stty size | sed 's/^/SIZE:/'\r");
-    expect((await c.match(/SIZE:(\d+) (\d+)/, mark))[0]).toBe('SIZE:30 100');
+    // The pty's resize reaches the box through the docker CLI's own resize call, beside the keystrokes: asked
+    // again until the box's terminal has the new size.
+    await until('the resize reached the box', async () => {
+      const from = c.screen.length;
+      c.type("stty size | sed 's/^/SIZE:/'\r");
+      return (await c.match(/SIZE:(\d+ \d+)/, from))[1] === '30 100';
+    });
 
     // ^C (a keystroke) reaches the program in the sandbox, not the shell: the sleep ends, the shell stays.
     c.type('sleep 30; echo slept-$((1+1))\r');
