@@ -13,6 +13,9 @@ export interface Settlement {
   blockNumber: number;
 }
 
+/** @x402/evm's settle answer when its wait for the receipt timed out (its ErrSettlementPending, not exported). */
+const LIBRARY_SETTLEMENT_PENDING = 'settlement_pending';
+
 /** The settlement could not be confirmed: the transaction may still be mined (the call stays claimed). */
 export class SettlementUnconfirmed extends Error {
   constructor(readonly txHash: Hex, message: string) {
@@ -82,6 +85,8 @@ export class Facilitator {
     const s = await this.rpc('settle', () => this.scheme.settle(payload, requirements));
     const tx = s.transaction as Hex;
     if (!tx) throw new PaymentRefused(reasonOf(s.errorReason, s.errorMessage), `the authorization was not submitted: ${describe(s.errorReason, s.errorMessage)}`);
+    // The library waited for the receipt already (confirmationTimeoutMs): waiting again would double the wait.
+    if (s.errorReason === LIBRARY_SETTLEMENT_PENDING) throw new SettlementUnconfirmed(tx, `transaction ${tx} was submitted but not mined within ${this.timeoutMs} ms`);
     let receipt: TransactionReceipt;
     try {
       receipt = await this.client.waitForTransactionReceipt({ hash: tx, confirmations: this.x.chain.confirmations, timeout: this.timeoutMs, pollingInterval: 200 });
