@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import { percentile } from './load.ts';
 
 /**
  * What the machine itself does to a thread's latency, measured before a bench's rows so that their tails
@@ -68,9 +69,7 @@ function haltPollNs(): number | null {
 }
 
 function wake(late: number[]): Wake {
-  late.sort((a, b) => a - b);
-  const at = (q: number) => late[Math.min(late.length - 1, Math.floor(q * late.length))] ?? 0;
-  return { p50Ms: at(0.5), p99Ms: at(0.99), p999Ms: at(0.999), maxMs: late.at(-1) ?? 0 };
+  return { p50Ms: percentile(late, 50), p99Ms: percentile(late, 99), p999Ms: percentile(late, 99.9), maxMs: Math.max(...late) };
 }
 
 /** Measures for `ms` milliseconds each: all cores busy, one thread sleeping, then one sleeping beside busy ones. */
