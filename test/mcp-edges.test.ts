@@ -1,15 +1,15 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyMessage } from 'ethers';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { SvcClient } from '@svc/shared/client';
 import { ENFORCED_BILLING, fundedKey, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startMcpUpstream, type McpUpstream } from './support/mcp-upstream.ts';
 import { chatChunk, sse, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.ts';
-import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { enrollAgent, until, untilOnline, type TestAgent } from './support/agent.ts';
 import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
 import { call } from './support/call.ts';
+import { connect, post, rpc } from './support/mcp-client.ts';
 
 /**
  * The edges of both MCP routes, with the stock SDK client and a real MCP SDK server upstream: every tools/call
@@ -25,7 +25,8 @@ const docker = dockerAvailable() && imageExists(SMALL_IMAGE);
 
 let t: TestGateway;
 let models: ScriptedUpstream;
-let up: McpUpstream; // answers JSON, no sessions; tools echo, secret (off the allow list), slow (waits for the test)
+let up: McpUpstream; // answers JSON, no sessions; its tools include echo and secret (kept off the allow list)
+let slowUp: McpUpstream; // the same, and a tool that answers when the test lets it (its own server: first dialed mid-test)
 let user: Awaited<ReturnType<typeof fundedKey>>;
 let serverId: string;
 let signer: string;
@@ -57,7 +58,8 @@ beforeAll(async () => {
       JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: MODEL, choices: [{ index: 0, message: { role: 'assistant', content: 'first second' }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } }),
     );
   };
-  up = await startMcpUpstream({
+  up = await startMcpUpstream({ mode: 'stateless', json: true });
+  slowUp = await startMcpUpstream({
     mode: 'stateless',
     json: true,
     extraTools: (server, calls) =>
@@ -79,43 +81,26 @@ beforeAll(async () => {
   });
   user = await fundedKey(t, FUND);
   signer = ((await (await fetch(`${t.url}/v1/receipts/pubkey`)).json()) as { address: string }).address;
-  serverId = (await user.client.request<{ id: string }>('POST', '/v1/mcp-servers', { body: { name: 'lenient', url: up.url, credential: 'upstream-credential', allowed_tools: ['echo', 'slow'], price_micro_usd_per_call: 700 } })).id;
+  serverId = (await user.client.request<{ id: string }>('POST', '/v1/mcp-servers', { body: { name: 'lenient', url: up.url, credential: 'upstream-credential', allowed_tools: ['echo'], price_micro_usd_per_call: 700 } })).id;
   if (docker) {
     agent = await enrollAgent(t, user.client, { kinds: ['sandbox'] });
     agent.start({ SVC_SANDBOX_IMAGE: SMALL_IMAGE, SVC_SANDBOX_POOL: '1' });
-    await until('agent', async () => t.gw.fleet.hub.isConnected(agent!.nodeId) && (await t.gw.fleet.registry.get(agent!.nodeId)).last_heartbeat_at !== null, 60_000);
+    await untilOnline(t, agent.nodeId);
   }
 }, 120_000);
 
 afterAll(async () => {
   await agent?.kill('SIGTERM');
-  await Promise.all([t?.close(), models?.close(), up?.close()]);
+  await Promise.all([t?.close(), models?.close(), up?.close(), slowUp?.close()]);
 });
 
-async function connect(url: string, key: string) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
-  const client = new Client({ name: 'mcp-edges-test', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, transport };
-}
-
-/** A raw JSON-RPC POST, for what the SDK client would never send. */
-async function post(url: string, key: string, body: string, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`, ...headers }, body });
-  const text = await res.text();
-  let json: any = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    /* SSE or empty */
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
-
-const rpc = (method: string, params: Record<string, unknown> = {}, id: number | string = 1) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
 const initialize = rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
 const balance = async (c: SvcClient) => (await c.request<{ balance_micro_usd: number }>('GET', '/v1/billing/balance')).balance_micro_usd;
 const usageEvents = async (c: SvcClient, kind: string) => (await c.request<{ events: Array<Record<string, any>> }>('GET', `/v1/usage/events?kind=${kind}&limit=1000`)).events;
+/** How a call the test cuts off ended for its caller. */
+const outcome = (p: Promise<unknown>) => p.then(() => 'answered', () => 'cut off');
+/** The account's first usage event of `kind`, once there is one (it is settled after the caller left). */
+const billed = async (c: SvcClient, kind: string) => (await until(`the ${kind} call to be billed`, async () => (await usageEvents(c, kind))[0], 60_000))!;
 const sessionsOf = async (accountId: string) => (await t.gw.database.db.selectFrom('mcp_sessions').select('id').where('account_id', '=', accountId).execute()).length;
 
 /** The stored receipt of a usage event, checked against the published signer. */
@@ -228,10 +213,15 @@ describe('path parameters', () => {
       ['PUT', '/v1/sandboxes/sessions/sess_x/files/a%00b', 'path'],
     ];
     for (const [method, path, param] of cases) {
-      const credential = path.startsWith('/v1/mcp/') || path.startsWith('/v1/sandboxes') ? { authorization: `Bearer ${user.key}` } : {};
-      const res = await (path.startsWith('/v1/mcp/') || path.startsWith('/v1/sandboxes') ? fetch(`${t.url}${path}`, { method, headers: { ...credential, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, ...(method === 'GET' || method === 'DELETE' ? {} : { body: method === 'PUT' ? 'x' : rpc('tools/list') }) }) : user.client.raw(method, path, method === 'PATCH' ? { body: { enabled: false } } : {}));
-      const body = (await res.json()) as { error: { type: string; param?: string } };
-      expect({ method, path, status: res.status, type: body.error.type, param: body.error.param }).toEqual({ method, path, status: 400, type: 'invalid_request', param });
+      const keyed = path.startsWith('/v1/mcp/') || path.startsWith('/v1/sandboxes/');
+      const body = method === 'GET' || method === 'DELETE' ? undefined : method === 'PUT' ? 'x' : keyed ? rpc('tools/list') : '{"enabled":false}';
+      const res = await fetch(`${t.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${keyed ? user.key : user.token}`, 'content-type': method === 'PUT' ? 'application/octet-stream' : 'application/json', accept: 'application/json, text/event-stream' },
+        ...(body === undefined ? {} : { body }),
+      });
+      const answer = (await res.json()) as { error: { type: string; param?: string } };
+      expect({ method, path, status: res.status, type: answer.error.type, param: answer.error.param }).toEqual({ method, path, status: 400, type: 'invalid_request', param });
     }
   });
 });
@@ -242,23 +232,17 @@ describe('money: a caller that leaves mid-call pays for what ran', () => {
     const { client } = await connect(`${t.url}/v1/mcp`, k.key);
     const asked = models.seen.length;
     const release = hold();
-    const pending = client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hello' }] } }).then(
-      () => 'answered',
-      () => 'cut off',
-    );
+    const pending = outcome(client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hello' }] } }));
     await until('the model to be asked', async () => models.seen.length > asked);
     await client.close(); // the caller's HTTP request goes away mid-call
     expect(await pending).toBe('cut off');
     release();
-    const [event] = await until('the call to be billed', async () => {
-      const events = await usageEvents(k.client, 'inference');
-      return events.length > 0 && events;
-    });
+    const event = await billed(k.client, 'inference');
     expect(event).toMatchObject({ route: 'POST /v1/mcp', units: { output_tokens: 2 } });
-    expect(event!.cost_micro_usd).toBeGreaterThan(0);
+    expect(event.cost_micro_usd).toBeGreaterThan(0);
     expect(models.seen.at(-1)!.aborted).toBe(false); // the model's answer was taken to its end
-    expect(await receiptOf(k.client, event!.receipt_id)).toMatchObject({ kind: 'inference', route: 'POST /v1/mcp', cost_micro_usd: event!.cost_micro_usd });
-    expect(await balance(k.client)).toBe(FUND - event!.cost_micro_usd);
+    expect(await receiptOf(k.client, event.receipt_id)).toMatchObject({ kind: 'inference', route: 'POST /v1/mcp', cost_micro_usd: event.cost_micro_usd });
+    expect(await balance(k.client)).toBe(FUND - event.cost_micro_usd);
   });
 
   it('a streamed chat call whose caller disconnects after the first piece is billed for the whole answer, with a receipt', async () => {
@@ -267,20 +251,14 @@ describe('money: a caller that leaves mid-call pays for what ran', () => {
     const release = hold();
     let first!: () => void;
     const progressed = new Promise<void>((r) => (first = r));
-    const pending = client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hello' }] } }, undefined, { onprogress: () => first() }).then(
-      () => 'answered',
-      () => 'cut off',
-    );
+    const pending = outcome(client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hello' }] } }, undefined, { onprogress: () => first() }));
     await progressed;
     await client.close();
     expect(await pending).toBe('cut off');
     release();
-    const [event] = await until('the call to be billed', async () => {
-      const events = await usageEvents(k.client, 'inference');
-      return events.length > 0 && events;
-    });
+    const event = await billed(k.client, 'inference');
     expect(event).toMatchObject({ route: 'POST /v1/mcp', units: { output_tokens: 2 } });
-    expect(await receiptOf(k.client, event!.receipt_id)).toMatchObject({ kind: 'inference', cost_micro_usd: event!.cost_micro_usd });
+    expect(await receiptOf(k.client, event.receipt_id)).toMatchObject({ kind: 'inference', cost_micro_usd: event.cost_micro_usd });
   });
 
   it.skipIf(!docker)('a streamed run_code call whose caller disconnects mid-run is billed for the run, with a receipt', async () => {
@@ -288,43 +266,31 @@ describe('money: a caller that leaves mid-call pays for what ran', () => {
     const { client } = await connect(`${t.url}/v1/mcp`, k.key);
     let started!: () => void;
     const printed = new Promise<void>((r) => (started = r));
-    const pending = client.callTool({ name: 'run_code', arguments: { language: 'sh', code: 'echo start; sleep 2; echo end' } }, undefined, { onprogress: () => started() }).then(
-      () => 'answered',
-      () => 'cut off',
-    );
+    const pending = outcome(client.callTool({ name: 'run_code', arguments: { language: 'sh', code: 'echo start; sleep 2; echo end' } }, undefined, { onprogress: () => started() }));
     await printed;
     await client.close();
     expect(await pending).toBe('cut off');
-    const [event] = await until('the run to be billed', async () => {
-      const events = await usageEvents(k.client, 'sandbox');
-      return events.length > 0 && events;
-    }, 60_000);
+    const event = await billed(k.client, 'sandbox');
     expect(event).toMatchObject({ route: 'POST /v1/mcp' });
-    expect(Number(event!.units.duration_ms)).toBeGreaterThanOrEqual(2000); // the whole program ran: `sleep 2` and after
-    const receipt = await receiptOf(k.client, event!.receipt_id);
-    expect(receipt).toMatchObject({ kind: 'sandbox', cost_micro_usd: event!.cost_micro_usd, detail: { exit_code: 0 } });
+    expect(Number(event.units.duration_ms)).toBeGreaterThanOrEqual(2000); // the whole program ran: `sleep 2` and after
+    const receipt = await receiptOf(k.client, event.receipt_id);
+    expect(receipt).toMatchObject({ kind: 'sandbox', cost_micro_usd: event.cost_micro_usd, detail: { exit_code: 0 } });
   });
 
   it('a gateway tool call whose caller disconnects mid-call is billed at the server\'s price, with a receipt', async () => {
     const k = await fundedKey(t, FUND);
-    const mine = (await k.client.request<{ id: string }>('POST', '/v1/mcp-servers', { body: { name: 'slow', url: up.url, allowed_tools: ['slow'], price_micro_usd_per_call: 900 } })).id;
+    const mine = (await k.client.request<{ id: string }>('POST', '/v1/mcp-servers', { body: { name: 'slow', url: slowUp.url, allowed_tools: ['slow'], price_micro_usd_per_call: 900 } })).id;
     const { client } = await connect(`${t.url}/v1/mcp/servers/${mine}`, k.key);
-    up.reset();
+    slowUp.reset();
     const release = hold();
-    const pending = client.callTool({ name: 'slow', arguments: {} }).then(
-      () => 'answered',
-      () => 'cut off',
-    );
-    await until('the upstream to run the tool', async () => up.calls.length > 0);
+    const pending = outcome(client.callTool({ name: 'slow', arguments: {} }));
+    await until('the upstream to run the tool', async () => slowUp.calls.length > 0);
     await client.close();
     expect(await pending).toBe('cut off');
     release();
-    const [event] = await until('the call to be billed', async () => {
-      const events = await usageEvents(k.client, 'mcp_call');
-      return events.length > 0 && events;
-    });
+    const event = await billed(k.client, 'mcp_call');
     expect(event).toMatchObject({ route: 'POST /v1/mcp/servers/:id', cost_micro_usd: 900, units: { calls: 1 } });
-    expect(await receiptOf(k.client, event!.receipt_id)).toMatchObject({ kind: 'mcp_call', detail: { tool: 'slow', outcome: 'ok', server_id: mine } });
+    expect(await receiptOf(k.client, event.receipt_id)).toMatchObject({ kind: 'mcp_call', detail: { tool: 'slow', outcome: 'ok', server_id: mine } });
     expect(await balance(k.client)).toBe(FUND - 900);
   });
 });
