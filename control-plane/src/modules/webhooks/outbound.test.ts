@@ -66,7 +66,8 @@ describe('outbound connections never reach the gateway itself', () => {
     expect(isGatewayAddress('93.184.216.34', gateway.port, self)).toBe(false);
     const one = { ...self, listening: [{ address: '127.0.0.1', port: 9000 }] };
     expect(isGatewayAddress('127.0.0.1', 9000, one)).toBe(true);
-    expect(isGatewayAddress('127.0.0.2', 9000, one)).toBe(false); // nothing of the gateway answers there
+    expect(isGatewayAddress('127.0.0.2', 9000, one)).toBe(true); // loopback counts whole
+    expect(isGatewayAddress('10.1.2.3', 9000, one)).toBe(false); // another machine's address, or one the gateway does not listen on
     expect(isGatewayAddress('[::1]', 9000, { ...self, listening: [{ address: '::1', port: 9000 }] })).toBe(true);
   });
 

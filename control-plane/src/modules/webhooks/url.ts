@@ -123,8 +123,9 @@ function listening(self: SelfAddress): ReadonlyArray<{ address: string; port: nu
 
 /**
  * Whether a connection to `address` (an IP address, or a loopback name) at `port` reaches this gateway
- * process: an address it listens on at that port; where it listens on every interface, any loopback address
- * or address of this machine; and the unspecified address, which connects to the local host.
+ * process: an address it listens on at that port; where it listens on every interface, any address of this
+ * machine; where it listens on loopback, any loopback address (counted whole, to be safe); and the
+ * unspecified address, which connects to the local host.
  */
 export function isGatewayAddress(address: string, port: number, self: SelfAddress): boolean {
   const raw = plainAddress(address);
@@ -136,7 +137,7 @@ export function isGatewayAddress(address: string, port: number, self: SelfAddres
     for (const a of candidates) {
       if (unspecified(a) || a === b) return true;
       if (unspecified(b) && (isLoopbackHost(a) || localAddresses().has(a))) return true;
-      if (!isIP(b) && isLoopbackHost(b) && isLoopbackHost(a)) return true; // a configured loopback name (HOST=localhost)
+      if (isLoopbackHost(b) && isLoopbackHost(a)) return true; // bound to loopback (or HOST=localhost): all of loopback at that port counts
     }
   }
   return false;
