@@ -23,9 +23,16 @@ export class UpstreamFailure extends Error {
   }
 }
 
+/**
+ * An idle socket is retired before its server closes it: Node applies a server's `Keep-Alive: timeout=N` hint
+ * (less a second) only to an agent that has a timeout of its own, and without one a call could go out on a
+ * socket the server closes that instant (ECONNRESET, a failed call). The timeout also retires idle sockets
+ * of servers that send no hint; a socket in use is bounded by each exchange's own time limit.
+ */
+const IDLE_SOCKET_MS = 30_000;
 const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' }),
+  http: new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
+  https: new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
 };
 
 /**
