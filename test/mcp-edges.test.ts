@@ -202,7 +202,7 @@ describe('transport rules', () => {
 });
 
 describe('path parameters', () => {
-  it('a NUL in a path parameter is a 400 naming it, on every route', async () => {
+  it('a NUL in a path parameter is a 400 naming it, on every route; in a tool\'s id argument, an input error', async () => {
     const cases: Array<[string, string, string]> = [
       ['DELETE', '/v1/mcp/servers/probe%00x', 'id'],
       ['POST', '/v1/mcp/servers/probe%00x', 'id'],
@@ -223,6 +223,12 @@ describe('path parameters', () => {
       const answer = (await res.json()) as { error: { type: string; param?: string } };
       expect({ method, path, status: res.status, type: answer.error.type, param: answer.error.param }).toEqual({ method, path, status: 400, type: 'invalid_request', param });
     }
+    // An id in a tool's arguments is refused by the tool's input schema, not by the database.
+    const { client } = await connect(`${t.url}/v1/mcp`, user.key);
+    const byId = await client.callTool({ name: 'verify_receipt', arguments: { receipt_id: 'req_\u0000x' } });
+    expect(byId.isError).toBe(true);
+    expect(JSON.stringify(byId.content)).toContain('NUL');
+    await client.close();
   });
 });
 
