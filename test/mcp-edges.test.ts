@@ -21,6 +21,8 @@ import { connect, post, rpc } from './support/mcp-client.ts';
 const FUND = 10_000_000;
 const SESSIONS_PER_KEY = 3;
 const MODEL = 'test-chat';
+/** The model's own count of its answer's tokens, unlike any estimate of a part of it: a call billed for it ran to its end. */
+const OUTPUT_TOKENS = 7;
 const docker = dockerAvailable() && imageExists(SMALL_IMAGE);
 
 let t: TestGateway;
@@ -31,6 +33,8 @@ let user: Awaited<ReturnType<typeof fundedKey>>;
 let serverId: string;
 let signer: string;
 let agent: TestAgent | undefined;
+/** Client connections of the gateway that closed (a caller that left). */
+let closedConnections = 0;
 
 /** What the model and the slow tool wait for before answering (a test holds them mid-call). */
 let gate: Promise<void> | null = null;
@@ -50,12 +54,12 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(sse(chatChunk(MODEL, 'first ')));
       if (gate) await gate;
-      res.end(sse(chatChunk(MODEL, 'second', 'stop')) + sse({ ...chatChunk(MODEL, null), choices: [], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } }) + sse('[DONE]'));
+      res.end(sse(chatChunk(MODEL, 'second', 'stop')) + sse({ ...chatChunk(MODEL, null), choices: [], usage: { prompt_tokens: 4, completion_tokens: OUTPUT_TOKENS, total_tokens: 4 + OUTPUT_TOKENS } }) + sse('[DONE]'));
       return;
     }
     if (gate) await gate;
     res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: MODEL, choices: [{ index: 0, message: { role: 'assistant', content: 'first second' }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } }),
+      JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: MODEL, choices: [{ index: 0, message: { role: 'assistant', content: 'first second' }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: OUTPUT_TOKENS, total_tokens: 4 + OUTPUT_TOKENS } }),
     );
   };
   up = await startMcpUpstream({ mode: 'stateless', json: true });
@@ -79,6 +83,7 @@ beforeAll(async () => {
       HOST: '0.0.0.0', // on every interface, as a deployment is: this machine's host name reaches it
     },
   });
+  t.gw.app.server.on('connection', (socket) => socket.once('close', () => closedConnections++));
   user = await fundedKey(t, FUND);
   signer = ((await (await fetch(`${t.url}/v1/receipts/pubkey`)).json()) as { address: string }).address;
   serverId = (await user.client.request<{ id: string }>('POST', '/v1/mcp-servers', { body: { name: 'lenient', url: up.url, credential: 'upstream-credential', allowed_tools: ['echo'], price_micro_usd_per_call: 700 } })).id;
@@ -97,6 +102,12 @@ afterAll(async () => {
 const initialize = rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
 const balance = async (c: SvcClient) => (await c.request<{ balance_micro_usd: number }>('GET', '/v1/billing/balance')).balance_micro_usd;
 const usageEvents = async (c: SvcClient, kind: string) => (await c.request<{ events: Array<Record<string, any>> }>('GET', `/v1/usage/events?kind=${kind}&limit=1000`)).events;
+/** The stock client goes away mid-call (its POST is aborted), and the gateway has seen a connection of it close. */
+async function leave(client: Client): Promise<void> {
+  const before = closedConnections;
+  await client.close();
+  await until('the gateway to see the caller leave', async () => closedConnections > before);
+}
 /** How a call the test cuts off ended for its caller. */
 const outcome = (p: Promise<unknown>) => p.then(() => 'answered', () => 'cut off');
 /** The account's first usage event of `kind`, once there is one (it is settled after the caller left). */
@@ -240,11 +251,11 @@ describe('money: a caller that leaves mid-call pays for what ran', () => {
     const release = hold();
     const pending = outcome(client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hello' }] } }));
     await until('the model to be asked', async () => models.seen.length > asked);
-    await client.close(); // the caller's HTTP request goes away mid-call
+    await leave(client); // the caller's HTTP request goes away mid-call
     expect(await pending).toBe('cut off');
     release();
     const event = await billed(k.client, 'inference');
-    expect(event).toMatchObject({ route: 'POST /v1/mcp', units: { output_tokens: 2 } });
+    expect(event).toMatchObject({ route: 'POST /v1/mcp', units: { output_tokens: OUTPUT_TOKENS } });
     expect(event.cost_micro_usd).toBeGreaterThan(0);
     expect(models.seen.at(-1)!.aborted).toBe(false); // the model's answer was taken to its end
     expect(await receiptOf(k.client, event.receipt_id)).toMatchObject({ kind: 'inference', route: 'POST /v1/mcp', cost_micro_usd: event.cost_micro_usd });
@@ -259,11 +270,12 @@ describe('money: a caller that leaves mid-call pays for what ran', () => {
     const progressed = new Promise<void>((r) => (first = r));
     const pending = outcome(client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hello' }] } }, undefined, { onprogress: () => first() }));
     await progressed;
-    await client.close();
+    await leave(client);
     expect(await pending).toBe('cut off');
     release();
     const event = await billed(k.client, 'inference');
-    expect(event).toMatchObject({ route: 'POST /v1/mcp', units: { output_tokens: 2 } });
+    expect(event).toMatchObject({ route: 'POST /v1/mcp', units: { output_tokens: OUTPUT_TOKENS } });
+    expect(models.seen.at(-1)!.aborted).toBe(false);
     expect(await receiptOf(k.client, event.receipt_id)).toMatchObject({ kind: 'inference', cost_micro_usd: event.cost_micro_usd });
   });
 
@@ -274,7 +286,7 @@ describe('money: a caller that leaves mid-call pays for what ran', () => {
     const printed = new Promise<void>((r) => (started = r));
     const pending = outcome(client.callTool({ name: 'run_code', arguments: { language: 'sh', code: 'echo start; sleep 2; echo end' } }, undefined, { onprogress: () => started() }));
     await printed;
-    await client.close();
+    await leave(client);
     expect(await pending).toBe('cut off');
     const event = await billed(k.client, 'sandbox');
     expect(event).toMatchObject({ route: 'POST /v1/mcp' });
@@ -291,7 +303,7 @@ describe('money: a caller that leaves mid-call pays for what ran', () => {
     const release = hold();
     const pending = outcome(client.callTool({ name: 'slow', arguments: {} }));
     await until('the upstream to run the tool', async () => slowUp.calls.length > 0);
-    await client.close();
+    await leave(client);
     expect(await pending).toBe('cut off');
     release();
     const event = await billed(k.client, 'mcp_call');
