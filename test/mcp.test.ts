@@ -12,6 +12,7 @@ import { ENFORCED_BILLING, fundedKey, startGatewayPair, startTestGateway, type T
 import { TEST_DB_KIND } from './support/database.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
 import { startMcpUpstream, type McpUpstream } from './support/mcp-upstream.ts';
+import { connect, post, rpc } from './support/mcp-client.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
 import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
 
@@ -63,14 +64,6 @@ afterAll(async () => {
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
-/** An SDK client on a gateway endpoint with an API key (or another bearer credential). */
-async function connect(url: string, credential: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${credential}` } } });
-  const client = new Client({ name: 'mcp-test', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, transport };
-}
-
 type Receipt = { id: string; canonical: string; hash: string; signature: string; signer: string; cost_micro_usd: number };
 const receiptOf = (r: { _meta?: Record<string, unknown> }) => r._meta?.['svc/receipt'] as Receipt;
 
@@ -84,24 +77,6 @@ function expectVerified(r: Receipt): Record<string, any> {
   return payload;
 }
 
-/** A raw JSON-RPC POST, for what the SDK client would never send. */
-async function post(url: string, credential: string | null, body: string, headers: Record<string, string> = {}) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(credential ? { authorization: `Bearer ${credential}` } : {}), ...headers },
-    body,
-  });
-  const text = await res.text();
-  let json: any = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    /* SSE or empty */
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
-
-const rpc = (method: string, params: Record<string, unknown> = {}, id: number | string = 1) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
 const toolsCall = (name: string, args: Record<string, unknown> = {}, id: number | string = 1) => rpc('tools/call', { name, arguments: args }, id);
 
 async function balance(c: SvcClient): Promise<number> {

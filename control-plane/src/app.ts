@@ -6,6 +6,7 @@ import type { Metrics } from './metrics.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerBodyParsers } from './http/body.ts';
 import { errorHandling, MAX_PARAM_LENGTH } from './http/errors.ts';
+import { refuseNulInPathParams } from './http/path-params.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import type { DenylistService } from './modules/admin/denylist.ts';
 import { adminRoutes, type AdminMetricsSource } from './modules/admin/routes.ts';
@@ -215,6 +216,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
 
   errors.register(app);
+  refuseNulInPathParams(app); // before authentication: no route, however it answers its errors, sees a NUL in its path
   registerBodyParsers(app, d.denylist);
   registerAuth(app, {
     resolvers: { apiKey: (s) => d.keys.authenticate(s), session: async (t) => d.orgs.service.resolveSession(await d.identity.authenticate(t)), nodeKey: (s) => d.registry.authenticate(s), oauthAccessToken: (t) => d.oauth.service.authenticate(t) },

@@ -40,6 +40,7 @@ import { createInference } from './modules/inference/deps.ts'; // inference
 import type { InferenceService } from './modules/inference/service.ts';
 import { WebhookService } from './modules/webhooks/service.ts';
 import { WebhookSender } from './modules/webhooks/sender.ts';
+import type { SelfAddress } from './modules/webhooks/url.ts';
 import { AlertsService } from './modules/alerts/service.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
 import { createBatches } from './modules/batches/deps.ts'; // files and batches
@@ -222,7 +223,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const engine = new EngineService({ db, clock, sealKey: seal, catalog: inference.catalog, policies }); // engine builds
   inference.engines = engine; // engine builds: engine/<slug> on the chat completions, Messages and Responses routes
   // webhooks, balance alerts, plans and subscriptions
-  const self = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate };
+  const self: SelfAddress = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate }; // listening: set once the server listens
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
   const services = createServices({ db, clock, sealKey: seal, signer: signerSvc, identity, passports: passportsSvc, agents, config: config.market, self, publicUrl: config.publicUrl }); // marketplace: services paid by x402
@@ -371,7 +372,9 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     signerKey: signer,
     sealKey: seal,
     async listen() {
-      return app.listen({ port: config.port, host: config.host });
+      const url = await app.listen({ port: config.port, host: config.host });
+      self.listening = app.addresses().flatMap((a) => (typeof a === 'string' ? [] : [{ address: a.address, port: a.port }])); // outbound connections never reach these
+      return url;
     },
     async close() {
       if (closed) return;

@@ -33,9 +33,12 @@ export interface McpUpstreamOptions {
   mode: 'stateful' | 'stateless';
   /** Answer requests with JSON rather than SSE streams. */
   json: boolean;
+  /** More tools, beside the five above (a test's own, such as one that waits for it). */
+  extraTools?: (server: McpServer, calls: McpUpstream['calls']) => void;
 }
 
-function tools(server: McpServer, calls: McpUpstream['calls']): McpServer {
+function tools(server: McpServer, calls: McpUpstream['calls'], extra?: McpUpstreamOptions['extraTools']): McpServer {
+  extra?.(server, calls);
   server.registerTool('echo', { description: 'Echo a text back', inputSchema: { text: z.string() } }, async ({ text }) => {
     calls.push({ tool: 'echo', args: { text } });
     return { content: [{ type: 'text', text: `echo: ${text}` }] };
@@ -98,7 +101,7 @@ export async function startMcpUpstream(opts: McpUpstreamOptions): Promise<McpUps
     const rpcMethod = body && typeof body === 'object' && 'method' in body ? String((body as { method: unknown }).method) : null;
     requests.push({ httpMethod: req.method ?? '', rpcMethod, authorization: req.headers.authorization, apiKey: req.headers['x-api-key'] as string | undefined, sessionId, headers: req.headers });
     if (opts.mode === 'stateless') {
-      const server = tools(new McpServer({ name: 'test-upstream', version: '1.0.0' }), calls);
+      const server = tools(new McpServer({ name: 'test-upstream', version: '1.0.0' }), calls, opts.extraTools);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: opts.json });
       res.on('close', () => void server.close());
       await server.connect(transport);
@@ -118,7 +121,7 @@ export async function startMcpUpstream(opts: McpUpstreamOptions): Promise<McpUps
         onsessionclosed: (id) => void transports.delete(id),
       });
       transport = t;
-      await tools(new McpServer({ name: 'test-upstream', version: '1.0.0' }), calls).connect(t);
+      await tools(new McpServer({ name: 'test-upstream', version: '1.0.0' }), calls, opts.extraTools).connect(t);
     }
     await transport.handleRequest(req, res, body);
   }

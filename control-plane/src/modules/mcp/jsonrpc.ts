@@ -1,4 +1,5 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import { ServiceError } from '@svc/shared';
 
 /** JSON-RPC 2.0 error codes, and the MCP transport's own (-32000 family). */
@@ -81,6 +82,30 @@ export function parseMessage(raw: Buffer | undefined): RpcMessage {
     if ((m.result === undefined) === (m.error === undefined)) throw fail('a response carries exactly one of result and error');
   }
   return m as unknown as RpcMessage;
+}
+
+/**
+ * The Streamable HTTP transport's header rules for a POST, the same on both MCP routes (and as the SDK's
+ * server transport words them): the client accepts both application/json and text/event-stream (406
+ * otherwise) and sends application/json (415 otherwise). Checked before the body is looked at.
+ */
+export function transportRefusal(req: FastifyRequest): RpcFailure | null {
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    return new RpcFailure(406, RPC.transport, 'Not Acceptable: Client must accept both application/json and text/event-stream', 'not_acceptable');
+  }
+  if (!isJsonContentType(req.headers['content-type'])) return new RpcFailure(415, RPC.transport, 'Unsupported Media Type: Content-Type must be application/json', 'unsupported_media_type');
+  return null;
+}
+
+/**
+ * A tools/call is a request: one without an id (a notification) could run a tool that nothing checks,
+ * meters or answers, so it is refused (400, the transport's answer to a notification it does not accept).
+ */
+export function assertCallable(m: RpcMessage): void {
+  if (m.method === 'tools/call' && m.id === undefined) {
+    throw new RpcFailure(400, RPC.invalidRequest, 'Invalid Request: tools/call is a request and needs an id; it is never accepted as a notification', 'invalid_request');
+  }
 }
 
 /** The JSON-RPC error response of a failure. */

@@ -17,9 +17,12 @@ export class CallerAnswer {
     return this.sse !== null;
   }
 
-  /** Begins the SSE answer (the Mcp-Session-Id header, if any, already set on the raw response). */
+  /**
+   * Begins the SSE answer (the Mcp-Session-Id header, if any, already set on the raw response); not for a
+   * caller already gone (its stream would never see the close that ends it).
+   */
   begin(): void {
-    this.sse ??= new SseStream(this.reply);
+    if (!this.sse && !this.reply.raw.destroyed) this.sse = new SseStream(this.reply);
   }
 
   /** An event relayed as it came (notifications, and requests of the server to the client). */

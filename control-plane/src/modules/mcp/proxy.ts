@@ -8,7 +8,7 @@ import { setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { runIdOf } from '../../http/run-id.ts';
 import type { Metering } from '../money/metering.ts';
 import type { SelfAddress } from '../webhooks/url.ts';
-import { RPC, RpcFailure, asFailure, parseMessage, sendFailure, sessionNotFound, type RpcId, type RpcMessage } from './jsonrpc.ts';
+import { RPC, RpcFailure, asFailure, assertCallable, parseMessage, sendFailure, sessionNotFound, transportRefusal, type RpcId, type RpcMessage } from './jsonrpc.ts';
 import { CallerAnswer, answerOf, answers, eventMessage, upstreamFailure } from './proxy-io.ts';
 import { receiptMeta } from './receipt-meta.ts';
 import type { SseEvent } from './sse-read.ts';
@@ -63,9 +63,12 @@ export class McpGateway {
   }
 
   async post(req: FastifyRequest, reply: FastifyReply, serverId: string): Promise<FastifyReply> {
+    const refused = transportRefusal(req);
+    if (refused) return sendFailure(reply, refused);
     let msg: RpcMessage;
     try {
       msg = parseMessage(req.body as Buffer | undefined);
+      assertCallable(msg); // a tools/call without an id would reach the upstream unchecked and unmetered
     } catch (e) {
       return sendFailure(reply, asFailure(e, null));
     }
@@ -75,7 +78,7 @@ export class McpGateway {
       const p = requireKey(req);
       const target = await this.target(p, serverId);
       const session = this.openSession(req, target, id);
-      if (msg.method === 'tools/call' && msg.id !== undefined) return await this.call(req, answer, p, target, msg as RpcMessage & { id: string | number }, session);
+      if (msg.method === 'tools/call') return await this.call(req, answer, p, target, msg as RpcMessage & { id: string | number }, session);
       return await this.forward(req, answer, target, msg, session);
     } catch (e) {
       if (e instanceof UpstreamFailure) return answer.fail(upstreamFailure(e, id));

@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -7,11 +6,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ServiceError, type SignedReceipt } from '@svc/shared';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { requireKey } from '../../http/auth.ts';
-import { callerGone } from '../../http/caller-signal.ts';
 import { assertRouteAllowed } from '../../http/key-bounds.ts';
 import { setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { runIdOf } from '../../http/run-id.ts';
-import { RPC, RpcFailure, asFailure, parseMessage, sendFailure, sessionNotFound, type RpcMessage } from './jsonrpc.ts';
+import { RPC, RpcFailure, asFailure, assertCallable, parseMessage, sendFailure, sessionNotFound, transportRefusal, type RpcMessage } from './jsonrpc.ts';
+import { CallerAnswer } from './proxy-io.ts';
+import { assertParams, succeeded } from './requests.ts';
 import { receiptMeta } from './receipt-meta.ts';
 import type { McpSessions } from './sessions.ts';
 import type { McpTool, ToolContext, ToolRegistry } from './tools/registry.ts';
@@ -40,10 +40,11 @@ export function toolError(e: unknown, requestId: string, log: RemoteServerDeps['
 /**
  * The gateway's remote MCP server at /v1/mcp: the SDK's McpServer on its Streamable HTTP transport (web
  * standard flavour), one server and one stateless transport per HTTP request, so any process answers any
- * request. Sessions (stateful mode) are rows checked here before the transport runs: initialize opens one
- * and answers its id in Mcp-Session-Id; a request naming an unknown, expired or another key's session is
- * 404 with a JSON-RPC error; a request without one (other than initialize) is served without a session.
- * Answers are JSON, or SSE for a streaming tool called with a progressToken.
+ * request. Sessions (stateful mode) are rows checked here before the transport runs: an initialize that
+ * succeeds opens one and answers its id in Mcp-Session-Id; a request naming an unknown, expired or another
+ * key's session is 404 with a JSON-RPC error; a request without one (other than initialize) is served
+ * without a session. Answers are JSON; a streaming tool called with a progressToken turns its answer into an
+ * SSE stream at its first piece of progress, so a call refused before it runs (a 402) is still plain JSON.
  */
 export class RemoteMcpServer {
   readonly resource: string;
@@ -55,31 +56,41 @@ export class RemoteMcpServer {
   }
 
   async post(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const refused = transportRefusal(req);
+    if (refused) return sendFailure(reply, refused);
     let msg: RpcMessage;
     try {
       msg = parseMessage(req.body as Buffer | undefined);
+      assertCallable(msg);
     } catch (e) {
       return sendFailure(reply, asFailure(e, null));
     }
     const id = msg.id ?? null;
+    const answer = new CallerAnswer(reply);
     try {
       const p = requireKey(req);
       const initialize = msg.method === 'initialize';
       const given = req.headers[SESSION_HEADER];
       if (!initialize && typeof given === 'string' && this.d.sessions.stateful && !(await this.d.sessions.use(p, given))) throw sessionNotFound(id);
+      assertParams(msg);
       const tool = msg.method === 'tools/call' ? this.d.tools.get(String(msg.params?.name)) : undefined;
-      const meta = msg.params?._meta as { progressToken?: unknown } | undefined;
-      const streaming = tool?.streams === true && meta?.progressToken !== undefined;
+      const token = (msg.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
+      // A streaming tool's progress opens the SSE answer at its first piece: a call refused or failed before
+      // it runs (a 402, a bad argument) is answered as JSON, before any stream opens.
+      const notify = tool?.streams === true && (typeof token === 'string' || typeof token === 'number') ? (n: object) => (answer.begin(), answer.relay({ event: 'message', id: null, data: JSON.stringify(n) })) : null;
       let receipt: SignedReceipt | undefined;
-      const res = await this.serve(req, reply, p, msg, streaming, (r) => (receipt = r));
-      if (receipt && !streaming) setReceiptHeaders(reply, receipt); // a JSON answer carries its receipt in the headers too
-      if (initialize && res.status === 200 && this.d.sessions.stateful) {
+      const res = await this.serve(req, p, msg, notify, (r) => (receipt = r));
+      if (res.status === 202 || !res.body) return reply.code(res.status).header('cache-control', 'no-store').send();
+      const text = await res.text();
+      if (receipt && !answer.streaming) setReceiptHeaders(reply, receipt); // a JSON answer carries its receipt in the headers too
+      if (initialize && this.d.sessions.stateful && res.status === 200 && succeeded(text)) {
+        // Only an initialize that succeeded opens a session (one that failed would end the key's oldest for nothing).
         const version = typeof msg.params?.protocolVersion === 'string' ? msg.params.protocolVersion.slice(0, 32) : null;
         reply.header(SESSION_HEADER, await this.d.sessions.open(p, version));
       }
-      return await this.send(reply, res);
+      return answer.send(text, res.status);
     } catch (e) {
-      return sendFailure(reply, asFailure(e, id));
+      return answer.fail(asFailure(e, id));
     }
   }
 
@@ -92,29 +103,29 @@ export class RemoteMcpServer {
     return reply.code(200).send();
   }
 
-  /** Runs the message through a fresh McpServer on a stateless web-standard transport. */
-  private async serve(req: FastifyRequest, reply: FastifyReply, p: KeyPrincipal, msg: RpcMessage, streaming: boolean, receipted: (r: SignedReceipt) => void): Promise<Response> {
-    const abort = new AbortController();
-    const gone = callerGone(reply.raw);
-    const onGone = () => abort.abort(gone.reason);
-    gone.addEventListener('abort', onGone, { once: true });
-    const server = this.build(req, p, abort.signal, receipted);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streaming });
-    const cleanup = () => {
-      gone.removeEventListener('abort', onGone);
+  /**
+   * Runs the message through a fresh McpServer on a stateless web-standard transport answering JSON; a
+   * streaming tool's progress goes out through `notify` meanwhile. The call runs to its end whether or not
+   * its caller stays (the transport's revisions up to 2025-11-25 say a disconnect is not a cancellation):
+   * what ran is settled and receipted, so leaving mid-call never avoids the charge.
+   */
+  private async serve(req: FastifyRequest, p: KeyPrincipal, msg: RpcMessage, notify: ((n: object) => void) | null, receipted: (r: SignedReceipt) => void): Promise<Response> {
+    const server = this.build(req, p, notify, receipted);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await server.connect(transport);
+      const headers = new Headers();
+      for (const h of PASSED_HEADERS) {
+        const v = req.headers[h];
+        if (typeof v === 'string') headers.set(h, v);
+      }
+      return await transport.handleRequest(new Request(this.resource, { method: 'POST', headers }), { parsedBody: msg });
+    } finally {
       void server.close().catch(() => undefined);
-    };
-    reply.raw.once('close', cleanup);
-    await server.connect(transport);
-    const headers = new Headers();
-    for (const h of PASSED_HEADERS) {
-      const v = req.headers[h];
-      if (typeof v === 'string') headers.set(h, v);
     }
-    return transport.handleRequest(new Request(this.resource, { method: 'POST', headers }), { parsedBody: msg });
   }
 
-  private build(req: FastifyRequest, p: KeyPrincipal, signal: AbortSignal, receipted: (r: SignedReceipt) => void): McpServer {
+  private build(req: FastifyRequest, p: KeyPrincipal, notify: ((n: object) => void) | null, receipted: (r: SignedReceipt) => void): McpServer {
     const server = new McpServer(
       { name: 'svc-gateway', title: 'svc gateway', version: this.d.version },
       {
@@ -128,14 +139,11 @@ export class RemoteMcpServer {
       server.registerTool(
         tool.name,
         { title: tool.title, description: tool.description, inputSchema: tool.inputSchema, ...(tool.annotations ? { annotations: tool.annotations } : {}) },
-        (async (args: Record<string, unknown>, extra: { signal: AbortSignal; _meta?: { progressToken?: string | number }; sendNotification: (n: never) => Promise<void> }) => {
+        (async (args: Record<string, unknown>, extra: { signal: AbortSignal; _meta?: { progressToken?: string | number } }) => {
           const token = extra._meta?.progressToken;
           let n = 0;
-          const progress =
-            token !== undefined && tool.streams
-              ? (message: string) => void extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++n, message } } as never).catch(() => undefined)
-              : null;
-          return this.call(tool, args, { ...base, signal: AbortSignal.any([signal, extra.signal]), progress }, receipted);
+          const progress = token !== undefined && notify ? (message: string) => notify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++n, message } }) : null;
+          return this.call(tool, args, { ...base, signal: extra.signal, progress }, receipted);
         }) as never,
       );
     }
@@ -160,16 +168,5 @@ export class RemoteMcpServer {
     } catch (e) {
       return toolError(e, ctx.requestId, this.d.log);
     }
-  }
-
-  /** Sends the transport's answer: its status and content type, JSON as text, SSE as it is written. */
-  private async send(reply: FastifyReply, res: Response): Promise<FastifyReply> {
-    reply.code(res.status).header('cache-control', 'no-store');
-    const type = res.headers.get('content-type');
-    if (type) reply.type(type);
-    if (res.status === 405) reply.header('allow', 'POST, DELETE');
-    if (!res.body) return reply.send();
-    if (type?.startsWith('text/event-stream')) return reply.header('x-accel-buffering', 'no').send(Readable.fromWeb(res.body as never));
-    return reply.send(await res.text());
   }
 }

@@ -1,14 +1,15 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
-import { Refused, guardedLookup } from '../webhooks/post.ts';
-import { isLoopbackHost, isNonPublicAddress, pointsAtGateway, type SelfAddress } from '../webhooks/url.ts';
+import { Refused, outboundLookup } from '../webhooks/outbound.ts';
+import type { SelfAddress } from '../webhooks/url.ts';
 
 /**
- * Connections to upstream MCP servers, under the webhook rules for outbound URLs: never this gateway itself,
- * only public addresses unless SVC_WEBHOOK_ALLOW_PRIVATE is on, names resolved on every new connection and
- * the connection made to exactly the addresses checked (DNS rebinding), redirects never followed. Sockets are
- * kept alive between calls (a reused socket stays on the address it was checked on).
+ * Connections to upstream MCP servers, under the outbound rules of webhooks (webhooks/outbound.ts): never this
+ * gateway itself (whatever name or address leads there), only public addresses unless
+ * SVC_WEBHOOK_ALLOW_PRIVATE is on, names resolved on every new connection and the connection made to exactly
+ * the addresses checked (DNS rebinding), redirects never followed. Sockets are kept alive between calls (a
+ * reused socket stays on the address it was checked on).
  */
 
 /** Why an exchange with the upstream failed; `kind` picks the error type the caller sees. */
@@ -22,20 +23,28 @@ export class UpstreamFailure extends Error {
   }
 }
 
+/**
+ * An idle socket is retired before its server closes it: Node applies a server's `Keep-Alive: timeout=N` hint
+ * (less a second) only to an agent that has a timeout of its own, and without one a call could go out on a
+ * socket the server closes that instant (ECONNRESET, a failed call). The timeout also retires idle sockets
+ * of servers that send no hint; a socket in use is bounded by each exchange's own time limit.
+ */
+const IDLE_SOCKET_MS = 30_000;
 const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' }),
+  http: new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
+  https: new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
 };
 
-const lookups = { open: guardedLookup(true), closed: guardedLookup(false) };
-
-/** The URL may be dialed: not this gateway, and not a private address literal unless allowed. */
-export function assertDialable(url: URL, self: SelfAddress): void {
+/**
+ * The URL may be dialed: http(s), and what the URL itself shows passes the outbound rules (not this
+ * gateway, not a private address literal unless allowed). Returns the lookup its connections make.
+ */
+export function assertDialable(url: URL, self: SelfAddress): ReturnType<typeof outboundLookup> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UpstreamFailure('refused', 'refused: the upstream URL is not http(s)');
-  if (pointsAtGateway(url, self)) throw new UpstreamFailure('refused', 'refused: the upstream URL points at this gateway');
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!self.allowPrivate && (isLoopbackHost(host) || isNonPublicAddress(host))) {
-    throw new UpstreamFailure('refused', `refused: ${host} is not a public address (SVC_WEBHOOK_ALLOW_PRIVATE is off)`);
+  try {
+    return outboundLookup(url, self);
+  } catch (e) {
+    throw new UpstreamFailure('refused', (e as Error).message); // outboundLookup refuses with Refused only
   }
 }
 
@@ -48,8 +57,9 @@ export interface DialRequest {
 
 /** One HTTP exchange with the upstream; resolves with the response once its headers arrived. */
 export function dial(url: URL, r: DialRequest, self: SelfAddress): Promise<IncomingMessage> {
+  let lookup: ReturnType<typeof outboundLookup>;
   try {
-    assertDialable(url, self);
+    lookup = assertDialable(url, self);
   } catch (e) {
     return Promise.reject(e);
   }
@@ -60,7 +70,7 @@ export function dial(url: URL, r: DialRequest, self: SelfAddress): Promise<Incom
       method: r.method,
       headers,
       agent: secure ? agents.https : agents.http,
-      lookup: self.allowPrivate ? lookups.open : lookups.closed,
+      lookup,
       signal: r.signal,
     });
     req.once('response', resolve);

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { guardedLookup } from '../webhooks/post.ts';
+import { outboundLookup } from '../webhooks/outbound.ts';
 import { isLoopbackHost, isNonPublicAddress, pointsAtGateway, type SelfAddress } from '../webhooks/url.ts';
 import { OAuthError } from './params.ts';
 import { redirectUriProblem } from './redirect-uri.ts';
@@ -89,7 +89,7 @@ export async function fetchClientMetadata(clientId: string, self: SelfAddress): 
   }
   let text: string;
   try {
-    text = await getDocument(url, self.allowPrivate);
+    text = await getDocument(url, self);
   } catch (e) {
     throw new OAuthError('invalid_client', `The client metadata document at ${clientId} could not be fetched: ${(e as Error).message}`);
   }
@@ -103,12 +103,13 @@ export async function fetchClientMetadata(clientId: string, self: SelfAddress): 
 }
 
 /** GET of a small JSON document: 200 only (no redirects), at most METADATA_MAX_BYTES, within the timeout. */
-function getDocument(url: URL, allowPrivate: boolean): Promise<string> {
+function getDocument(url: URL, self: SelfAddress): Promise<string> {
   return new Promise((resolve, reject) => {
+    const lookup = outboundLookup(url, self);
     const mod = url.protocol === 'https:' ? https : http;
     const req = mod.request(
       url,
-      { method: 'GET', headers: { accept: 'application/json' }, lookup: guardedLookup(allowPrivate), signal: AbortSignal.timeout(METADATA_TIMEOUT_MS), agent: false },
+      { method: 'GET', headers: { accept: 'application/json' }, lookup, signal: AbortSignal.timeout(METADATA_TIMEOUT_MS), agent: false },
       (res) => {
         if (res.statusCode !== 200) {
           res.resume();

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ServiceError } from '@svc/shared';
-import { guardedLookup, Refused } from '../webhooks/post.ts';
-import { isLoopbackHost, isNonPublicAddress } from '../webhooks/url.ts';
+import { Refused, outboundLookup } from '../webhooks/outbound.ts';
+import type { SelfAddress } from '../webhooks/url.ts';
 import type { Agents } from '../agents/deps.ts';
 
 /** What a seller's service answered: an HTTP-like status, a content type and the body bytes. */
@@ -49,15 +49,20 @@ export async function runAgent(agents: Agents, accountId: string, agentId: strin
 }
 
 /**
- * POSTs the buyer's body to the seller's endpoint: no redirects followed, connecting only to the public
- * addresses the name resolved to (as webhooks do) unless private addresses are allowed, within the timeout,
- * reading at most MAX_ANSWER_BYTES. A 2xx is delivered; anything else is a failure after payment.
+ * POSTs the buyer's body to the seller's endpoint: no redirects followed, under the outbound rules of
+ * webhooks (never this gateway; only the public addresses the name resolved to, unless private addresses are
+ * allowed: webhooks/outbound.ts), within the timeout, reading at most MAX_ANSWER_BYTES. A 2xx is delivered;
+ * anything else is a failure after payment.
  */
-export function forward(url: string, body: string, ctx: CallContext, o: { allowPrivate: boolean; timeoutMs: number }): Promise<Delivered> {
+export function forward(url: string, body: string, ctx: CallContext, o: { self: SelfAddress; timeoutMs: number }): Promise<Delivered> {
   const u = new URL(url);
   const failed = (type: string, message: string): Delivered => ({ ok: false, status: 502, contentType: 'text/plain; charset=utf-8', body: Buffer.alloc(0), error: { type, message } });
-  const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (!o.allowPrivate && (isLoopbackHost(host) || isNonPublicAddress(host))) return Promise.resolve(failed('endpoint_refused', `${host} is not a public address`));
+  let lookup;
+  try {
+    lookup = outboundLookup(u, o.self);
+  } catch (e) {
+    return Promise.resolve(failed('endpoint_refused', (e as Error).message));
+  }
   return new Promise((resolve) => {
     const mod = u.protocol === 'https:' ? https : http;
     const signal = AbortSignal.timeout(o.timeoutMs);
@@ -73,7 +78,7 @@ export function forward(url: string, body: string, ctx: CallContext, o: { allowP
           'x-svc-payment-tx': ctx.txHash,
           'x-svc-payer': ctx.payer,
         },
-        lookup: guardedLookup(o.allowPrivate),
+        lookup,
         signal,
         agent: false,
       },

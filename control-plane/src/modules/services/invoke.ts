@@ -147,7 +147,7 @@ export class Invoker {
     const delivered =
       s.kind === 'agent'
         ? await runAgent(this.d.agents, s.account_id, s.agent_id!, input)
-        : await forward(s.endpoint_url!, input, { slug: s.slug, callId, txHash: settled.txHash, payer }, { allowPrivate: this.d.self.allowPrivate, timeoutMs: this.d.config.endpointTimeoutMs });
+        : await forward(s.endpoint_url!, input, { slug: s.slug, callId, txHash: settled.txHash, payer }, { self: this.d.self, timeoutMs: this.d.config.endpointTimeoutMs });
     return this.finish(s, p, callId, requestId, requestSha, amount, settled, delivered);
   }
 

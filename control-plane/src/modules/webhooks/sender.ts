@@ -2,8 +2,9 @@ import { sql, type Kysely } from 'kysely';
 import { Sealer, randomId, type Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
 import { signatureHeaders } from './signing.ts';
-import { Refused, postDelivery } from './post.ts';
-import { pointsAtGateway, type SelfAddress } from './url.ts';
+import { Refused } from './outbound.ts';
+import { postDelivery } from './post.ts';
+import type { SelfAddress } from './url.ts';
 
 /**
  * Retry schedule: after a failed attempt n (non-2xx, redirect, network error or timeout) the next attempt
@@ -103,13 +104,12 @@ export class WebhookSender {
     const started = performance.now();
     try {
       const url = new URL(row.url);
-      if (pointsAtGateway(url, this.opts.self)) throw new Refused('refused: the URL points at this gateway');
       const secret = this.sealer.open(Buffer.from(row.secret_sealed, 'base64'), row.webhook_id).toString('utf8');
       status = await postDelivery(
         url,
         { 'content-type': 'application/json', 'user-agent': 'svc-gateway-webhooks/1', ...signatureHeaders(secret, row.event_id, at, body) },
         body,
-        { allowPrivate: this.opts.self.allowPrivate, signal: AbortSignal.timeout(this.opts.timeoutMs) },
+        { self: this.opts.self, signal: AbortSignal.timeout(this.opts.timeoutMs) },
       );
       if (status < 200 || status > 299) error = status >= 300 && status < 400 ? `HTTP ${status} (redirects are not followed)` : `HTTP ${status}`;
     } catch (e) {

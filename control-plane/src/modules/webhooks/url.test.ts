@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Refused, guardedLookup, postDelivery } from './post.ts';
+import { Refused, outboundLookup } from './outbound.ts';
+import { postDelivery } from './post.ts';
 import { isNonPublicAddress } from './url.ts';
 
 describe('isNonPublicAddress', () => {
@@ -12,18 +13,20 @@ describe('isNonPublicAddress', () => {
 
 describe('postDelivery', () => {
   const signal = () => AbortSignal.timeout(5000);
+  const self = (allowPrivate: boolean) => ({ publicUrl: new URL('https://gateway.example'), port: 8080, host: '127.0.0.1', allowPrivate });
   it('refuses loopback names and non-public literals unless allowed, before connecting', async () => {
-    await expect(postDelivery(new URL('http://localhost:9/x'), {}, '{}', { allowPrivate: false, signal: signal() })).rejects.toThrow(/localhost is not a public address/);
-    await expect(postDelivery(new URL('http://[fd00::5]/x'), {}, '{}', { allowPrivate: false, signal: signal() })).rejects.toBeInstanceOf(Refused);
+    await expect(postDelivery(new URL('http://localhost:9/x'), {}, '{}', { self: self(false), signal: signal() })).rejects.toThrow(/localhost is not a public address/);
+    await expect(postDelivery(new URL('http://[fd00::5]/x'), {}, '{}', { self: self(false), signal: signal() })).rejects.toBeInstanceOf(Refused);
   });
 
   it('connects only to the addresses it checked: a name that resolves to loopback is refused', async () => {
     // localhost.localdomain style names are caught by name; this one is resolved by the system resolver.
-    const lookup = guardedLookup(false);
+    const lookup = outboundLookup(new URL('http://example.test:9/'), self(false));
     const err = await new Promise<Error | null>((resolve) => lookup('localhost', { all: true }, (e) => resolve(e)));
     expect(err).toBeInstanceOf(Refused);
     expect(err!.message).toMatch(/resolves to the non-public address (127\.0\.0\.1|::1)/);
-    const ok = await new Promise<unknown>((resolve) => guardedLookup(true)('localhost', { all: true }, (e, a) => resolve(e ?? a)));
+    const open = outboundLookup(new URL('http://example.test:9/'), self(true));
+    const ok = await new Promise<unknown>((resolve) => open('localhost', { all: true }, (e, a) => resolve(e ?? a)));
     expect(Array.isArray(ok)).toBe(true);
   });
 });

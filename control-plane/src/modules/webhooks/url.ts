@@ -11,6 +11,8 @@ export interface SelfAddress {
   host: string;
   /** Webhooks may target private, loopback and link-local addresses (SVC_WEBHOOK_ALLOW_PRIVATE). */
   allowPrivate: boolean;
+  /** The addresses and ports this process's server listens on, once it does (before: `host` and `port`). */
+  listening?: ReadonlyArray<{ address: string; port: number }>;
 }
 
 /** Addresses that are not on the public internet: webhooks stay away from them unless allowed. */
@@ -60,14 +62,17 @@ export function isLoopbackHost(hostname: string): boolean {
   return false;
 }
 
-const effectivePort = (u: URL) => (u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80);
+export const effectivePort = (u: URL) => (u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80);
+
+/** A URL's host as an address or name: lowercase, without the brackets of an IPv6 literal or a trailing dot. */
+export const bareHost = (hostname: string) => hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
 
 /**
  * Checks a webhook URL and returns it normalized. Refused (400, param `url`): anything but http(s), URLs
  * with credentials, URLs that point at the gateway itself (its public origin, or loopback or its own
  * bind address at the port it listens on), which would let a webhook call the gateway's own API, and,
  * unless SVC_WEBHOOK_ALLOW_PRIVATE is on, loopback names and non-public IP literals. Names are resolved at
- * each delivery, and the connection goes only to the addresses checked (post.ts).
+ * each connection, and the connection goes only to the addresses checked (outbound.ts).
  */
 export function checkWebhookUrl(raw: string, self: SelfAddress): string {
   let u: URL;
@@ -86,17 +91,54 @@ export function checkWebhookUrl(raw: string, self: SelfAddress): string {
   return u.toString();
 }
 
+/**
+ * Whether the URL itself names this gateway: its public origin, its configured host at its port, or an
+ * address (or loopback name) that reaches it (isGatewayAddress). A name is resolved at connect time.
+ */
 export function pointsAtGateway(u: URL, self: SelfAddress): boolean {
   if (u.origin === self.publicUrl.origin) return true;
   const port = effectivePort(u);
-  if (port !== self.port) return false;
-  const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (isLoopbackHost(host) || host === self.host.toLowerCase()) return true;
-  // Bound to every interface: any address of this machine reaches the gateway.
-  if (self.host === '0.0.0.0' || self.host === '::') return ownAddresses().has(host);
-  return false;
+  const host = bareHost(u.hostname);
+  if (port === self.port && host === bareHost(self.host)) return true;
+  return isGatewayAddress(host, port, self);
 }
 
-function ownAddresses(): Set<string> {
-  return new Set(Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address.toLowerCase())));
+/** Lowercase, without brackets or an IPv6 zone; an IPv4-mapped IPv6 address as its IPv4 address. */
+function plainAddress(address: string): string {
+  const a = bareHost(address).replace(/%.*$/, '');
+  return /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a)?.[1] ?? hexV4(/^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a)) ?? a;
+}
+
+const unspecified = (a: string) => a === '0.0.0.0' || a === '::';
+
+/** Every address of this machine's interfaces (loopback included). */
+function localAddresses(): Set<string> {
+  return new Set(Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((x) => plainAddress(x.address))));
+}
+
+/** Where this process listens: the addresses its server bound (once it listens), else the configured host and port. */
+function listening(self: SelfAddress): ReadonlyArray<{ address: string; port: number }> {
+  return self.listening?.length ? self.listening : [{ address: self.host, port: self.port }];
+}
+
+/**
+ * Whether a connection to `address` (an IP address, or a loopback name) at `port` reaches this gateway
+ * process: an address it listens on at that port; where it listens on every interface, any address of this
+ * machine; where it listens on loopback, any loopback address (counted whole, to be safe); and the
+ * unspecified address, which connects to the local host.
+ */
+export function isGatewayAddress(address: string, port: number, self: SelfAddress): boolean {
+  const raw = plainAddress(address);
+  const candidates = isIP(raw) ? [raw] : isLoopbackHost(raw) ? ['127.0.0.1', '::1'] : [];
+  if (candidates.length === 0) return false;
+  for (const bound of listening(self)) {
+    if (bound.port !== port) continue;
+    const b = plainAddress(bound.address);
+    for (const a of candidates) {
+      if (unspecified(a) || a === b) return true;
+      if (unspecified(b) && (isLoopbackHost(a) || localAddresses().has(a))) return true;
+      if (isLoopbackHost(b) && isLoopbackHost(a)) return true; // bound to loopback (or HOST=localhost): all of loopback at that port counts
+    }
+  }
+  return false;
 }

@@ -13,7 +13,7 @@ export interface ToolContext {
   resource: string;
   /** The route recorded in the usage event and the receipt. */
   route: string;
-  /** Aborts when the caller goes away or cancels the call. */
+  /** Aborts when the call is cancelled (its server closes). A caller that goes away does not cancel it: the call runs to its end and is billed. */
   signal: AbortSignal;
   /** Set when the caller asked for progress (a progressToken): each call sends one progress notification. */
   progress: ((message: string) => void) | null;

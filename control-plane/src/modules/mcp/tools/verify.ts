@@ -5,10 +5,11 @@ import type { DB } from '../../../db/schema.ts';
 import type { Metering } from '../../money/metering.ts';
 import { checkReceipt } from '../../proofs/integrity.ts';
 import { Receipts } from '../../proofs/receipts.ts';
+import { withoutNul } from '../../../http/fields.ts';
 import type { McpTool, ToolAnswer } from './registry.ts';
 
 const VerifyInput = z.object({
-  receipt_id: z.string().min(1).max(128).optional().describe('One of your receipts, by request id or usage-event id: its stored text, hash and signature are checked.'),
+  receipt_id: withoutNul(z.string().min(1).max(128)).optional().describe('One of your receipts, by request id or usage-event id: its stored text, hash and signature are checked.'),
   receipt: z
     .union([z.string().max(256 * 1024), z.record(z.string(), z.unknown())])
     .optional()
