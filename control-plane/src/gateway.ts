@@ -1,12 +1,13 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { newId, systemClock, type Clock } from '@svc/shared';
+import { newId, privateKeyToAddress, systemClock, type Clock } from '@svc/shared';
 import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Leader } from './jobs/leader.ts';
 import { sealKey, signerKey } from './key-files.ts';
+import { checkKeyRecord, type KeyRecordChange } from './key-record.ts';
 import { Metrics } from './metrics.ts';
 import { DenylistService } from './modules/admin/denylist.ts';
 import { IdentityService } from './modules/identity/service.ts';
@@ -137,8 +138,22 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const seal = sealKey(config.sealKey, config.dataDir);
 
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, memory: opts.memoryDatabase });
+  let keyChanges: KeyRecordChange[];
   try {
     await migrateToLatest(database.db);
+    // Every replica on this database has these keys, or this one refuses to boot (a ConfigError naming the variable).
+    keyChanges = await checkKeyRecord(
+      database.db,
+      {
+        signerAddress: privateKeyToAddress(signer),
+        sealKey: seal,
+        configured: { signer: config.signerKey !== undefined, seal: config.sealKey !== undefined },
+        dataDir: config.dataDir,
+        signerRotateFrom: config.signerRotateFrom,
+        sealReplaceFrom: config.sealReplaceFrom,
+      },
+      clock.now(),
+    );
   } catch (e) {
     await database.close();
     throw e;
@@ -316,6 +331,10 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   });
 
   hub.log = app.log;
+  for (const c of keyChanges) {
+    if ('rotatedSigner' in c) app.log.warn(c.rotatedSigner, `receipt signer rotated from ${c.rotatedSigner.from} to ${c.rotatedSigner.to}; remove SVC_SIGNER_ROTATE_FROM and give every replica the new SVC_SIGNER_KEY`);
+    if ('replacedSeal' in c) app.log.warn(c.replacedSeal, `seal key replaced (fingerprint ${c.replacedSeal.from} to ${c.replacedSeal.to}); content sealed under the old key cannot be opened`);
+  }
   await memory.start((m) => app.log.info(m)); // memory: how vectors are searched here, logged once
   sandboxes.terminals.log = app.log; // sandbox terminals
   hub.sessionsHeld = (nodeId, held) => sandboxes.sessions.held(nodeId, held);

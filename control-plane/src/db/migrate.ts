@@ -55,6 +55,7 @@ import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 import * as services from './migrations/20261127_3600_services.ts'; // marketplace
 import * as post from './migrations/20261127_4100_post.ts'; // agent post
 import * as relays from './migrations/20261127_4200_relays.ts'; // relays
+import * as gatewayKeys from './migrations/20261128_0100_gateway_keys.ts'; // the keys every replica shares
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -114,6 +115,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_3600_services': services, // marketplace
   '20261127_4100_post': post, // agent post
   '20261127_4200_relays': relays, // relays
+  '20261128_0100_gateway_keys': gatewayKeys, // the keys every replica shares
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -67,6 +67,19 @@ export type * from './schema-arena.ts'; // arena
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
 
+/** The keys every replica shares, by fingerprint (key-record.ts): one row. */
+export interface GatewayKeysTable {
+  id: Generated<boolean>;
+  /** EIP-55 address of the receipt signer. */
+  signer_address: string;
+  /** HMAC-SHA256 of a fixed label under the seal key, first 32 hex digits. */
+  seal_fingerprint: string;
+  /** Signers this one replaced, oldest first. */
+  previous_signers: Json<Array<{ address: string; replaced_at: string }>>;
+  recorded_at: Date;
+  updated_at: Date;
+}
+
 export interface AccountsTable {
   id: string;
   created_at: Date;
@@ -347,6 +360,7 @@ export interface DB {
   api_keys: ApiKeysTable;
   denylist: DenylistTable;
   health_samples: HealthSamplesTable;
+  gateway_keys: GatewayKeysTable;
   credit_accounts: CreditAccountsTable;
   ledger_entries: LedgerEntriesTable;
   holds: HoldsTable;
