@@ -72,7 +72,7 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('replicas on one Postgres', () => {
   it('processes racing the first boot of a fresh database agree: with other keys exactly one boots, with the same keys all do', async () => {
     for (const sameKeys of [false, true]) {
       const db = await freshDatabase();
-      const env = sameKeys ? { SVC_SIGNER_KEY: generatePrivateKey(), SVC_SEAL_KEY: hex(crypto.getRandomValues(new Uint8Array(32))) } : {};
+      const env: Record<string, string> = sameKeys ? { SVC_SIGNER_KEY: generatePrivateKey(), SVC_SEAL_KEY: hex(crypto.getRandomValues(new Uint8Array(32))) } : {};
       const started = await Promise.allSettled(Array.from({ length: 3 }, () => startTestGateway({ share: { databaseUrl: db.url, dataDir: dataDir() }, env })));
       try {
         const up = started.filter((r) => r.status === 'fulfilled').map((r) => r.value);

@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import type { StepFault } from './jobs/faults.ts';
 import { Leader } from './jobs/leader.ts';
 import { sealKey, signerKey } from './key-files.ts';
 import { checkKeyRecord, type KeyRecordChange } from './key-record.ts';
@@ -92,6 +93,8 @@ export interface GatewayOptions {
   memoryDatabase?: boolean;
   /** How long a job waits for its dropped agent to reconnect before it counts as lost. */
   reconnectGraceMs?: number;
+  /** Test seam: called between the steps of leader work; a throw stands for the process dying there. */
+  stepFault?: StepFault;
 }
 
 export interface Gateway {
@@ -205,7 +208,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc, policies }) }; // passports: KYA credentials
   const mandates = { mandates: new MandatesService({ db, clock, keys, identity, signer: signerSvc }), ghosts: new GhostService({ db, clock, keys, identity }) }; // mandates and ghost sessions
   const state = new StateService({ db, clock, sealKey: seal, identity }); // state
-  const legacy = createLegacy({ db, clock, sealKey: seal, anchors, identity, publicUrl: config.publicUrl, config: config.legacy }); // legacy plans
+  const legacy = createLegacy({ db, clock, sealKey: seal, anchors, identity, publicUrl: config.publicUrl, config: config.legacy, stepFault: opts.stepFault }); // legacy plans
   const darkpool = createDarkpool({ db, clock, sealKey: seal, signer: signerSvc, identity, config: config.darkpool }); // dark pool
   const support = new SupportService({ db, clock, signer: signerSvc, config: config.support, publicUrl: config.publicUrl }); // holder support claims
   const cursors = new Cursors(seal);
@@ -231,7 +234,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     publicUrl: config.publicUrl,
   };
   if (config.sandbox.terminal.enabled) await ensureTerminalAccount(db, clock.now());
-  const agents = createAgents({ db, clock, sealKey: seal, keys, identity, executor, sandbox: config.sandbox, publicUrl: config.publicUrl, processId: database.processId, log: { warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) } }); // agents
+  const agents = createAgents({ db, clock, sealKey: seal, keys, identity, executor, sandbox: config.sandbox, publicUrl: config.publicUrl, processId: database.processId, stepFault: opts.stepFault, log: { warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) } }); // agents
   explorer.register('agents', agents.explorerSource()); // agents
   const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference
   const engine = new EngineService({ db, clock, sealKey: seal, catalog: inference.catalog, policies }); // engine builds
@@ -249,11 +252,11 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const memory = new MemoryService({ db, clock, sealKey: seal, embed: { inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // memory
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
-  const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
+  const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, processes, stepFault: opts.stepFault, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
   const replay = new ReplayService({ db, clock, sealKey: seal, keys, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // replay capsules
   const autopilot = new AutopilotService({ db, clock, keys, catalog: inference.catalog, engine, evals: evals.evals, replay, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // autopilot
   const arenaReceipts = new Receipts(db, clock, signerSvc.address, publicBase(config.publicUrl)); // arena
-  const arena = new ArenaService({ db, clock, config: config.arena, keys, catalog: inference.catalog, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, share: (accountId, id) => arenaReceipts.setShared(accountId, id, true), publicUrl: config.publicUrl, log: { warn: (o, m) => app.log.warn(o, m) } }); // arena
+  const arena = new ArenaService({ db, clock, config: config.arena, keys, catalog: inference.catalog, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, share: (accountId, id) => arenaReceipts.setShared(accountId, id, true), publicUrl: config.publicUrl, processes, stepFault: opts.stepFault, log: { warn: (o, m) => app.log.warn(o, m) } }); // arena
   const judge = new JudgeService({ db, clock, signer: signerSvc, sealKey: seal, anchors, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, publicUrl: config.publicUrl }); // quality
   explorer.register('verdicts', judge.explorerSource()); // explorer
   const attestations = new AttestationsService({ db, clock, signer: signerSvc, metering, identity, anchors, events: webhooks, checker: new Checker({ clock, chains: config.chains, config: config.assets, self }), config: config.assets, publicUrl: config.publicUrl }); // attestations

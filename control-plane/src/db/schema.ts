@@ -30,7 +30,7 @@ import type { PostMessagesTable, PostSettingsTable } from './schema-post.ts'; //
 import type { RelayGrantsTable, RelayObjectsTable, RelaysTable } from './schema-relays.ts'; // relays
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 import type { AutopilotProposalsTable } from './schema-autopilot.ts'; // autopilot
-import type { ArenaRunsTable } from './schema-arena.ts'; // arena
+import type { ArenaLiveTable, ArenaRunsTable } from './schema-arena.ts'; // arena
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
@@ -468,6 +468,7 @@ export interface DB {
   replay_runs: ReplayRunsTable; // replay capsules
   autopilot_proposals: AutopilotProposalsTable; // autopilot
   arena_runs: ArenaRunsTable; // arena
+  arena_live: ArenaLiveTable; // arena
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */
