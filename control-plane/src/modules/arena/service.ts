@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { ServiceError, newId, notFound, type Clock } from '@svc/shared';
 import type { ArenaConfig } from '../../config/arena.ts';
+import { GONE_CHECK_STALE_MS, goneCheck, goneClaims } from '../../db/gone-check.ts';
 import type { DB } from '../../db/schema.ts';
 import type { ArenaTaskResult } from '../../db/schema-arena.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
@@ -45,7 +46,11 @@ export class ArenaService {
   private readonly suites: Map<string, DeclaredSuite>;
   private readonly base: string;
 
+  /** Which processes running runs are gone; a process missing once may be reconnecting. */
+  private readonly gone: (ids: readonly string[]) => Promise<Set<string>>;
+
   constructor(private readonly d: ArenaDeps) {
+    this.gone = goneCheck((ids) => d.processes.alive(ids), GONE_CHECK_STALE_MS);
     this.suites = declareSuites(d.config.suites);
     this.base = d.publicUrl.href.replace(/\/+$/, '');
   }
@@ -148,14 +153,10 @@ export class ArenaService {
     return endRun(this.d.db, row, processId);
   }
 
-  /** Runs marked under way by processes that are gone: written as failed (interrupted) with the tasks they did. */
+  /** Runs marked under way by processes that are gone (missing at two passes in a row): written as failed (interrupted) with the tasks they did. */
   async closeInterrupted(): Promise<number> {
-    const live = await liveRuns(this.d.db);
-    if (live.length === 0) return 0;
-    const alive = await this.d.processes.alive([...new Set(live.map((l) => l.process_id))]);
     let n = 0;
-    for (const l of live) {
-      if (alive.has(l.process_id)) continue;
+    for (const l of await goneClaims(this.gone, await liveRuns(this.d.db), (x) => x.process_id)) {
       const row = runRow(
         { id: l.run_id, suite: l.suite_slug, tasksSha256: l.tasks_sha256, tasksTotal: l.tasks_total, model: l.model, accountId: l.runner_account_id, keyId: l.key_id },
         l.results,

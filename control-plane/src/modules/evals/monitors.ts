@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { ServiceError, invalid, newId, notFound, type Clock } from '@svc/shared';
+import { GONE_CHECK_STALE_MS, goneCheck, goneClaims } from '../../db/gone-check.ts';
 import type { DB } from '../../db/schema.ts';
 import type { EventEmitter } from '../webhooks/service.ts';
 import { failureOf } from './model-call.ts';
@@ -42,7 +43,12 @@ const measured = (repeat: number, r: Pick<RunRow, 'pass_rate' | 'wilson_lower'>)
  * while no leader ran runs once when one does (its next run is then counted from that run).
  */
 export class MonitorsService {
-  constructor(private readonly d: MonitorsDeps) {}
+  /** Which claimants are gone; a process missing once may be reconnecting. */
+  private readonly gone: (ids: readonly string[]) => Promise<Set<string>>;
+
+  constructor(private readonly d: MonitorsDeps) {
+    this.gone = goneCheck((ids) => d.processes.alive(ids), GONE_CHECK_STALE_MS);
+  }
 
   async create(accountId: string, input: MonitorInput) {
     const suite = await ownedSuite(this.d.db, accountId, input.eval_id);
@@ -146,14 +152,11 @@ export class MonitorsService {
     }
   }
 
-  /** Runs claimed by processes that are gone: recorded as interrupted, each once. */
+  /** Runs claimed by processes that are gone (missing at two passes in a row): recorded as interrupted, each once. */
   async closeInterrupted(): Promise<number> {
-    const claims = await claimedMonitors(this.d.db);
-    if (claims.length === 0) return 0;
-    const alive = await this.d.processes.alive([...new Set(claims.map((c) => c.run_claimed_by))]);
     let n = 0;
-    for (const c of claims) {
-      if (!alive.has(c.run_claimed_by) && (await monitorRunFailed(this.d.db, c.id, INTERRUPTED, this.d.clock.now(), { claimedBy: c.run_claimed_by }))) n++;
+    for (const c of await goneClaims(this.gone, await claimedMonitors(this.d.db), (x) => x.run_claimed_by)) {
+      if (await monitorRunFailed(this.d.db, c.id, INTERRUPTED, this.d.clock.now(), { claimedBy: c.run_claimed_by })) n++;
     }
     return n;
   }
