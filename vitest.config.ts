@@ -47,6 +47,8 @@ export const BACKEND_TESTS = [
   'test/legacy.test.ts', // several lifecycle ticks at once release a plan once (the plan's row lock)
   'test/darkpool.test.ts', // two questions racing for one counterparty make one match (both intents' row locks)
   'test/asset-proofs-races.test.ts', // concurrent attestation and NAV refreshes numbering versions (account lock, row lock), submissions bringing a cohort to k making one release (advisory lock)
+  'test/replica-keys.test.ts', // replicas on one Postgres with other keys refused at boot, processes racing the first boot agreeing on one record
+  'test/leader-steps.test.ts', // a leader killed between two steps of a loop (a fault injected there), the next process leading: nothing lost, nothing run twice
 ];
 
 const backendOnly = process.env.SVC_TEST_SET === 'backend';

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { recoverMessageAddress } from 'viem';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
@@ -136,28 +137,42 @@ describe('usage', () => {
   });
 });
 
-async function readEvents(res: Response, count: number): Promise<Array<{ event: string; id: string; data: any }>> {
+type Frame = { event: string; id: string; data: any };
+
+/** Reads SSE frames of a response as they come: `next(n)` answers the next n frames (fewer if it ends). */
+function sseFrames(res: Response) {
   const reader = res.body!.getReader();
   const dec = new TextDecoder();
   let buf = '';
-  const out: Array<{ event: string; id: string; data: any }> = [];
-  while (out.length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const frame = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const f: Record<string, string> = {};
-      for (const line of frame.split('\n')) {
-        const m = /^(\w+): (.*)$/.exec(line);
-        if (m) f[m[1]!] = m[2]!;
+  const ready: Frame[] = [];
+  return {
+    async next(count: number): Promise<Frame[]> {
+      while (ready.length < count) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const frame = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const f: Record<string, string> = {};
+          for (const line of frame.split('\n')) {
+            const m = /^(\w+): (.*)$/.exec(line);
+            if (m) f[m[1]!] = m[2]!;
+          }
+          if (f.data) ready.push({ event: f.event ?? 'message', id: f.id ?? '', data: JSON.parse(f.data) });
+        }
       }
-      if (f.data) out.push({ event: f.event ?? 'message', id: f.id ?? '', data: JSON.parse(f.data) });
-    }
-  }
-  await reader.cancel();
+      return ready.splice(0, count);
+    },
+    close: () => reader.cancel(),
+  };
+}
+
+async function readEvents(res: Response, count: number): Promise<Frame[]> {
+  const frames = sseFrames(res);
+  const out = await frames.next(count);
+  await frames.close();
   return out;
 }
 
@@ -177,6 +192,45 @@ describe('usage stream', () => {
     const resumed = await fetch(`${t.url}/v1/usage/stream`, { headers: { authorization: `Bearer ${a.token}`, 'last-event-id': events[0]!.id } });
     const again = await readEvents(resumed, 1);
     expect(again[0]!.data.request_id).toBe(r2);
+  });
+
+  it('a resume that missed more than it replays names the gap and the /v1/usage/events cursor that lists it', async () => {
+    const a = await account([]);
+    await notarize(a.api, 1);
+    const [first] = (await a.client.request<{ events: Array<{ seq: number }> }>('GET', '/v1/usage/events')).events;
+    // 1,838 events the client missed since its Last-Event-ID, more than one resume replays (1,000).
+    await sql`
+      insert into usage_events (id, account_id, key_id, request_id, kind, route, model, units, cost_micro_usd, run_id, receipt_id, created_at)
+      select 'evt_gap' || i, ${a.accountId}, null, 'req_gap' || i, 'notary', 'POST /v1/notary/receipts', null, '{}'::jsonb, 1, null, 'req_gap' || i, ${t.clock.now()}
+      from generate_series(1, 1838) as i order by i`.execute(t.gw.database.db);
+    const res = await fetch(`${t.url}/v1/usage/stream`, { headers: { authorization: `Bearer ${a.token}`, 'last-event-id': String(first!.seq) } });
+    const stream = sseFrames(res);
+    const frames = await stream.next(1000);
+    const live = await notarize(a.api, 2);
+    frames.push(...(await stream.next(1)));
+    expect(frames.slice(0, 1000).every((f) => f.event === 'usage')).toBe(true);
+    const gap = frames[1000]!;
+    expect(gap.event).toBe('gap');
+    frames.push(...(await stream.next(1)));
+    await stream.close();
+    const after = frames[999]!.data.seq as number;
+    expect(gap.data).toMatchObject({ object: 'usage.gap', after_seq: after, missed: 838 });
+    expect(gap.id).toBe(String(gap.data.through_seq));
+    expect(gap.data.events_url).toBe(`/v1/usage/events?cursor=${encodeURIComponent(gap.data.cursor)}`);
+    // The stream goes on after the gap: the next event is the live one.
+    expect([frames[1001]!.event, frames[1001]!.data.request_id]).toEqual(['usage', live]);
+    // The cursor lists exactly the events not replayed, newest first, down to after_seq.
+    const listed: number[] = [];
+    for (let cursor: string | null = gap.data.cursor; cursor; ) {
+      const page: { events: Array<{ seq: number }>; next_cursor: string | null } = await a.client.request('GET', '/v1/usage/events', { query: { limit: 1000, cursor } });
+      const inGap = page.events.filter((e) => e.seq > after);
+      listed.push(...inGap.map((e) => e.seq));
+      cursor = inGap.length === page.events.length ? page.next_cursor : null;
+    }
+    expect(listed).toHaveLength(838);
+    expect(listed[0]).toBe(gap.data.through_seq);
+    const replayedSeqs = frames.slice(0, 1000).map((f) => f.data.seq as number);
+    expect(new Set([...replayedSeqs, ...listed]).size).toBe(1838);
   });
 
   it('delivers events settled by another control-plane process (LISTEN/NOTIFY)', async () => {

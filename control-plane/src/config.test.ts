@@ -124,6 +124,8 @@ describe('loadConfig errors name the variable', () => {
     ['SVC_SIGNER_KEY', 'aa'.repeat(31)],
     ['SVC_SIGNER_KEY', `0x${'aa'.repeat(33)}`],
     ['SVC_SEAL_KEY', `${'aa'.repeat(31)}zz`],
+    ['SVC_SIGNER_ROTATE_FROM', '0x1234'],
+    ['SVC_SEAL_REPLACE_FROM', 'ab'.repeat(17)],
     ['SVC_ADMIN_TOKEN', 'short'],
     ['SVC_ADMIN_TOKEN', 'a'.repeat(15)],
     ['SVC_METRICS_TOKEN', 'tooshort'],

@@ -41,6 +41,9 @@ const EnvSchema = z.object({
   SVC_SEAL_KEY: hex32.optional(),
   SVC_SIGNER_KEY: hex32.optional(),
   SVC_PREPARED_NONCES: flag(true),
+  // The signer (an address) and seal key (a fingerprint) the database records, named to be replaced (key-record.ts).
+  SVC_SIGNER_ROTATE_FROM: z.preprocess(blankIsUnset, z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be the 0x-prefixed address of the recorded receipt signer').optional()),
+  SVC_SEAL_REPLACE_FROM: z.preprocess(blankIsUnset, z.string().regex(/^[0-9a-fA-F]{32}$/, 'must be the recorded seal key fingerprint (32 hex digits)').optional()),
   SVC_ADMIN_TOKEN: optionalSecret('SVC_ADMIN_TOKEN'),
   SVC_METRICS_TOKEN: optionalSecret('SVC_METRICS_TOKEN'),
   SVC_SIWE_CHAIN_IDS: z
@@ -128,6 +131,10 @@ export interface Config {
   signerKey: `0x${string}` | undefined;
   /** Receipts signed inline use ECDSA nonces prepared ahead on the signer's worker (off: RFC 6979 only). */
   preparedNonces: boolean;
+  /** The recorded signer this process's signer replaces (a rotation), if named. */
+  signerRotateFrom: string | undefined;
+  /** The recorded seal key fingerprint this process's seal key replaces (a lost key), if named. */
+  sealReplaceFrom: string | undefined;
   adminToken: string | undefined;
   metricsToken: string | undefined;
   siweChainIds: number[];
@@ -240,6 +247,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     sealKey: e.SVC_SEAL_KEY,
     signerKey: e.SVC_SIGNER_KEY,
     preparedNonces: e.SVC_PREPARED_NONCES,
+    signerRotateFrom: e.SVC_SIGNER_ROTATE_FROM,
+    sealReplaceFrom: e.SVC_SEAL_REPLACE_FROM,
     adminToken: e.SVC_ADMIN_TOKEN,
     metricsToken: e.SVC_METRICS_TOKEN,
     siweChainIds: e.SVC_SIWE_CHAIN_IDS,

@@ -1,12 +1,14 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { newId, systemClock, type Clock } from '@svc/shared';
+import { newId, privateKeyToAddress, systemClock, type Clock } from '@svc/shared';
 import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import type { StepFault } from './jobs/faults.ts';
 import { Leader } from './jobs/leader.ts';
 import { sealKey, signerKey } from './key-files.ts';
+import { checkKeyRecord, type KeyRecordChange } from './key-record.ts';
 import { Metrics } from './metrics.ts';
 import { DenylistService } from './modules/admin/denylist.ts';
 import { IdentityService } from './modules/identity/service.ts';
@@ -92,6 +94,8 @@ export interface GatewayOptions {
   memoryDatabase?: boolean;
   /** How long a job waits for its dropped agent to reconnect before it counts as lost. */
   reconnectGraceMs?: number;
+  /** Test seam: called between the steps of leader work; a throw stands for the process dying there. */
+  stepFault?: StepFault;
 }
 
 export interface Gateway {
@@ -138,8 +142,22 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const seal = sealKey(config.sealKey, config.dataDir);
 
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, memory: opts.memoryDatabase });
+  let keyChanges: KeyRecordChange[];
   try {
     await migrateToLatest(database.db);
+    // Every replica on this database has these keys, or this one refuses to boot (a ConfigError naming the variable).
+    keyChanges = await checkKeyRecord(
+      database.db,
+      {
+        signerAddress: privateKeyToAddress(signer),
+        sealKey: seal,
+        configured: { signer: config.signerKey !== undefined, seal: config.sealKey !== undefined },
+        dataDir: config.dataDir,
+        signerRotateFrom: config.signerRotateFrom,
+        sealReplaceFrom: config.sealReplaceFrom,
+      },
+      clock.now(),
+    );
   } catch (e) {
     await database.close();
     throw e;
@@ -191,7 +209,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const passports = { passports: passportsSvc, kya: new KyaService({ db, clock, signer: signerSvc, keys, passports: passportsSvc, policies }) }; // passports: KYA credentials
   const mandates = { mandates: new MandatesService({ db, clock, keys, identity, signer: signerSvc }), ghosts: new GhostService({ db, clock, keys, identity }) }; // mandates and ghost sessions
   const state = new StateService({ db, clock, sealKey: seal, identity }); // state
-  const legacy = createLegacy({ db, clock, sealKey: seal, anchors, identity, publicUrl: config.publicUrl, config: config.legacy }); // legacy plans
+  const legacy = createLegacy({ db, clock, sealKey: seal, anchors, identity, publicUrl: config.publicUrl, config: config.legacy, stepFault: opts.stepFault }); // legacy plans
   const darkpool = createDarkpool({ db, clock, sealKey: seal, signer: signerSvc, identity, config: config.darkpool }); // dark pool
   const support = new SupportService({ db, clock, signer: signerSvc, config: config.support, publicUrl: config.publicUrl }); // holder support claims
   const cursors = new Cursors(seal);
@@ -217,7 +235,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     publicUrl: config.publicUrl,
   };
   if (config.sandbox.terminal.enabled) await ensureTerminalAccount(db, clock.now());
-  const agents = createAgents({ db, clock, sealKey: seal, keys, identity, executor, sandbox: config.sandbox, publicUrl: config.publicUrl, processId: database.processId, log: { warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) } }); // agents
+  const agents = createAgents({ db, clock, sealKey: seal, keys, identity, executor, sandbox: config.sandbox, publicUrl: config.publicUrl, processId: database.processId, stepFault: opts.stepFault, log: { warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) } }); // agents
   explorer.register('agents', agents.explorerSource()); // agents
   const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference
   const engine = new EngineService({ db, clock, sealKey: seal, catalog: inference.catalog, policies }); // engine builds
@@ -235,11 +253,11 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const memory = new MemoryService({ db, clock, sealKey: seal, embed: { inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // memory
   const alerts = new AlertsService(db, clock, webhooks, config.balanceLowDefaultMicroUsd, { warn: (o, m) => app.log.warn(o, m) });
   metering.onBalance(alerts.observe);
-  const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
+  const evals = createEvals({ db, clock, keys, inference, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode, events: webhooks, processes, stepFault: opts.stepFault, log: { warn: (o, m) => app.log.warn(o, m) } }); // quality
   const replay = new ReplayService({ db, clock, sealKey: seal, keys, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // replay capsules
   const autopilot = new AutopilotService({ db, clock, keys, catalog: inference.catalog, engine, evals: evals.evals, replay, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode } }); // autopilot
   const arenaReceipts = new Receipts(db, clock, signerSvc.address, publicBase(config.publicUrl)); // arena
-  const arena = new ArenaService({ db, clock, config: config.arena, keys, catalog: inference.catalog, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, share: (accountId, id) => arenaReceipts.setShared(accountId, id, true), publicUrl: config.publicUrl, log: { warn: (o, m) => app.log.warn(o, m) } }); // arena
+  const arena = new ArenaService({ db, clock, config: config.arena, keys, catalog: inference.catalog, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, share: (accountId, id) => arenaReceipts.setShared(accountId, id, true), publicUrl: config.publicUrl, processes, stepFault: opts.stepFault, log: { warn: (o, m) => app.log.warn(o, m) } }); // arena
   const judge = new JudgeService({ db, clock, signer: signerSvc, sealKey: seal, anchors, calls: { inference, clock, publicUrl: config.publicUrl, guardrailsMode: config.guardrails.mode }, publicUrl: config.publicUrl }); // quality
   explorer.register('verdicts', judge.explorerSource()); // explorer
   const attestations = new AttestationsService({ db, clock, signer: signerSvc, metering, identity, anchors, events: webhooks, checker: new Checker({ clock, chains: config.chains, config: config.assets, self }), config: config.assets, publicUrl: config.publicUrl }); // attestations
@@ -317,6 +335,10 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   });
 
   hub.log = app.log;
+  for (const c of keyChanges) {
+    if ('rotatedSigner' in c) app.log.warn(c.rotatedSigner, `receipt signer rotated from ${c.rotatedSigner.from} to ${c.rotatedSigner.to}; remove SVC_SIGNER_ROTATE_FROM and give every replica the new SVC_SIGNER_KEY`);
+    if ('replacedSeal' in c) app.log.warn(c.replacedSeal, `seal key replaced (fingerprint ${c.replacedSeal.from} to ${c.replacedSeal.to}); content sealed under the old key cannot be opened`);
+  }
   await memory.start((m) => app.log.info(m)); // memory: how vectors are searched here, logged once
   sandboxes.terminals.log = app.log; // sandbox terminals
   hub.sessionsHeld = (nodeId, held) => sandboxes.sessions.held(nodeId, held);

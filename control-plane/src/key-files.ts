@@ -19,7 +19,7 @@ const SIGNER: KeyFile = {
   file: 'signer.key',
   make: generatePrivateKey,
   valid: isPrivateKey,
-  remedy: 'restore it from a backup, or remove it to generate a new key (receipts signed before stay verifiable under the old address)',
+  remedy: 'restore it from a backup, or remove it to generate a new key and rotate the signer with SVC_SIGNER_ROTATE_FROM (receipts signed before stay verifiable under the old address)',
 };
 const SEAL: KeyFile = {
   file: 'seal.key',

@@ -6,8 +6,10 @@ import { LOCAL_AGENT_READY, startLocalAgent, type LocalAgent } from './local-age
 /** Boots one control-plane process from the environment. */
 async function main(): Promise<void> {
   let config;
+  let gw;
   try {
     config = loadConfig(process.env);
+    gw = await createGateway(config); // refuses keys other than the ones the database records (a ConfigError)
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(`svc: ${e.message}`);
@@ -15,7 +17,6 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const gw = await createGateway(config);
   const readiness = gw.services.health.readiness;
   // Not ready until the local node agent (if one starts) is connected: the listener answers before it is.
   if (config.localAgent) readiness.require(LOCAL_AGENT_READY, () => 'the local node agent is starting');

@@ -7,6 +7,7 @@ import { ManualClock } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { loadConfig } from '../../control-plane/src/config.ts';
 import { createGateway, type Gateway } from '../../control-plane/src/gateway.ts';
+import type { StepFault } from '../../control-plane/src/jobs/faults.ts';
 import { freshDatabase } from './database.ts';
 import { seedEmbeddedDatabase } from './database-templates.ts';
 
@@ -62,6 +63,8 @@ export interface TestGatewayOptions {
   reconnectGraceMs?: number;
   /** Logger options (a stream to capture the request log, say); default no logging. */
   logger?: object;
+  /** Called between the steps of leader work; a throw stands for the process dying there. */
+  stepFault?: StepFault;
 }
 
 /** A real control plane on a free loopback port over a fresh database, with an injected clock. */
@@ -94,6 +97,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     logger: opts.logger ?? false,
     memoryDatabase: !db.url && !opts.share && !opts.persistent && !seeded,
     ...(opts.reconnectGraceMs !== undefined ? { reconnectGraceMs: opts.reconnectGraceMs } : {}),
+    ...(opts.stepFault ? { stepFault: opts.stepFault } : {}),
   });
   const url = await gw.listen();
   const client = new SvcClient({ baseUrl: url });

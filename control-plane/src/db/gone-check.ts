@@ -1,5 +1,7 @@
 /** A process missing from the database at this many checks in a row is gone (one miss: its LISTEN connection may be reconnecting). */
 const GONE_AFTER_MISSES = 2;
+/** Checks of leader loops that run every minute or so, further apart than this, are not in a row (a leader's term lost meanwhile). */
+export const GONE_CHECK_STALE_MS = 10 * 60_000;
 
 /**
  * A check of which of these processes are gone: missing from the database (`alive`, Database.processesAlive)
@@ -27,4 +29,10 @@ export function goneCheck(alive: (ids: readonly string[]) => Promise<Set<string>
     }
     return gone;
   };
+}
+
+/** The claims among `claims` whose process `check` (a goneCheck) finds gone; each claim names its process by `processOf`. */
+export async function goneClaims<T>(check: (ids: readonly string[]) => Promise<Set<string>>, claims: readonly T[], processOf: (c: T) => string): Promise<T[]> {
+  const gone = await check([...new Set(claims.map(processOf))]);
+  return claims.filter((c) => gone.has(processOf(c)));
 }

@@ -55,6 +55,9 @@ import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 import * as services from './migrations/20261127_3600_services.ts'; // marketplace
 import * as post from './migrations/20261127_4100_post.ts'; // agent post
 import * as relays from './migrations/20261127_4200_relays.ts'; // relays
+import * as gatewayKeys from './migrations/20261128_0100_gateway_keys.ts'; // the keys every replica shares
+import * as monitorClaims from './migrations/20261128_0200_monitor_claims.ts'; // quality: drift monitor runs claimed
+import * as arenaLive from './migrations/20261128_0300_arena_live.ts'; // arena: runs under way
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -114,6 +117,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_3600_services': services, // marketplace
   '20261127_4100_post': post, // agent post
   '20261127_4200_relays': relays, // relays
+  '20261128_0100_gateway_keys': gatewayKeys, // the keys every replica shares
+  '20261128_0200_monitor_claims': monitorClaims, // quality: drift monitor runs claimed
+  '20261128_0300_arena_live': arenaLive, // arena: runs under way
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -39,3 +39,17 @@ export interface ArenaRunsTable {
   started_at: Date;
   finished_at: Date;
 }
+
+/** An arena run under way (arena module): the process running it and the tasks done so far. */
+export interface ArenaLiveTable {
+  suite_slug: string;
+  model: string;
+  run_id: string;
+  tasks_sha256: string;
+  tasks_total: number;
+  runner_account_id: string;
+  key_id: string;
+  process_id: string;
+  results: JsonCol<ArenaTaskResult[]>;
+  started_at: Date;
+}

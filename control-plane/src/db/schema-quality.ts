@@ -83,6 +83,9 @@ export interface EvalMonitorsTable {
   failure_streak: number;
   drifting: boolean;
   next_run_at: Date | null;
+  /** The process running the monitor's current run (null when none runs); a run whose process is gone was interrupted. */
+  run_claimed_by: string | null;
+  run_started_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }

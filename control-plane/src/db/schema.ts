@@ -30,7 +30,7 @@ import type { PostMessagesTable, PostSettingsTable } from './schema-post.ts'; //
 import type { RelayGrantsTable, RelayObjectsTable, RelaysTable } from './schema-relays.ts'; // relays
 import type { ReplayCapsulesTable, ReplayRunsTable } from './schema-replay.ts'; // replay capsules
 import type { AutopilotProposalsTable } from './schema-autopilot.ts'; // autopilot
-import type { ArenaRunsTable } from './schema-arena.ts'; // arena
+import type { ArenaLiveTable, ArenaRunsTable } from './schema-arena.ts'; // arena
 export type * from './schema-notifications.ts';
 export type * from './schema-media.ts';
 export type * from './schema-guardrails.ts'; // guardrails, policies
@@ -66,6 +66,19 @@ export type * from './schema-arena.ts'; // arena
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
 export type Json<T> = ColumnType<T, string, string>;
+
+/** The keys every replica shares, by fingerprint (key-record.ts): one row. */
+export interface GatewayKeysTable {
+  id: Generated<boolean>;
+  /** EIP-55 address of the receipt signer. */
+  signer_address: string;
+  /** HMAC-SHA256 of a fixed label under the seal key, first 32 hex digits. */
+  seal_fingerprint: string;
+  /** Signers this one replaced, oldest first. */
+  previous_signers: Json<Array<{ address: string; replaced_at: string }>>;
+  recorded_at: Date;
+  updated_at: Date;
+}
 
 export interface AccountsTable {
   id: string;
@@ -347,6 +360,7 @@ export interface DB {
   api_keys: ApiKeysTable;
   denylist: DenylistTable;
   health_samples: HealthSamplesTable;
+  gateway_keys: GatewayKeysTable;
   credit_accounts: CreditAccountsTable;
   ledger_entries: LedgerEntriesTable;
   holds: HoldsTable;
@@ -454,6 +468,7 @@ export interface DB {
   replay_runs: ReplayRunsTable; // replay capsules
   autopilot_proposals: AutopilotProposalsTable; // autopilot
   arena_runs: ArenaRunsTable; // arena
+  arena_live: ArenaLiveTable; // arena
 }
 
 /** On-chain deposits (billing module): one row per Transfer log; amounts in base units are decimal strings. */

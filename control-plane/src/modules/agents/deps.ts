@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { Sealer, type Clock } from '@svc/shared';
 import type { SandboxConfig } from '../../config.ts';
+import type { StepFault } from '../../jobs/faults.ts';
 import type { DB } from '../../db/schema.ts';
 import type { IdentityService } from '../identity/service.ts';
 import type { KeysService } from '../keys/service.ts';
@@ -25,6 +26,8 @@ export interface AgentsDeps {
   /** This process (claims of queued runs name it). */
   processId: string;
   log: { warn(o: object, msg: string): void; error(o: object, msg: string): void };
+  /** Test seam: called between the steps of leader work (a throw stands for the process dying there). */
+  stepFault?: StepFault | undefined;
 }
 
 export interface Agents {

@@ -43,9 +43,11 @@ export function nextRunOf(expr: string, now: Date): Date | null {
 
 /**
  * Scheduled runs, on the leader's loop: an enabled agent whose next_run_at has come gets one queued run and
- * its next_run_at moved to the schedule's next time after now. A run due while no leader ran is so queued
- * once, however many ticks were missed. A run its agent cannot take now (hourly limit, key cap) is recorded
- * as refused, with the reason.
+ * its next_run_at moved to the schedule's next time after now, in one transaction under the agent's row lock:
+ * a process that dies (or fails) anywhere in it leaves the run due, so it is taken on the next pass, by this
+ * process or the next leader, and never taken twice. A run due while no leader ran is so queued once, however
+ * many ticks were missed. A run its agent cannot take now (hourly limit, key cap) is recorded as refused, with
+ * the reason.
  */
 export class AgentScheduler {
   constructor(
@@ -57,33 +59,33 @@ export class AgentScheduler {
     const now = this.d.clock.now();
     let queued = 0;
     for (const a of await dueAgents(this.d.db, now, PER_PASS)) {
-      const next = a.schedule ? nextRunOf(a.schedule, now) : null;
-      if (!(await takeDue(this.d.db, a, next, now))) continue; // another process took it
       try {
-        await this.queue(a.id);
-        queued++;
+        if (await this.takeAndQueue(a, now)) queued++;
       } catch (err) {
-        this.d.log.warn({ err, agent_id: a.id }, 'scheduled agent run not queued');
+        this.d.log.warn({ err, agent_id: a.id }, 'scheduled agent run not queued; still due, taken on the next pass');
       }
     }
     return queued;
   }
 
-  private async queue(agentId: string): Promise<void> {
-    await this.d.db.transaction().execute(async (trx) => {
-      const a = await agentById(trx, agentId, true);
-      if (!a || !a.enabled) return;
+  /** Takes the due run and queues it (or records its refusal), all or nothing; false when another pass took it. */
+  private takeAndQueue(due: AgentRow, now: Date): Promise<boolean> {
+    const next = due.schedule ? nextRunOf(due.schedule, now) : null;
+    return this.d.db.transaction().execute(async (trx) => {
+      const a = await agentById(trx, due.id, true);
+      if (!a || !a.enabled || !(await takeDue(trx, due, next, now))) return false;
+      await this.d.stepFault?.('agents.schedule_taken', a.id);
       try {
         await this.runner.admit(trx, a, { reserveCap: true });
       } catch (e) {
         if (!(e instanceof ServiceError)) throw e;
         await this.refused(trx, a, e);
-        return;
+        return true;
       }
       await this.runner.queue(trx, a, 'schedule', '');
+      return true;
     });
   }
-
   private async refused(trx: Parameters<AgentRunner['queue']>[0], a: AgentRow, e: ServiceError): Promise<void> {
     const run = await this.runner.queue(trx, a, 'schedule', '');
     const now = this.d.clock.now();

@@ -77,6 +77,11 @@ export class Anchors {
     await this.store.enqueueMany(kind, checked(kind, [{ ref, hash }]), this.clock.now());
   }
 
+  /** Queues hashes in the caller's transaction: queued exactly when what they hash commits. */
+  async enqueueIn(trx: Kysely<DB>, kind: string, items: Array<{ ref: string; hash: string }>): Promise<void> {
+    await this.store.enqueueMany(kind, checked(kind, items), this.clock.now(), trx);
+  }
+
   /** Queues the hash if it is not yet, and returns the artifact's anchor field. */
   async track(kind: string, ref: string, hash: string): Promise<AnchorField> {
     return (await this.fields(kind, [{ ref, hash }], true))[0]!;

@@ -14,10 +14,10 @@ export interface LeafRow {
 export class AnchorStore {
   constructor(private readonly db: Kysely<DB>) {}
 
-  /** Queues many leaves of one kind at once (each once per (kind, ref, hash)). */
-  async enqueueMany(kind: string, items: Array<{ ref: string; hash: string }>, at: Date): Promise<void> {
+  /** Queues many leaves of one kind at once (each once per (kind, ref, hash)), on `db` (a caller's transaction) if given. */
+  async enqueueMany(kind: string, items: Array<{ ref: string; hash: string }>, at: Date, db: Kysely<DB> = this.db): Promise<void> {
     if (items.length === 0) return;
-    await this.db
+    await db
       .insertInto('anchor_leaves')
       .values(items.map((i) => ({ kind, ref: i.ref, hash: i.hash, created_at: at })))
       .onConflict((oc) => oc.columns(['kind', 'ref', 'hash']).doNothing())

@@ -1,14 +1,17 @@
 import type { Kysely } from 'kysely';
-import { ServiceError, notFound, type Clock } from '@svc/shared';
+import { ServiceError, newId, notFound, type Clock } from '@svc/shared';
 import type { ArenaConfig } from '../../config/arena.ts';
+import { GONE_CHECK_STALE_MS, goneCheck, goneClaims } from '../../db/gone-check.ts';
 import type { DB } from '../../db/schema.ts';
 import type { ArenaTaskResult } from '../../db/schema-arena.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
+import type { Processes } from '../../http/idempotency.ts';
+import type { StepFault } from '../../jobs/faults.ts';
 import type { ModelCallDeps } from '../evals/model-call.ts';
 import type { ModelCatalog } from '../inference/catalog.ts';
 import type { KeysService } from '../keys/service.ts';
-import { runSuite, type ShareReceipt } from './runner.ts';
-import { lastStarted, latestReceipted, runById, type RunRow } from './store.ts';
+import { runRow, runSuite, type ShareReceipt } from './runner.ts';
+import { endRun, lastStarted, latestReceipted, liveRuns, progressLive, runById, startLive, type RunRow } from './store.ts';
 import { declareSuites, type DeclaredSuite } from './suites.ts';
 
 export interface ArenaDeps {
@@ -20,8 +23,15 @@ export interface ArenaDeps {
   calls: ModelCallDeps;
   share: ShareReceipt;
   publicUrl: URL;
+  /** This process (a run under way names it) and which processes are still there. */
+  processes: Processes;
   log: { warn(obj: object, msg: string): void };
+  /** Test seam: called between the steps of leader work (a throw stands for the process dying there). */
+  stepFault?: StepFault | undefined;
 }
+
+/** Why an interrupted run stopped. */
+const INTERRUPTED = { type: 'interrupted', message: 'The process running this arena run stopped before the run ended; the tasks it did stand as metered and receipted, and the pair runs again after its cadence' };
 
 const runNotFound = () => notFound('Arena run');
 
@@ -30,13 +40,17 @@ const runNotFound = () => notFound('Arena run');
  * cadence, models), run on the leader's loop by the runner account through the metered path, each task
  * receipted and its receipt shared publicly; a leaderboard row per (suite, model) backed by the newest
  * completed, fully receipted run over the suite's current tasks. Nothing runs, and the leaderboard is empty,
- * until a runner key is configured. Owns arena_runs.
+ * until a runner key is configured. Owns arena_runs and arena_live.
  */
 export class ArenaService {
   private readonly suites: Map<string, DeclaredSuite>;
   private readonly base: string;
 
+  /** Which processes running runs are gone; a process missing once may be reconnecting. */
+  private readonly gone: (ids: readonly string[]) => Promise<Set<string>>;
+
   constructor(private readonly d: ArenaDeps) {
+    this.gone = goneCheck((ids) => d.processes.alive(ids), GONE_CHECK_STALE_MS);
     this.suites = declareSuites(d.config.suites);
     this.base = d.publicUrl.href.replace(/\/+$/, '');
   }
@@ -84,8 +98,15 @@ export class ArenaService {
     return this.runView(r);
   }
 
-  /** The leader's loop: every (suite, model) whose cadence elapsed since its last run runs once (a missed stretch runs once, not per missed interval). */
+  /**
+   * The leader's loop: every (suite, model) whose cadence elapsed since its last run runs once (a missed
+   * stretch runs once, not per missed interval). A run is marked under way, by this process, before its first
+   * task, and replaced by its row when it ended; a mark whose process is gone is a run interrupted by that
+   * process's death: it is written as failed (`interrupted`) with the tasks it did, and its pair is not run
+   * again before its cadence (those tasks were charged).
+   */
   async runDue(): Promise<void> {
+    await this.closeInterrupted();
     if (!this.runnerConfigured || this.suites.size === 0) return;
     const p = await this.runner();
     if (!p) return;
@@ -101,13 +122,51 @@ export class ArenaService {
           this.d.log.warn({ suite: s.config.slug, model }, `arena: ${model} is not a chat model of the catalog now; not run`);
           continue;
         }
-        const r = await runSuite({ db: this.d.db, clock: this.d.clock, calls: this.d.calls, share: this.d.share }, p, s, model);
-        if (r.state === 'failed') {
+        const r = await this.runPair(p, s, model);
+        if (r?.state === 'failed') {
           this.d.log.warn({ suite: s.config.slug, model, error: r.error }, 'arena: a run stopped on a refusal of the runner key');
           return; // the key's refusal holds for every pair
         }
       }
     }
+  }
+
+  /** One run of a pair, marked under way first; undefined when a run of the pair is under way already. */
+  private async runPair(p: KeyPrincipal, s: DeclaredSuite, model: string): Promise<RunRow | undefined> {
+    const id = newId('arun_');
+    const started = this.d.clock.now();
+    const processId = this.d.processes.processId;
+    const marked = await startLive(this.d.db, {
+      suite_slug: s.config.slug,
+      model,
+      run_id: id,
+      tasks_sha256: s.tasks_sha256,
+      tasks_total: s.config.tasks.length,
+      runner_account_id: p.accountId,
+      key_id: p.keyId,
+      process_id: processId,
+      results: '[]',
+      started_at: started,
+    });
+    if (!marked) return undefined;
+    const row = await runSuite({ clock: this.d.clock, calls: this.d.calls, share: this.d.share }, p, s, model, { id, started, progress: (results) => progressLive(this.d.db, id, results), stepFault: this.d.stepFault });
+    return endRun(this.d.db, row, processId);
+  }
+
+  /** Runs marked under way by processes that are gone (missing at two passes in a row): written as failed (interrupted) with the tasks they did. */
+  async closeInterrupted(): Promise<number> {
+    let n = 0;
+    for (const l of await goneClaims(this.gone, await liveRuns(this.d.db), (x) => x.process_id)) {
+      const row = runRow(
+        { id: l.run_id, suite: l.suite_slug, tasksSha256: l.tasks_sha256, tasksTotal: l.tasks_total, model: l.model, accountId: l.runner_account_id, keyId: l.key_id },
+        l.results,
+        INTERRUPTED,
+        l.started_at,
+        this.d.clock.now(),
+      );
+      if (await endRun(this.d.db, row, l.process_id)) n++;
+    }
+    return n;
   }
 
   /** The runner key's principal, or null (logged) when it is unknown, revoked or lacks the inference scope. */

@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '@svc/shared';
 import type { DB } from '../../db/schema.ts';
+import type { Processes } from '../../http/idempotency.ts';
+import type { StepFault } from '../../jobs/faults.ts';
 import type { Mode } from '../guardrails/scanner.ts';
 import type { InferenceService } from '../inference/service.ts';
 import type { KeysService } from '../keys/service.ts';
@@ -22,8 +24,10 @@ export function createEvals(d: {
   publicUrl: URL;
   guardrailsMode: Mode;
   events: EventEmitter;
+  processes: Processes;
   log: { warn(obj: object, msg: string): void };
+  stepFault?: StepFault | undefined;
 }): Evals {
   const evals = new EvalsService({ db: d.db, clock: d.clock, keys: d.keys, calls: { inference: d.inference, clock: d.clock, publicUrl: d.publicUrl, guardrailsMode: d.guardrailsMode } });
-  return { evals, monitors: new MonitorsService({ db: d.db, clock: d.clock, evals, events: d.events, log: d.log }) };
+  return { evals, monitors: new MonitorsService({ db: d.db, clock: d.clock, evals, events: d.events, processes: d.processes, log: d.log, stepFault: d.stepFault }) };
 }

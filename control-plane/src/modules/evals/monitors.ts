@@ -1,19 +1,29 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { ServiceError, invalid, newId, notFound, type Clock } from '@svc/shared';
+import { GONE_CHECK_STALE_MS, goneCheck, goneClaims } from '../../db/gone-check.ts';
 import type { DB } from '../../db/schema.ts';
 import type { EventEmitter } from '../webhooks/service.ts';
 import { failureOf } from './model-call.ts';
 import { MONITORS_CAP, RUNS_CAP, type MonitorInput, type MonitorPatch } from './schemas.ts';
 import type { EvalsService, ExecutedRun } from './service.ts';
-import { claimMonitor, countMonitors, deleteMonitor, dueMonitors, insertMonitor, insertRun, lastRun, listMonitors, lockAccount, ownedMonitor, ownedSuite, type MonitorRow, type RunRow } from './store.ts';
+import type { StepFault } from '../../jobs/faults.ts';
+import type { Processes } from '../../http/idempotency.ts';
+import { claimMonitor, claimedMonitors, countMonitors, monitorRunFailed, deleteMonitor, dueMonitors, insertMonitor, insertRun, lastRun, listMonitors, lockAccount, ownedMonitor, ownedSuite, type MonitorRow, type RunRow } from './store.ts';
 
 export interface MonitorsDeps {
   db: Kysely<DB>;
   clock: Clock;
   evals: EvalsService;
   events: EventEmitter;
+  /** This process (the claim of a run names it) and which processes are still there. */
+  processes: Processes;
   log: { warn(obj: object, msg: string): void };
+  /** Test seam: called between the steps of leader work (a throw stands for the process dying there). */
+  stepFault?: StepFault | undefined;
 }
+
+/** What the interrupted-run check records. */
+export const INTERRUPTED = 'interrupted: the process running this monitor\'s run stopped before the run ended; its calls stand as metered and receipted, and the monitor runs again at next_run_at';
 
 /** Monitors one pass of the leader's loop runs at most (the rest are due on the next pass). */
 const PER_PASS = 20;
@@ -33,7 +43,12 @@ const measured = (repeat: number, r: Pick<RunRow, 'pass_rate' | 'wilson_lower'>)
  * while no leader ran runs once when one does (its next run is then counted from that run).
  */
 export class MonitorsService {
-  constructor(private readonly d: MonitorsDeps) {}
+  /** Which claimants are gone; a process missing once may be reconnecting. */
+  private readonly gone: (ids: readonly string[]) => Promise<Set<string>>;
+
+  constructor(private readonly d: MonitorsDeps) {
+    this.gone = goneCheck((ids) => d.processes.alive(ids), GONE_CHECK_STALE_MS);
+  }
 
   async create(accountId: string, input: MonitorInput) {
     const suite = await ownedSuite(this.d.db, accountId, input.eval_id);
@@ -69,6 +84,8 @@ export class MonitorsService {
         failure_streak: 0,
         drifting: false,
         next_run_at: new Date(now.getTime() + input.interval_seconds * 1000),
+        run_claimed_by: null,
+        run_started_at: null,
         created_at: now,
         updated_at: now,
       });
@@ -113,18 +130,35 @@ export class MonitorsService {
     return { id, object: 'eval_monitor' as const, deleted: true as const };
   }
 
-  /** The leader's loop: every due monitor runs once. */
+  /**
+   * The leader's loop: every due monitor runs once. Its run is claimed for this process in the statement that
+   * moves next_run_at, so a run is never started twice; a run whose process died (its claim names a process
+   * that is gone) is recorded as interrupted by the next pass, on any process, and is not run again before
+   * its next_run_at (its calls may have been charged).
+   */
   async runDue(): Promise<void> {
+    await this.closeInterrupted();
     const now = this.d.clock.now();
     for (const m of await dueMonitors(this.d.db, now, PER_PASS)) {
-      const claimed = await claimMonitor(this.d.db, m, new Date(now.getTime() + m.interval_seconds * 1000), now);
+      const claimed = await claimMonitor(this.d.db, m, new Date(now.getTime() + m.interval_seconds * 1000), now, this.d.processes.processId);
       if (!claimed) continue;
+      await this.d.stepFault?.('evals.monitor_claimed', m.id);
       try {
         await this.runOne(claimed);
       } catch (err) {
-        this.d.log.warn({ err, monitor_id: m.id }, 'drift monitor run not recorded');
+        this.d.log.warn({ err, monitor_id: m.id }, 'drift monitor run failed');
+        await monitorRunFailed(this.d.db, m.id, 'internal_error: Internal error', this.d.clock.now(), { claimedBy: this.d.processes.processId });
       }
     }
+  }
+
+  /** Runs claimed by processes that are gone (missing at two passes in a row): recorded as interrupted, each once. */
+  async closeInterrupted(): Promise<number> {
+    let n = 0;
+    for (const c of await goneClaims(this.gone, await claimedMonitors(this.d.db), (x) => x.run_claimed_by)) {
+      if (await monitorRunFailed(this.d.db, c.id, INTERRUPTED, this.d.clock.now(), { claimedBy: c.run_claimed_by })) n++;
+    }
+    return n;
   }
 
   private async runOne(m: MonitorRow): Promise<void> {
@@ -138,11 +172,7 @@ export class MonitorsService {
       if (!(e instanceof ServiceError)) throw e;
       const f = failureOf(e);
       const now = this.d.clock.now();
-      await this.d.db
-        .updateTable('eval_monitors')
-        .set({ last_error: `${f.type}: ${f.message}`, last_run_at: now, failure_streak: sql<number>`failure_streak + 1`, updated_at: now })
-        .where('id', '=', m.id)
-        .execute();
+      await monitorRunFailed(this.d.db, m.id, `${f.type}: ${f.message}`, now, { at: now });
       return;
     }
     await this.d.db.transaction().execute(async (trx) => {
@@ -166,6 +196,8 @@ export class MonitorsService {
           last_error: null,
           failure_streak: streak,
           drifting,
+          run_claimed_by: null,
+          run_started_at: null,
           updated_at: run.row.finished_at,
         })
         .where('id', '=', cur.id)

@@ -92,21 +92,61 @@ export async function deleteMonitor(db: Kysely<DB>, accountId: string, id: strin
 
 /** Active monitors whose next run is due, the longest overdue first. */
 export async function dueMonitors(db: Kysely<DB>, now: Date, limit: number): Promise<MonitorRow[]> {
-  return db.selectFrom('eval_monitors').selectAll().where('state', '=', 'active').where('next_run_at', '<=', now).orderBy('next_run_at').orderBy('seq').limit(limit).execute();
+  return db
+    .selectFrom('eval_monitors')
+    .selectAll()
+    .where('state', '=', 'active')
+    .where('next_run_at', '<=', now)
+    .where('run_claimed_by', 'is', null)
+    .orderBy('next_run_at')
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
 }
 
 /**
- * Takes a due monitor's run: moves its next run to `next` (now plus its interval, however many intervals
- * passed while no leader ran, so a missed run is caught up once). Undefined when another pass took it, or
- * it was paused, changed or deleted meanwhile.
+ * Takes a due monitor's run for the process `processId`: moves its next run to `next` (now plus its interval,
+ * however many intervals passed while no leader ran, so a missed run is caught up once) and marks the run
+ * under way by that process, in one statement. Undefined when another pass took it, or it was paused,
+ * changed or deleted meanwhile.
  */
-export async function claimMonitor(db: Kysely<DB>, m: MonitorRow, next: Date, now: Date): Promise<MonitorRow | undefined> {
+export async function claimMonitor(db: Kysely<DB>, m: MonitorRow, next: Date, now: Date, processId: string): Promise<MonitorRow | undefined> {
   return db
     .updateTable('eval_monitors')
-    .set({ next_run_at: next, updated_at: now })
+    .set({ next_run_at: next, run_claimed_by: processId, run_started_at: now, updated_at: now })
     .where('id', '=', m.id)
     .where('state', '=', 'active')
     .where('next_run_at', '=', m.next_run_at)
+    .where('run_claimed_by', 'is', null)
     .returningAll()
     .executeTakeFirst();
+}
+
+/** Monitors whose run is under way, with the process running it. */
+export async function claimedMonitors(db: Kysely<DB>): Promise<Array<{ id: string; run_claimed_by: string }>> {
+  const rows = await db.selectFrom('eval_monitors').select(['id', 'run_claimed_by']).where('run_claimed_by', 'is not', null).execute();
+  return rows as Array<{ id: string; run_claimed_by: string }>;
+}
+
+/**
+ * Records a monitor's run that ended without a result (`error`, as `type: message`): the streak of failures
+ * grows, the claim is cleared. With `claimedBy`, only while that process still holds the claim. The run counts
+ * as of `at` (default: when it started).
+ */
+export async function monitorRunFailed(db: Kysely<DB>, id: string, error: string, now: Date, opts: { at?: Date; claimedBy?: string } = {}): Promise<boolean> {
+  const claimedBy = opts.claimedBy;
+  let q = db
+    .updateTable('eval_monitors')
+    .set({
+      last_error: error.slice(0, 1000),
+      last_run_at: opts.at ?? sql<Date>`coalesce(run_started_at, ${now})`,
+      failure_streak: sql<number>`failure_streak + 1`,
+      run_claimed_by: null,
+      run_started_at: null,
+      updated_at: now,
+    })
+    .where('id', '=', id);
+  if (claimedBy !== undefined) q = q.where('run_claimed_by', '=', claimedBy);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
 }

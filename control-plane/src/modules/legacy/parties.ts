@@ -37,7 +37,7 @@ export class LegacyParties {
   async attest(p: SessionPrincipal, planId: string, wallet: string | undefined) {
     const held = await this.wallets(p);
     const now = this.d.clock.now();
-    const { result, evs } = await this.d.db.transaction().execute(async (trx) => {
+    const result = await this.d.db.transaction().execute(async (trx) => {
       const plan = await planById(trx, planId, true);
       const named = plan ? (await trx.selectFrom('legacy_parties').select(['wallet', 'confirmed_at']).where('plan_id', '=', planId).where('role', '=', 'attester').orderBy('position').execute()).filter((a) => held.includes(a.wallet)) : [];
       if (!plan || named.length === 0 || plan.status === 'cancelled') throw notFound(`Legacy plan ${planId} naming a wallet of this session as attester`);
@@ -57,10 +57,10 @@ export class LegacyParties {
         await trx.updateTable('legacy_parties').set({ confirmed_at: now }).where('plan_id', '=', planId).where('role', '=', 'attester').where('wallet', '=', mine.wallet).execute();
         evs.push(await appendEvent(trx, plan, 'attested', now, { attester: checksumAddress(mine.wallet) }));
       }
+      await this.svc.anchor(trx, planId, evs);
       const n = (await confirmations(trx, [planId])).get(planId) ?? 0;
-      return { result: { plan_id: planId, status: plan.status, wallet: checksumAddress(mine.wallet), confirmed_at: at.toISOString(), confirmations: n, quorum: plan.quorum }, evs };
+      return { plan_id: planId, status: plan.status, wallet: checksumAddress(mine.wallet), confirmed_at: at.toISOString(), confirmations: n, quorum: plan.quorum };
     });
-    await this.svc.anchor(planId, evs);
     return result;
   }
 
@@ -108,7 +108,7 @@ export class LegacyParties {
   async open(p: SessionPrincipal, planId: string) {
     const r = await this.released(p, planId);
     const now = this.d.clock.now();
-    const { claimedAt, evs } = await this.d.db.transaction().execute(async (trx) => {
+    const claimedAt = await this.d.db.transaction().execute(async (trx) => {
       const plan = await planById(trx, planId, true);
       if (!plan || plan.status !== 'released') throw noRelease(planId);
       const set = await trx
@@ -120,10 +120,10 @@ export class LegacyParties {
         .where('claimed_at', 'is', null)
         .returning('claimed_at')
         .executeTakeFirst();
-      if (!set) return { claimedAt: r.claimed_at ?? now, evs: [] };
-      return { claimedAt: now, evs: [await appendEvent(trx, plan, 'claimed', now, { beneficiary: checksumAddress(r.wallet) })] };
+      if (!set) return r.claimed_at ?? now;
+      await this.svc.anchor(trx, planId, [await appendEvent(trx, plan, 'claimed', now, { beneficiary: checksumAddress(r.wallet) })]);
+      return now;
     });
-    await this.svc.anchor(planId, evs);
     const sealed = await sealedNote(this.d.db, planId);
     if (!sealed) throw noRelease(planId); // cancelled in between
     const objects = await currentObjects(this.d.db, [planId]);

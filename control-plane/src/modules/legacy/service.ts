@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { ServiceError, Sealer, checksumAddress, invalid, newId, newSecret, notFound, sha256Hex, type Clock } from '@svc/shared';
 import type { LegacyConfig } from '../../config/legacy.ts';
 import type { DB } from '../../db/schema.ts';
+import type { StepFault } from '../../jobs/faults.ts';
 import type { Anchors } from '../anchors/service.ts';
 import type { IdentityService } from '../identity/service.ts';
 import { appendEvent, GENESIS, type ChainedEvent } from './chain.ts';
@@ -18,6 +19,8 @@ export interface LegacyDeps {
   identity: IdentityService;
   publicUrl: URL;
   config: LegacyConfig;
+  /** Test seam: called between the steps of leader work (a throw stands for the process dying there). */
+  stepFault?: StepFault | undefined;
 }
 
 export interface PartyIn {
@@ -66,8 +69,9 @@ export class LegacyService {
   }
 
   /** Queues chained events for the public anchors (a detail read queues any a dead process left out). */
-  async anchor(planId: string, evs: ChainedEvent[]): Promise<void> {
-    if (evs.length) await this.d.anchors.fields(ANCHOR_KIND, evs.map((e) => ({ ref: `${planId}:${e.seq}`, hash: e.hash })), true);
+  /** Queues events for anchoring in the transaction that appends them, so none is ever appended and not queued. */
+  async anchor(trx: Kysely<DB>, planId: string, evs: ChainedEvent[]): Promise<void> {
+    await this.d.anchors.enqueueIn(trx, ANCHOR_KIND, evs.map((e) => ({ ref: `${planId}:${e.seq}`, hash: e.hash })));
   }
 
   claimLinks(token: string) {
@@ -94,7 +98,7 @@ export class LegacyService {
       ...attesters.map((a, i) => ({ plan_id: id, role: 'attester' as const, wallet: a.wallet.toLowerCase(), label: a.label ?? null, position: i, claim_token_hash: null, confirmed_at: null, claimed_at: null })),
     ];
     const grace = input.grace_seconds ?? GRACE_DEFAULT_SECONDS;
-    const ev = await this.d.db.transaction().execute(async (trx) => {
+    await this.d.db.transaction().execute(async (trx) => {
       // Creations of one account run one at a time here, so the live-plan limit holds under concurrency.
       await this.d.identity.lockAccount(trx, accountId);
       const live = await liveCount(trx, accountId);
@@ -110,7 +114,7 @@ export class LegacyService {
         content_version: 1, event_count: 0, head_hash: GENESIS, created_at: now,
       };
       await insertPlan(trx, plan, parties, content.objects);
-      return appendEvent(trx, plan, 'created', now, {
+      const ev = await appendEvent(trx, plan, 'created', now, {
         beneficiaries: input.beneficiaries.length,
         attesters: attesters.length,
         quorum,
@@ -120,8 +124,8 @@ export class LegacyService {
         objects: content.objects.length,
         note_bytes: content.noteBytes,
       });
+      await this.anchor(trx, id, [ev]);
     });
-    await this.anchor(id, [ev]);
     const detail = await this.detail(accountId, id);
     return {
       ...detail,
@@ -158,15 +162,14 @@ export class LegacyService {
    */
   private async change(accountId: string, id: string, refused: PlanMeta['status'][], what: string, fn: (trx: Kysely<DB>, p: PlanMeta, now: Date) => Promise<ChainedEvent[]>) {
     const now = this.d.clock.now();
-    const evs = await this.d.db.transaction().execute(async (trx) => {
+    await this.d.db.transaction().execute(async (trx) => {
       const p = await ownedPlan(trx, accountId, id, true);
       if (!p) throw planNotFound();
       if (refused.includes(p.status)) {
         throw new ServiceError('conflict', `This legacy plan is ${p.status}: it cannot ${what}`, { reason: p.status, status: p.status });
       }
-      return fn(trx, p, now);
+      await this.anchor(trx, id, await fn(trx, p, now));
     });
-    await this.anchor(id, evs);
     return this.detail(accountId, id);
   }
 

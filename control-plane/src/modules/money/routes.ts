@@ -12,7 +12,7 @@ import { SseStream } from '../../http/sse.ts';
 import { LedgerService } from './ledger.ts';
 import type { Metering } from './metering.ts';
 import type { ReceiptSigner } from './signer.ts';
-import { UsageStreams } from './usage-stream.ts';
+import { REPLAY_MAX, UsageStreams } from './usage-stream.ts';
 import { usageCsv } from './usage-view.ts';
 import { UsageService } from './usage.ts';
 
@@ -148,7 +148,7 @@ export function moneyRoutes(app: FastifyInstance, deps: MoneyDeps): void {
       config: { auth: 'session' },
       schema: {
         tags,
-        summary: 'SSE feed of new metering events (event: usage, id: seq, data: the event); resumes after Last-Event-ID',
+        summary: `SSE feed of new metering events (event: usage, id: seq, data: the event); resumes after Last-Event-ID, replaying at most ${REPLAY_MAX} events and naming the rest in one event: gap (after_seq, through_seq, missed, and the /v1/usage/events cursor that lists them)`,
         headers: z.object({ 'last-event-id': z.string().regex(/^\d{1,15}$/).optional() }),
         response: { 200: z.string().describe('text/event-stream') },
       },
@@ -167,7 +167,17 @@ export function moneyRoutes(app: FastifyInstance, deps: MoneyDeps): void {
       const unsubscribe = streams.subscribe(accountId, (e) => (replaying ? queue.push(e) : emit(e)));
       sse.onClose(unsubscribe);
       if (replaying) {
-        for (const e of await streams.since(accountId, lastSeq)) emit(e);
+        const { events, gap } = await streams.since(accountId, lastSeq);
+        for (const e of events) emit(e);
+        if (gap) {
+          // Not replayed: named once, with where to read them; the stream goes on after them.
+          lastSeq = gap.throughSeq;
+          const cursor = deps.cursors.encode('usage_events', accountId, gap.throughSeq + 1);
+          sse.send(
+            { object: 'usage.gap', after_seq: gap.afterSeq, through_seq: gap.throughSeq, missed: gap.missed, cursor, events_url: `/v1/usage/events?cursor=${encodeURIComponent(cursor)}` },
+            { event: 'gap', id: gap.throughSeq },
+          );
+        }
         replaying = false;
         queue.splice(0).forEach(emit);
       }

@@ -5,6 +5,9 @@ import { usageView, type UsageEventView } from './usage-view.ts';
 
 type Listener = (e: UsageEventView) => void;
 
+/** Events a stream resumed with Last-Event-ID replays at most; the rest are named in a `gap` event. */
+export const REPLAY_MAX = 1000;
+
 /**
  * Fan-out of new metering events to SSE subscribers. Each settled batch NOTIFYs `svc_usage` from whichever
  * process settles it; every process LISTENs once and forwards events to its own subscribers of the account.
@@ -48,9 +51,30 @@ export class UsageStreams {
     };
   }
 
-  /** Events after `seq` (for Last-Event-ID resumption), oldest first, at most 1000. */
-  async since(accountId: string, seq: number): Promise<UsageEventView[]> {
-    const rows = await this.db.selectFrom('usage_events').selectAll().where('account_id', '=', accountId).where('n', '>', seq).orderBy('n').limit(1000).execute();
-    return rows.map(usageView);
+  /**
+   * Events after `seq` (for Last-Event-ID resumption), oldest first, at most REPLAY_MAX. When more are
+   * waiting, `gap` names the ones not replayed: after `afterSeq` through `throughSeq` (the newest now), which
+   * the stream skips and `/v1/usage/events` lists.
+   */
+  async since(accountId: string, seq: number): Promise<{ events: UsageEventView[]; gap: UsageGap | null }> {
+    const rows = await this.db.selectFrom('usage_events').selectAll().where('account_id', '=', accountId).where('n', '>', seq).orderBy('n').limit(REPLAY_MAX).execute();
+    const events = rows.map(usageView);
+    if (rows.length < REPLAY_MAX) return { events, gap: null };
+    const after = rows.at(-1)!.n;
+    const rest = await this.db
+      .selectFrom('usage_events')
+      .select((eb) => [eb.fn.countAll<number>().as('missed'), eb.fn.max('n').as('through')])
+      .where('account_id', '=', accountId)
+      .where('n', '>', after)
+      .executeTakeFirstOrThrow();
+    const missed = Number(rest.missed);
+    return { events, gap: missed > 0 ? { afterSeq: after, throughSeq: Number(rest.through), missed } : null };
   }
+}
+
+/** Events a resumed stream did not replay: after `afterSeq` through `throughSeq`, `missed` of them. */
+export interface UsageGap {
+  afterSeq: number;
+  throughSeq: number;
+  missed: number;
 }

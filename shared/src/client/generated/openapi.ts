@@ -8524,7 +8524,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** SSE feed of new metering events (event: usage, id: seq, data: the event); resumes after Last-Event-ID */
+        /** SSE feed of new metering events (event: usage, id: seq, data: the event); resumes after Last-Event-ID, replaying at most 1000 events and naming the rest in one event: gap (after_seq, through_seq, missed, and the /v1/usage/events cursor that lists them) */
         get: {
             parameters: {
                 query?: never;
