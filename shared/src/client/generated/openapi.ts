@@ -8575,7 +8575,9 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description ISO 8601 date-time (1970 to 9999). */
                         from: string;
+                        /** @description ISO 8601 date-time (1970 to 9999). */
                         to: string;
                     };
                 };
