@@ -37,3 +37,19 @@ export function instantOf(v: string, field: string, rules: DateTimeRules = {}): 
 export function withoutNul(s: z.ZodString) {
   return s.refine((v) => !v.includes('\0'), 'contains a NUL character (\\u0000), which this field does not accept');
 }
+
+/** The status a schema issue carries when it is not a 400: a value over its byte limit is a 413. */
+export const ISSUE_STATUS = 'status';
+
+/**
+ * Text limited in UTF-8 bytes (a program, a message): past the limit it is a 413 `payload_too_large` naming the
+ * field, however many characters it takes to get there (a character count would pass 4-byte characters the
+ * byte limit refuses, and refuse with a 400 what the byte limit answers 413).
+ */
+export function utf8Text(maxBytes: number, s: z.ZodString = z.string()) {
+  return s.superRefine((v, ctx) => {
+    if (v.length * 3 <= maxBytes) return; // a UTF-16 code unit is at most 3 UTF-8 bytes
+    const bytes = Buffer.byteLength(v, 'utf8');
+    if (bytes > maxBytes) ctx.addIssue({ code: 'custom', message: `${bytes} bytes of UTF-8; at most ${maxBytes}`, params: { [ISSUE_STATUS]: 413, limit_bytes: maxBytes } });
+  });
+}

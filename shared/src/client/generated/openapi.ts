@@ -870,7 +870,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": Record<string, never>;
                 };
@@ -989,7 +989,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": Record<string, never>;
                 };
@@ -1330,7 +1330,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         name?: string;
@@ -1461,7 +1461,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         grace_seconds?: number;
@@ -1605,7 +1605,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         name?: string;
@@ -2099,7 +2099,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description A label; purged with the ghost. */
@@ -2791,7 +2791,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /**
@@ -5299,7 +5299,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Environment variables for the program. */
@@ -10575,7 +10575,7 @@ export interface paths {
                 cookie?: never;
             };
             /** @description Optional; an empty body means the last 30 days. */
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /**
@@ -14576,7 +14576,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description The API key of the account the case calls are metered under (needs the inference scope); the suite's designated key when omitted. */
@@ -17780,7 +17780,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description The API key to meter the replay under; the capsule's key when omitted. */
@@ -18291,7 +18291,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description For a proposal about a model called directly: the engine slug to publish the candidate under (required there; an engine target keeps its slug). */
@@ -19548,7 +19548,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Default: the head minus the chain's confirmations plus one. */
@@ -19989,7 +19989,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description A newly observed on-chain supply as the share count from now on. */
@@ -20123,7 +20123,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Default: the latest version. */
@@ -21022,7 +21022,7 @@ export interface paths {
                          * @enum {string}
                          */
                         language: "sh" | "python" | "node";
-                        /** @description The program, at most 262144 bytes; sealed at rest, never returned. */
+                        /** @description The program, at most 262144 bytes of UTF-8 (413 above); sealed at rest, never returned. */
                         code: string;
                         /** @description A cron expression in UTC (5 fields, or 6 with seconds; @hourly and the like), at most once every 60 s. */
                         schedule?: string | null;
@@ -21120,10 +21120,10 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
-                        /** @description SVC_INPUT of the run. */
+                        /** @description SVC_INPUT of the run, at most 32768 bytes of UTF-8 (413 above). */
                         input?: string;
                     };
                 };
@@ -21809,6 +21809,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description At most 32768 bytes of UTF-8 (413 above). */
                         content?: string;
                         /** @description Another name for content. */
                         body?: string;
@@ -22330,7 +22331,7 @@ export interface paths {
                 cookie?: never;
             };
             /** @description Any JSON: the input of the service. */
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": unknown;
                 };
@@ -22374,7 +22375,7 @@ export interface paths {
                         /** @description The recipient's passport handle. */
                         to: string;
                         subject?: string;
-                        /** @description At most 65536 bytes; sealed at rest. */
+                        /** @description At most 65536 bytes of UTF-8 (413 above); sealed at rest. */
                         body: string;
                         /** @description A message of yours (sent or received): the reply joins its thread. */
                         in_reply_to?: string;
@@ -23069,7 +23070,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         pin?: string;
@@ -23895,7 +23896,7 @@ export interface paths {
                 cookie?: never;
             };
             /** @description Optional. */
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Which of your wallets confirms, when you hold several named attesters. */
