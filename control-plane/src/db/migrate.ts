@@ -55,6 +55,7 @@ import * as agents from './migrations/20261127_2800_agents.ts'; // agents
 import * as services from './migrations/20261127_3600_services.ts'; // marketplace
 import * as post from './migrations/20261127_4100_post.ts'; // agent post
 import * as relays from './migrations/20261127_4200_relays.ts'; // relays
+import * as runSpan from './migrations/20261201_4300_run_span_from_receipts.ts';
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -114,6 +115,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127_3600_services': services, // marketplace
   '20261127_4100_post': post, // agent post
   '20261127_4200_relays': relays, // relays
+  '20261201_4300_run_span_from_receipts': runSpan,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
