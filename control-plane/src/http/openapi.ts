@@ -34,9 +34,13 @@ const ERROR_SCHEMA = {
   },
 };
 
-/** The 402 body for `insufficient_credit`: x402 version 1 payment terms. */
+/**
+ * The 402 of a metered route: the error envelope; for `insufficient_credit` it carries x402 version 1 payment
+ * terms inside `error` (paid by a deposit, so not an x402 PaymentRequired document: that is the invoke route's 402).
+ */
 const PAYMENT_REQUIRED_SCHEMA = {
   type: 'object',
+  description: "The error envelope of a metered 402. For insufficient_credit, error carries x402 version 1 terms (x402Version, accepts): pay the treasury, then POST /v1/billing/deposits. A marketplace invoke's 402 is an x402 PaymentRequired instead (see that route).",
   required: ['error'],
   properties: {
     error: {

@@ -22281,7 +22281,26 @@ export interface paths {
                             x402Version: 1;
                             /** @description x402 version 1 payment requirements (exact scheme, EIP-3009 token, payTo the seller). */
                             accepts: {
-                                [key: string]: unknown;
+                                /** @enum {string} */
+                                scheme: "exact";
+                                /** @description The x402 version 1 network name (base, base-sepolia, ...), else eip155:<chain id>. */
+                                network: string;
+                                /** @description Token base units, as a decimal string: exactly the price. */
+                                maxAmountRequired: string;
+                                resource: string;
+                                description: string;
+                                mimeType: string;
+                                /** @description The seller's payee. */
+                                payTo: string;
+                                /** @description The EIP-3009 token contract. */
+                                asset: string;
+                                maxTimeoutSeconds: number;
+                                /** @description The token's EIP-712 domain name and version, and its decimals. */
+                                extra: {
+                                    name: string;
+                                    version: string;
+                                    decimals: number;
+                                };
                             }[];
                             /** @description The same terms as x402 version 2 PaymentRequired (CAIP-2 network), as the PAYMENT-REQUIRED header of a 402 carries them. */
                             x402_v2: {
@@ -22320,7 +22339,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invoke a service. Without a payment: 402 with the terms (x402 version 1 body, version 2 PAYMENT-REQUIRED header). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409). A payment not confirmed in time is 504 naming its transaction; the same payment again resumes the call (409 in_progress while unmined, the service runs once it confirms, 402 if it reverted) */
+        /** Invoke a service. Without a payment: 402 with the terms (the body is x402 version 1 PaymentRequired, the gateway error object in svc_error; the PAYMENT-REQUIRED header is version 2). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409). A payment not confirmed in time is 504 naming its transaction; the same payment again resumes the call (409 in_progress while unmined, the service runs once it confirms, 402 if it reverted) */
         post: {
             parameters: {
                 query?: never;
@@ -22337,12 +22356,52 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
-                200: {
+                /** @description x402 version 1 PaymentRequired; the PAYMENT-REQUIRED header carries the version 2 one. */
+                402: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @enum {number} */
+                            x402Version: 1;
+                            /** @description Why a payment is required, "<reason>: <words>" (x402 version 1 gives error as a string). */
+                            error: string;
+                            accepts: {
+                                /** @enum {string} */
+                                scheme: "exact";
+                                /** @description The x402 version 1 network name (base, base-sepolia, ...), else eip155:<chain id>. */
+                                network: string;
+                                /** @description Token base units, as a decimal string: exactly the price. */
+                                maxAmountRequired: string;
+                                resource: string;
+                                description: string;
+                                mimeType: string;
+                                /** @description The seller's payee. */
+                                payTo: string;
+                                /** @description The EIP-3009 token contract. */
+                                asset: string;
+                                maxTimeoutSeconds: number;
+                                /** @description The token's EIP-712 domain name and version, and its decimals. */
+                                extra: {
+                                    name: string;
+                                    version: string;
+                                    decimals: number;
+                                };
+                            }[];
+                            /** @description The gateway's error object, as `error` of its envelope on every other answer: branch on `type` and `reason`. */
+                            svc_error: {
+                                /** @enum {string} */
+                                type: "payment_required";
+                                message: string;
+                                /** @description payment_missing, malformed_payment, version_mismatch, wrong_network, underpaid, expired, payment_reused, invalid_signature, insufficient_funds, ... (docs/marketplace.md). */
+                                reason: string;
+                                /** @description The x402 version of the payment presented, if one was. */
+                                x402_version?: 1 | 2;
+                                request_id: string;
+                            };
+                        };
+                    };
                 };
             };
         };
@@ -25171,6 +25230,7 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description The error envelope of a metered 402. For insufficient_credit, error carries x402 version 1 terms (x402Version, accepts): pay the treasury, then POST /v1/billing/deposits. A marketplace invoke's 402 is an x402 PaymentRequired instead (see that route). */
         PaymentRequired: {
             error: {
                 /** @enum {string} */
