@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const auth = (op: { security?: Array<Record<string, string[]>> }) => {
+const auth = (op: { security?: Array<Record<string, string[]>> }): Record<string, string> => {
   const schemes = (op.security ?? []).flatMap((x) => Object.keys(x));
   return schemes.includes('apiKey') ? { authorization: `Bearer ${s.key}` } : schemes.includes('session') ? { authorization: `Bearer ${s.token}` } : {};
 };
@@ -71,8 +71,9 @@ describe('text limited in bytes', () => {
 
 describe('a request for no route', () => {
   it('is 404 whatever its Content-Type and body', async () => {
+    const kinds: Array<[string, string]> = [['text/plain', 'x'], ['application/octet-stream', 'x'], ['multipart/form-data; boundary=b', '--b--'], ['application/json', '{not json'], ['application/json', '{}']];
     for (const path of ['/v1/agents/agt_x/hooks/tok/extra', '/v1/no/such/route']) {
-      for (const [type, body] of [['text/plain', 'x'], ['application/octet-stream', 'x'], ['multipart/form-data; boundary=b', '--b--'], ['application/json', '{not json'], ['application/json', '{}']]) {
+      for (const [type, body] of kinds) {
         const r = await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
         const e = (await r.json()) as { error: { type: string } };
         expect({ path, type, status: r.status, error: e.error.type }).toEqual({ path, type, status: 404, error: 'not_found' });

@@ -119,10 +119,11 @@ export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): 
 export const requestValidator: typeof validatorCompiler = (route) => {
   const check = validatorCompiler(route);
   if (route.httpPart !== 'body') return check;
+  const refused = (r: ReturnType<typeof check>) => typeof r === 'object' && r !== null && 'error' in r && r.error !== undefined;
   return (data) => {
     const r = check(data);
-    if (data !== null || !('error' in r) || !r.error) return r;
+    if (data !== null || !refused(r)) return r;
     const absent = check(undefined);
-    return 'error' in absent && absent.error ? r : absent;
+    return refused(absent) ? r : absent;
   };
 };
