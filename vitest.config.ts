@@ -16,6 +16,7 @@ export const BACKEND_TESTS = [
   'test/settle-behind.test.ts', // write-behind settles: journal, crash, replay at boot
   'test/billing-deposits.test.ts', // a transfer credited once under concurrent submissions
   'test/proofs.test.ts', // run chains built by concurrent requests
+  'test/proofs-span.test.ts', // a run's span set by the stored settle function, and the migration that sets recorded runs from their receipts
   'test/fleet-relay*.test.ts', // dispatch across processes over NOTIFY (Postgres only)
   'test/usage.test.ts', // usage stream fanned out across processes
   'test/platform.test.ts', // leader election (advisory lock), restart on the same data

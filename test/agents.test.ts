@@ -67,7 +67,7 @@ describe('deploy', () => {
       const e = await expectApiError(deploy(owner.client, body), 400, 'invalid_request');
       expect(e.param, JSON.stringify(body)).toBe(param);
     }
-    await expectApiError(deploy(owner.client, { code: 'x'.repeat(300 * 1024) }), 400, 'invalid_request');
+    expect((await expectApiError(deploy(owner.client, { code: 'x'.repeat(300 * 1024) }), 413, 'payload_too_large')).param).toBe('code');
     expect(await t.gw.database.db.selectFrom('agents').select('id').execute()).toEqual(before);
   });
 
@@ -153,7 +153,7 @@ describe('mailboxes', () => {
     await expectApiError(api.request('GET', `/v1/agents/${theirs.id}/messages`), 404, 'not_found');
     const e = await expectApiError(api.request('POST', `/v1/agents/${to.id}/messages`, { body: { content: 'x', from_agent_id: theirs.id } }), 400, 'invalid_request');
     expect(e.param).toBe('from_agent_id');
-    await expectApiError(api.request('POST', `/v1/agents/${to.id}/messages`, { body: { content: 'x'.repeat(40_000) } }), 400, 'invalid_request');
+    expect((await expectApiError(api.request('POST', `/v1/agents/${to.id}/messages`, { body: { content: 'x'.repeat(40_000) } }), 413, 'payload_too_large')).param).toBe('content');
     await expectApiError(api.request('POST', `/v1/agents/${to.id}/messages`, { body: {} }), 400, 'invalid_request');
   });
 });

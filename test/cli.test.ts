@@ -168,7 +168,7 @@ describe('svc CLI', () => {
 
   it('refuses bad option values as usage errors without calling the gateway', async () => {
     const before = (await sessionClient().listKeys()).length;
-    for (const args of [['--scope', 'root'], ['--spend-cap', '-5'], ['--spend-cap', '1.5'], ['--expires-at', 'tomorrow']]) {
+    for (const args of [['--scope', 'root'], ['--spend-cap', '-5'], ['--spend-cap', '1.5'], ['--expires-at', 'tomorrow'], ['--expires-at', '2030-02-30T00:00:00Z']]) {
       const r = await svc(['keys', 'create', ...args]);
       expect({ args, code: r.code }).toEqual({ args, code: 2 });
       expect(r.stdout).not.toMatch(SECRET);

@@ -25,6 +25,8 @@ let up: ScriptedUpstream;
 let answers: Record<string, string> = {};
 /** Calls per prompt, for answers that change from one attempt to the next. */
 const calls = new Map<string, number>();
+/** The output bound each grader call asked for. */
+const graderAsked: Array<{ model: string; max_tokens: unknown }> = [];
 /** Prompts whose answer waits until the test releases it. */
 const held = new Map<string, { waiting: boolean; release: () => void }>();
 
@@ -71,7 +73,10 @@ beforeAll(async () => {
   up.handler = async (_req, body, res) => {
     const prompt = String(body.messages?.at(-1)?.content ?? '');
     let content: string;
-    if (body.model === 'test-grader') content = grade(body);
+    if (body.model === 'test-grader' || body.model === 'test-grader-small') {
+      graderAsked.push({ model: body.model, max_tokens: body.max_tokens });
+      content = grade(body);
+    }
     else {
       const n = (calls.get(prompt) ?? 0) + 1;
       calls.set(prompt, n);
@@ -100,6 +105,7 @@ beforeAll(async () => {
           models: [
             { id: 'test-chat', input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT, max_output_tokens: 1000 },
             { id: 'test-grader', input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT, max_output_tokens: 1000 },
+            { id: 'test-grader-small', input_micro_usd_per_mtok: IN, output_micro_usd_per_mtok: OUT, max_output_tokens: 200 },
             { id: 'test-embed', input_micro_usd_per_mtok: IN, embedding: true },
           ],
         },
@@ -318,6 +324,25 @@ describe('eval suites', () => {
     const history = await call(a.client, 'GET', `/v1/evals/${suite.id}/runs`);
     expect(history.body.runs.map((x: any) => x.id)).toEqual([fourth.id, third.id, second.id, first.id]);
     answers['What is the capital of France?'] = 'Paris';
+  });
+
+  it("runs with no body at all under the suite's key; a grader whose model produces fewer than 400 tokens is asked within its bound", async () => {
+    answers['What is the capital of France?'] = 'Paris';
+    const a = await account();
+    const suite = await createSuite(a.client, {
+      name: 'small grader',
+      model: 'test-chat',
+      key_id: a.keyId,
+      grader_model: 'test-grader-small',
+      cases: [{ ...PARIS, assertions: [{ type: 'llm_rubric', value: 'Names the capital of {{country}}.' }] }],
+    });
+    const r = await fetch(`${t.url}/v1/evals/${suite.id}/run`, { method: 'POST', headers: { authorization: `Bearer ${a.token}` } });
+    const body = (await r.json()) as any;
+    expect(r.status, JSON.stringify(body)).toBe(200);
+    expect(body).toMatchObject({ key_id: a.keyId, pass_rate: 1 });
+    expect(assertionOf(body, 0, 0)).toMatchObject({ type: 'llm_rubric', passed: true, grader: { model: 'test-grader-small' } });
+    expect(graderAsked.filter((g) => g.model === 'test-grader-small')).toEqual([{ model: 'test-grader-small', max_tokens: 200 }]);
+    expect(graderAsked.filter((g) => g.model === 'test-grader').every((g) => g.max_tokens === 400)).toBe(true);
   });
 
   it('refuses bad input with a 4xx naming the field, and writes nothing', async () => {

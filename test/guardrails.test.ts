@@ -302,11 +302,12 @@ describe('rule sets', () => {
     expect(e.message).toMatch(/catastrophically/);
   });
 
-  it('are listed with the mode, at most 200 per account', async () => {
+  it('are listed with the mode, at most 200 per account (the 201st is 409 guardrail_limit, as every per-account limit)', async () => {
     const carol = await fundedKey(t, 0);
     const made = await Promise.all(Array.from({ length: 200 }, (_, i) => ruleSet(carol.client, [{ type: 'blocklist', input: 'block', terms: [`term${i}`] }])));
     expect(new Set(made.map((g) => g.id)).size).toBe(200);
-    const e = await expectApiError(ruleSet(carol.client, [{ type: 'pii', input: 'block' }]), 400, 'invalid_request');
+    const e = await expectApiError(ruleSet(carol.client, [{ type: 'pii', input: 'block' }]), 409, 'conflict');
+    expect(e.extra).toEqual({ reason: 'guardrail_limit', limit: 200 });
     expect(e.message).toContain('200');
     const list = await api<{ guardrails: RuleSet[]; mode: string }>(carol.client, 'GET', '/v1/guardrails');
     expect(list.mode).toBe('enforce');

@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { createWalletClient, erc20Abi, http, type Address } from 'viem';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
-import type { SvcClient } from '@svc/shared/client';
+import { ApiError, type SvcClient } from '@svc/shared/client';
+import { PaymentRequiredV1Schema } from '@x402/core/schemas';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { expectApiError } from './support/expect-error.ts';
 import { startChain, type TestChain } from './support/chain.ts';
@@ -82,12 +83,19 @@ const invokeUrl = (slug: string) => `${t.url}/v1/services/${slug}/invoke`;
 const post = (slug: string, headers: Record<string, string> = {}, body: unknown = { q: 1 }) =>
   fetch(invokeUrl(slug), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
+/**
+ * A 402 with the terms: the body is x402 version 1's PaymentRequired as @x402/core's schema defines it (`error` a
+ * string), the gateway's error object beside it in `svc_error`, which the API client reads as the envelope.
+ */
 async function refusal(res: Response, reason: string) {
   expect(res.status).toBe(402);
   const body = (await res.json()) as any;
-  expect(body.error.type).toBe('payment_required');
-  expect(body.error.reason).toBe(reason);
-  expect(body.x402Version).toBe(1);
+  const v1 = PaymentRequiredV1Schema.safeParse(body);
+  expect(v1.error?.issues ?? []).toEqual([]);
+  expect(v1.data).toMatchObject({ x402Version: 1, error: expect.stringMatching(new RegExp(`^${reason}: `)) });
+  expect(body.svc_error).toMatchObject({ type: 'payment_required', reason, request_id: res.headers.get('x-request-id') });
+  const e = new ApiError(res.status, body, res.headers);
+  expect({ type: e.type, reason: e.extra.reason, payment: e.payment, insufficientCredit: e.isInsufficientCredit() }).toEqual({ type: 'payment_required', reason, payment: body, insufficientCredit: false });
   expect(body.accepts[0]).toMatchObject({ scheme: 'exact', network: 'base-sepolia', payTo: seller.account.address.toLowerCase(), asset: token.address.toLowerCase() });
   const v2 = decodePaymentRequiredHeader(res.headers.get('payment-required')!) as any;
   expect(v2.x402Version).toBe(2);
@@ -122,6 +130,7 @@ describe('publishing', () => {
       expect.objectContaining({ scheme: 'exact', network: 'base-sepolia', maxAmountRequired: String(PRICE), payTo: seller.account.address.toLowerCase(), asset: token.address.toLowerCase(), extra: { name: 'USD Coin', version: '2', decimals: 6 } }),
     ]);
     expect(terms.x402_v2.accepts[0]).toMatchObject({ network: 'eip155:84532', amount: String(PRICE) });
+    expect(PaymentRequiredV1Schema.safeParse(terms).success).toBe(true); // the terms read as version 1 PaymentRequired too
   });
 });
 
@@ -188,7 +197,7 @@ describe('invoke', () => {
     for (const [reason, change] of cases) {
       const res = await post('echo', { 'payment-signature': await b.payloadV2(required, change) });
       const body = await refusal(res, reason);
-      expect(body.error.message).toBeTruthy();
+      expect(body.svc_error.message).toBeTruthy();
     }
     expect(hits.length).toBe(n);
     expect(await token.balanceOf(b.account.address)).toBe(5_000_000n);

@@ -1,10 +1,10 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler } from 'fastify-type-provider-zod';
 import { PREFIX, randomId, type Clock } from '@svc/shared';
 import type { Config } from './config.ts';
 import type { Metrics } from './metrics.ts';
 import { registerAuth } from './http/auth.ts';
-import { registerBodyParsers } from './http/body.ts';
+import { registerBodyParsers, requestValidator } from './http/body.ts';
 import { errorHandling, MAX_PARAM_LENGTH } from './http/errors.ts';
 import { refuseNulInPathParams } from './http/path-params.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -212,7 +212,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
       routeTable.push({ method, url: r.url, auth: r.config?.auth ?? '', scope: r.config?.scope, hidden: Boolean((r.schema as { hide?: boolean } | undefined)?.hide) });
     }
   });
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(requestValidator);
   app.setSerializerCompiler(serializerCompiler);
 
   errors.register(app);

@@ -1,5 +1,6 @@
 export * from './ids.ts';
 export * from './clock.ts';
+export * from './datetime.ts';
 export * from './errors.ts';
 export * from './hash.ts';
 export * from './scopes.ts';

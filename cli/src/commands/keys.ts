@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { SCOPE_NAMES, type Scope } from '@svc/shared';
+import { SCOPE_NAMES, readDateTime, type Scope } from '@svc/shared';
 import type { ApiKey, KeyInput, NewApiKey } from '@svc/shared/client';
 import { context, sessionClient } from '../context.ts';
 import { fields, table, usd } from '../output.ts';
@@ -24,9 +24,9 @@ function nonNegativeInt(what: string) {
 }
 
 function isoDate(value: string): string {
-  const t = Date.parse(value);
-  if (!Number.isFinite(t)) throw new InvalidArgumentError('not an ISO 8601 date-time (e.g. 2030-01-01T00:00:00Z)');
-  return new Date(t).toISOString();
+  const r = readDateTime(value.trim());
+  if (!r.ok) throw new InvalidArgumentError(r.reason);
+  return r.date.toISOString();
 }
 
 function scopesText(scopes: readonly string[]): string {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { readDateTime } from '@svc/shared';
 import type { SvcClient, Usage, UsageEvent } from '@svc/shared/client';
 import { context, sessionClient } from '../context.ts';
 import { fields, table, usd } from '../output.ts';
@@ -11,9 +12,9 @@ const PAGE = 1000;
 export function sinceValue(value: string, now = Date.now()): string {
   const rel = /^(\d{1,6})([mhdw])$/.exec(value.trim());
   if (rel) return new Date(now - Number(rel[1]) * UNIT_MS[rel[2] as keyof typeof UNIT_MS]).toISOString();
-  const t = Date.parse(value);
-  if (!Number.isFinite(t)) throw new InvalidArgumentError('expected an ISO 8601 date-time (2026-11-01T00:00:00Z) or a duration back from now (30m, 24h, 7d, 2w)');
-  return new Date(t).toISOString();
+  const r = readDateTime(value.trim());
+  if (!r.ok) throw new InvalidArgumentError(`expected an ISO 8601 date-time (2026-11-01T00:00:00Z) or a duration back from now (30m, 24h, 7d, 2w): ${r.reason}`);
+  return r.date.toISOString();
 }
 
 function positiveInt(value: string): number {

@@ -58,6 +58,7 @@ import * as relays from './migrations/20261127_4200_relays.ts'; // relays
 import * as gatewayKeys from './migrations/20261128_0100_gateway_keys.ts'; // the keys every replica shares
 import * as monitorClaims from './migrations/20261128_0200_monitor_claims.ts'; // quality: drift monitor runs claimed
 import * as arenaLive from './migrations/20261128_0300_arena_live.ts'; // arena: runs under way
+import * as runSpan from './migrations/20261201_4300_run_span_from_receipts.ts';
 
 /** Forward-only migrations, named by timestamp; the list is static so bundling and tsx need no directory scan. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -120,6 +121,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261128_0100_gateway_keys': gatewayKeys, // the keys every replica shares
   '20261128_0200_monitor_claims': monitorClaims, // quality: drift monitor runs claimed
   '20261128_0300_arena_live': arenaLive, // arena: runs under way
+  '20261201_4300_run_span_from_receipts': runSpan,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { validatorCompiler } from 'fastify-type-provider-zod';
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ServiceError, sha256Hex } from '@svc/shared';
@@ -66,12 +67,14 @@ export function nestsDeeper(v: unknown, levels = MAX_JSON_DEPTH): boolean {
 
 /**
  * Body parsing: every body is hashed as received and refused when its sha256 is denylisted, whatever
- * the route. JSON is parsed here with a clear 400; other types arrive as raw Buffers for the routes that take them,
+ * the route. A request for no route is not parsed: it answers the 404 of an unknown route, whatever its
+ * Content-Type or body. JSON is parsed here with a clear 400; other types arrive as raw Buffers for the routes that take them,
  * and multipart/form-data as it arrives for the routes that read it so (config.streamBody).
  */
 export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(/^application\/([\w.+-]+\+)?json(\s*;.*)?$/i, { parseAs: 'buffer' }, (req, raw: Buffer, done) => {
+    if (req.is404) return done(null, undefined); // no such route: its 404, whatever the body
     try {
       screen(req, sha256Hex(raw), deny);
       if (req.routeOptions.config?.rawBody) return done(null, raw); // a raw-bytes route keeps JSON files as bytes
@@ -85,6 +88,7 @@ export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): 
     }
   });
   app.addContentTypeParser(/^multipart\/form-data(\s*;.*)?$/i, (req, payload, done) => {
+    if (req.is404) return done(null, undefined);
     const config = req.routeOptions.config;
     if (!config?.streamBody) {
       return done(new ServiceError('unsupported_media_type', config?.rawBody ? 'This route takes the bytes as the body, not multipart/form-data' : 'This route takes application/json, not multipart/form-data'));
@@ -94,6 +98,7 @@ export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): 
     done(null, screened(req, payload, deny, limit));
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, raw: Buffer, done) => {
+    if (req.is404) return done(null, undefined);
     try {
       screen(req, sha256Hex(raw), deny);
       if (!req.routeOptions.config?.rawBody) {
@@ -105,3 +110,20 @@ export function registerBodyParsers(app: FastifyInstance, deny: DenylistCheck): 
     }
   });
 }
+
+/**
+ * The zod validator of each request part, where a request without a body may leave out a body its route takes
+ * as optional (`.optional()` or `.default({})`): Fastify validates a missing body as `null`, which an optional
+ * object refuses, so `null` is read as no body where the schema takes none, and as itself where it takes `null`.
+ */
+export const requestValidator: typeof validatorCompiler = (route) => {
+  const check = validatorCompiler(route);
+  if (route.httpPart !== 'body') return check;
+  const refused = (r: ReturnType<typeof check>) => typeof r === 'object' && r !== null && 'error' in r && r.error !== undefined;
+  return (data) => {
+    const r = check(data);
+    if (data !== null || !refused(r)) return r;
+    const absent = check(undefined);
+    return refused(absent) ? r : absent;
+  };
+};

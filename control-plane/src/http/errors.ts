@@ -3,6 +3,7 @@ import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ServiceError, type ErrorBody } from '@svc/shared';
+import { ISSUE_STATUS } from './fields.ts';
 import { closeAfterAnswer } from './unread-body.ts';
 
 /**
@@ -40,13 +41,26 @@ function sendError(reply: FastifyReply, err: ServiceError, o: ErrorHandlingOptio
   return reply.code(err.status).type('application/json; charset=utf-8').send(body);
 }
 
-type Issue = { path?: PropertyKey[]; message: string; keys?: string[]; instancePath?: string; params?: { keys?: string[]; issue?: { path?: PropertyKey[]; message?: string; keys?: string[] } } };
+/**
+ * The name of a route's trailing wildcard (`/files/*`) in the OpenAPI document and in errors: `path` (the spec
+ * writes it `*path`), never the router's own `*`.
+ */
+export const WILDCARD_PARAM = 'path';
+
+type Issue = {
+  path?: PropertyKey[];
+  message: string;
+  keys?: string[];
+  instancePath?: string;
+  params?: { keys?: string[]; issue?: { path?: PropertyKey[]; message?: string; keys?: string[] }; params?: Record<string, unknown> };
+};
 
 function describeIssue(context: string | undefined, issue: Issue): { message: string; param: string } {
   const fromPointer = (issue.instancePath ?? '').split('/').filter(Boolean).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
   // An unknown field (a strict object's unrecognized key) is named itself, not its object.
   const unknown = issue.params?.issue?.keys ?? issue.params?.keys ?? issue.keys;
   const path = [...(issue.params?.issue?.path ?? issue.path ?? fromPointer), ...(unknown?.length ? [unknown[0]!] : [])];
+  if (context === 'params' && path[0] === '*') path[0] = WILDCARD_PARAM;
   const param = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
   const where = context ?? 'request';
   const msg = issue.params?.issue?.message ?? issue.message;
@@ -76,7 +90,7 @@ function nulPath(req: FastifyRequest): { context: string; param: string } | null
   };
   for (const [context, value] of [['params', req.params], ['querystring', req.query], ['body', req.body]] as const) {
     const param = find(value, '', 0);
-    if (param) return { context, param };
+    if (param) return { context, param: context === 'params' && param === '*' ? WILDCARD_PARAM : param };
   }
   return null;
 }
@@ -142,6 +156,8 @@ function registerHandlers(app: FastifyInstance, send: (reply: FastifyReply, err:
     if (hasZodFastifySchemaValidationErrors(fe)) {
       const first = fe.validation[0] as unknown as Issue;
       const d = describeIssue(fe.validationContext, first);
+      const marked = first.params?.params;
+      if (marked?.[ISSUE_STATUS] === 413) return send(reply, new ServiceError('payload_too_large', d.message, { param: d.param, limit_bytes: marked.limit_bytes }));
       return send(reply, new ServiceError('invalid_request', d.message, d.param ? { param: d.param } : {}));
     }
     if (fe.validation) {

@@ -1,27 +1,33 @@
 import { z } from 'zod';
+import { invalid, readDateTime } from '@svc/shared';
 
 /**
  * Request field types every route's schema shares, so a rule about a kind of value holds on every route.
  *
- * Date-times: what the API accepts is what both databases store and what reads back unchanged. Postgres
- * timestamptz (and the embedded PGlite) refuse year 0 and years past 294276, and JavaScript writes years past
- * 9999 as `+010000-...`, which no ISO 8601 / RFC 3339 reader without expanded years accepts back. Nothing this
- * gateway records predates the Unix epoch, so the accepted window is 1970-01-01T00:00:00Z to
- * 9999-12-31T23:59:59.999Z: every instant in it is stored and returned in the plain four-digit form.
+ * Date-times are read by one parser (readDateTime in @svc/shared): a date or date-time that names a real
+ * instant from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, what both databases store and read back
+ * unchanged. A day or time that does not exist (February 30, 25:00) is refused, never moved to another.
  */
-export const EARLIEST_MS = Date.UTC(1970, 0, 1);
-export const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-/** A date (`2026-01-31`) or a date-time (`2026-01-31T12:00:00Z`, offset optional; without one, server time). */
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
+type DateTimeRules = Parameters<typeof readDateTime>[1];
 
-/** An ISO 8601 date-time within [EARLIEST_MS, LATEST_MS]; `base` narrows the format further (e.g. z.iso.datetime()). */
-export function dateTime(base: z.ZodString | z.ZodISODateTime = z.string().max(40)) {
-  return base.superRefine((v, ctx) => {
-    const ms = ISO_8601.test(v) ? Date.parse(v) : NaN;
-    if (Number.isNaN(ms)) ctx.addIssue({ code: 'custom', message: 'not an ISO 8601 date-time' });
-    else if (ms < EARLIEST_MS || ms > LATEST_MS) ctx.addIssue({ code: 'custom', message: 'out of range: give a date-time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z' });
-  });
+/** A date-time field, by readDateTime's rules (`offset: 'required'`: RFC 3339, with its offset). */
+export function dateTime(rules: DateTimeRules = {}) {
+  const s = z
+    .string()
+    .max(40)
+    .superRefine((v, ctx) => {
+      const r = readDateTime(v, rules);
+      if (!r.ok) ctx.addIssue({ code: 'custom', message: r.reason });
+    });
+  return rules.offset === 'required' ? s.meta({ format: 'date-time' }) : s;
+}
+
+/** The instant of a caller's date-time (a field checked by dateTime(), or one read elsewhere); a 400 naming `field` otherwise. */
+export function instantOf(v: string, field: string, rules: DateTimeRules = {}): Date {
+  const r = readDateTime(v, rules);
+  if (!r.ok) throw invalid(`${field}: ${r.reason}`, field);
+  return r.date;
 }
 
 /**
@@ -30,4 +36,20 @@ export function dateTime(base: z.ZodString | z.ZodISODateTime = z.string().max(4
  */
 export function withoutNul(s: z.ZodString) {
   return s.refine((v) => !v.includes('\0'), 'contains a NUL character (\\u0000), which this field does not accept');
+}
+
+/** The status a schema issue carries when it is not a 400: a value over its byte limit is a 413. */
+export const ISSUE_STATUS = 'status';
+
+/**
+ * Text limited in UTF-8 bytes (a program, a message): past the limit it is a 413 `payload_too_large` naming the
+ * field, however many characters it takes to get there (a character count would pass 4-byte characters the
+ * byte limit refuses, and refuse with a 400 what the byte limit answers 413).
+ */
+export function utf8Text(maxBytes: number, s: z.ZodString = z.string()) {
+  return s.superRefine((v, ctx) => {
+    if (v.length * 3 <= maxBytes) return; // a UTF-16 code unit is at most 3 UTF-8 bytes
+    const bytes = Buffer.byteLength(v, 'utf8');
+    if (bytes > maxBytes) ctx.addIssue({ code: 'custom', message: `${bytes} bytes of UTF-8; at most ${maxBytes}`, params: { [ISSUE_STATUS]: 413, limit_bytes: maxBytes } });
+  });
 }

@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { RECEIPT_HEADER_DOCS } from '@svc/shared';
 import type { AuthScheme } from './auth-types.ts';
+import { WILDCARD_PARAM } from './errors.ts';
 
 const SECURITY: Record<AuthScheme, Array<Record<string, string[]>>> = {
   public: [],
@@ -33,9 +34,13 @@ const ERROR_SCHEMA = {
   },
 };
 
-/** The 402 body for `insufficient_credit`: x402 version 1 payment terms. */
+/**
+ * The 402 of a metered route: the error envelope; for `insufficient_credit` it carries x402 version 1 payment
+ * terms inside `error` (paid by a deposit, so not an x402 PaymentRequired document: that is the invoke route's 402).
+ */
 const PAYMENT_REQUIRED_SCHEMA = {
   type: 'object',
+  description: "The error envelope of a metered 402. For insufficient_credit, error carries x402 version 1 terms (x402Version, accepts): pay the treasury, then POST /v1/billing/deposits. A marketplace invoke's 402 is an x402 PaymentRequired instead (see that route).",
   required: ['error'],
   properties: {
     error: {
@@ -70,6 +75,14 @@ const PAYMENT_REQUIRED_SCHEMA = {
   },
 };
 
+/** Marks an operation whose body may be left out, until the document is assembled (an `x-` key swagger copies). */
+const OPTIONAL_BODY = 'x-svc-optional-body';
+
+/** Whether a route's zod body schema takes a request without a body. */
+function acceptsNoBody(body: unknown): boolean {
+  return typeof (body as { safeParse?: unknown } | undefined)?.safeParse === 'function' && (body as { safeParse(v: unknown): { success: boolean } }).safeParse(undefined).success;
+}
+
 /**
  * OpenAPI 3.1 generated from the route schemas. Each operation's security comes from its declared auth
  * scheme; billable operations document the x-svc-* receipt headers and the 402 payment terms.
@@ -96,6 +109,18 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
         ),
       },
     } as never,
+    // @fastify/swagger marks every request body required; one its route takes as optional is not.
+    transformObject: (doc) => {
+      const paths = ('openapiObject' in doc ? doc.openapiObject.paths : undefined) ?? {};
+      for (const item of Object.values(paths) as Array<Record<string, any>>) {
+        for (const op of Object.values(item)) {
+          if (!op || typeof op !== 'object' || !(OPTIONAL_BODY in op)) continue;
+          delete op[OPTIONAL_BODY];
+          if (op.requestBody) op.requestBody.required = false;
+        }
+      }
+      return 'openapiObject' in doc ? doc.openapiObject : doc.swaggerObject;
+    },
     transform: (input) => {
       const out = jsonSchemaTransform(input as never) as { schema: Record<string, any>; url: string };
       const cfg = (input.route as { config?: { auth?: AuthScheme; billable?: boolean; scope?: string; documentedBody?: { contentType: string; schema: Record<string, unknown> } } }).config ?? {};
@@ -103,6 +128,8 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       if (cfg.documentedBody) {
         schema.body = cfg.documentedBody.schema;
         schema.consumes = [cfg.documentedBody.contentType];
+      } else if (schema.body && acceptsNoBody((input.schema as { body?: unknown } | undefined)?.body)) {
+        schema[OPTIONAL_BODY] = true; // the request may leave the body out (see requestValidator)
       }
       schema.security = SECURITY[cfg.auth ?? 'public'];
       if (cfg.scope) schema['x-svc-scope'] = cfg.scope;
@@ -119,11 +146,11 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
         responses['402'] = { description: 'Payment required', content: { 'application/json': { schema: { $ref: '#/components/schemas/PaymentRequired' } } } };
       }
       if (Object.keys(responses).length) schema.response = responses;
-      // A trailing wildcard is the `path` parameter in the document (the spec writes it `*path`).
+      // A trailing wildcard is the `path` parameter in the document (the spec writes it `*path`), as in errors.
       if (out.url.endsWith('/*') && schema.params?.properties?.['*']) {
         const { '*': wildcard, ...rest } = schema.params.properties;
-        schema.params = { ...schema.params, properties: { ...rest, path: wildcard }, required: [...(schema.params.required ?? []).filter((n: string) => n !== '*'), 'path'] };
-        return { schema, url: `${out.url.slice(0, -1)}{path}` };
+        schema.params = { ...schema.params, properties: { ...rest, [WILDCARD_PARAM]: wildcard }, required: [...(schema.params.required ?? []).filter((n: string) => n !== '*'), WILDCARD_PARAM] };
+        return { schema, url: `${out.url.slice(0, -1)}{${WILDCARD_PARAM}}` };
       }
       return { schema, url: out.url };
     },

@@ -1,4 +1,4 @@
-import type { components } from './generated/openapi.ts';
+import type { components, paths } from './generated/openapi.ts';
 
 /** The gateway's error envelope (components.schemas.Error): `{error: {type, message, param?, request_id?, ...extra}}`. */
 export type ErrorEnvelope = components['schemas']['Error'];
@@ -14,10 +14,19 @@ export interface InsufficientCreditBody {
   error: ErrorEnvelope['error'] & { type: 'insufficient_credit'; x402Version?: 1; accepts: PaymentTerms[] };
 }
 
+/**
+ * The 402 of `POST /v1/services/{slug}/invoke`: x402 version 1's PaymentRequired (`error` a string, as its
+ * clients read it), with the gateway's error object beside it in `svc_error`.
+ */
+export type X402PaymentRequired = paths['/v1/services/{slug}/invoke']['post']['responses'][402]['content']['application/json'];
+
+/** The envelope of an error answer: `{error: {...}}`, or an x402 PaymentRequired's `svc_error` as that envelope. */
 function envelope(body: unknown): ErrorEnvelope | undefined {
   if (typeof body !== 'object' || body === null || !('error' in body)) return undefined;
   const e = (body as { error: unknown }).error;
-  return typeof e === 'object' && e !== null ? (body as ErrorEnvelope) : undefined;
+  if (typeof e === 'object' && e !== null) return body as ErrorEnvelope;
+  const beside = (body as { svc_error?: unknown }).svc_error;
+  return typeof beside === 'object' && beside !== null ? ({ error: beside } as ErrorEnvelope) : undefined;
 }
 
 /** Seconds of a Retry-After value: delta-seconds, or an HTTP date measured from `now`. */
@@ -31,13 +40,16 @@ export function retryAfterSeconds(value: string | null, now = Date.now()): numbe
 
 /**
  * An error answer from the gateway with its envelope intact: `body` is exactly what the gateway sent
- * (`{error: {type, message, param?, request_id?, ...extra}}`), `headers` its response headers.
+ * (`{error: {type, message, param?, request_id?, ...extra}}`; for an x402 PaymentRequired, its `svc_error` as
+ * `error`, and `payment` the whole x402 body), `headers` its response headers.
  */
 export class ApiError extends Error {
   readonly type: string;
   readonly param: string | undefined;
   readonly requestId: string | undefined;
   readonly body: ErrorEnvelope | undefined;
+  /** The x402 version 1 PaymentRequired of a 402 that is one (a service invoke without a valid payment). */
+  readonly payment: X402PaymentRequired | undefined;
   constructor(
     readonly status: number,
     body: unknown,
@@ -50,6 +62,8 @@ export class ApiError extends Error {
     this.type = typeof env?.error.type === 'string' ? env.error.type : 'unknown';
     this.param = typeof env?.error.param === 'string' ? env.error.param : undefined;
     this.requestId = typeof env?.error.request_id === 'string' ? env.error.request_id : (headers.get('x-request-id') ?? undefined);
+    const x402 = body as { x402Version?: unknown; error?: unknown } | null;
+    this.payment = status === 402 && typeof x402 === 'object' && x402?.x402Version === 1 && typeof x402.error === 'string' ? (body as X402PaymentRequired) : undefined;
   }
 
   /** The error object's fields beyond type, message, param and request_id (limits, ids, payment terms...). */

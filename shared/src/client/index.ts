@@ -16,7 +16,7 @@ import type {
   WebhookInput,
 } from './types.ts';
 
-export { ApiError, isInsufficientCredit, retryAfterSeconds, type ErrorEnvelope, type InsufficientCreditBody, type PaymentTerms } from './errors.ts';
+export { ApiError, isInsufficientCredit, retryAfterSeconds, type ErrorEnvelope, type InsufficientCreditBody, type PaymentTerms, type X402PaymentRequired } from './errors.ts';
 export { sseFrames } from './sse.ts';
 export type * from './types.ts';
 

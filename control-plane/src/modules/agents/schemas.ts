@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LANGUAGES, SCOPE_NAMES } from '@svc/shared';
-import { withoutNul } from '../../http/fields.ts';
+import { utf8Text, withoutNul } from '../../http/fields.ts';
 import { RunResult } from '../sandboxes/schemas.ts';
 import { MAX_SECRET_LENGTH } from './hooks.ts';
 import { MAX_MESSAGE_BYTES } from './mailbox.ts';
@@ -18,7 +18,7 @@ export const DeployBody = z
   .object({
     name: z.string().trim().min(1).max(100),
     language: z.enum(LANGUAGES).describe('The sandbox language the code runs in.'),
-    code: withoutNul(z.string().min(1).max(MAX_CODE_BYTES)).describe(`The program, at most ${MAX_CODE_BYTES} bytes; sealed at rest, never returned.`),
+    code: withoutNul(utf8Text(MAX_CODE_BYTES, z.string().min(1))).describe(`The program, at most ${MAX_CODE_BYTES} bytes of UTF-8 (413 above); sealed at rest, never returned.`),
     schedule: z
       .string()
       .trim()
@@ -89,7 +89,7 @@ export const RunView = z.object({
   ended_at: z.string().nullable(),
 });
 
-export const TriggerBody = z.object({ input: withoutNul(z.string().max(MAX_MESSAGE_BYTES)).optional().describe('SVC_INPUT of the run.') }).strict();
+export const TriggerBody = z.object({ input: withoutNul(utf8Text(MAX_MESSAGE_BYTES)).optional().describe(`SVC_INPUT of the run, at most ${MAX_MESSAGE_BYTES} bytes of UTF-8 (413 above).`) }).strict();
 export const TriggerResult = RunResult.extend({ agent_id: z.string(), run_id: z.string() });
 
 export const GateBody = z.object({ enabled: z.boolean() }).strict();
@@ -114,8 +114,8 @@ export const HookAccepted = z.object({ object: z.literal('agent.run'), agent_id:
 
 export const MessageBody = z
   .object({
-    content: withoutNul(z.string().max(MAX_MESSAGE_BYTES)).optional(),
-    body: withoutNul(z.string().max(MAX_MESSAGE_BYTES)).optional().describe('Another name for content.'),
+    content: withoutNul(utf8Text(MAX_MESSAGE_BYTES)).optional().describe(`At most ${MAX_MESSAGE_BYTES} bytes of UTF-8 (413 above).`),
+    body: withoutNul(utf8Text(MAX_MESSAGE_BYTES)).optional().describe('Another name for content.'),
     from_agent_id: z.string().max(64).optional().describe("The sending agent, one of the account's; default the agent whose key sends, if any."),
   })
   .strict();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UNSIGNED_PATTERN } from '../nav/decimal.ts';
+import { dateTime } from '../../http/fields.ts';
 
 export const SubmitBody = z
   .strictObject({
@@ -15,7 +16,7 @@ export const SubmitBody = z
       .max(1000)
       .describe('Positions by asset class (a class may repeat: values add up). Sealed at rest and destroyed at retain_until.'),
     currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD').optional().describe("Must be the cohort's currency."),
-    retain_until: z.iso.datetime({ offset: true }).optional().describe('When the sealed holdings are destroyed (default 30 days from now, at most 2 years); after it, refresh answers 409.'),
+    retain_until: dateTime({ offset: 'required' }).optional().describe('When the sealed holdings are destroyed (default 30 days from now, at most 2 years); after it, refresh answers 409.'),
     privacy_tier: z.enum(['standard', 'confidential']).default('standard').describe('confidential (computation in an attested enclave) is not implemented: 501.'),
   })
   .describe('A portfolio to benchmark against its peers.');

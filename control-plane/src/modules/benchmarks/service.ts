@@ -13,6 +13,7 @@ import { openHoldings, storeResult, type SealedHoldings } from './results.ts';
 import type { SubmitBody } from './schemas.ts';
 import { destroyDue, insertBenchmark, latestResult, lockBenchmark, lockCohort, ownedBenchmark, participantCounts, results, type BenchmarkRow, type ResultRow } from './store.ts';
 import { benchmarkView, resultView, HISTORY_NOTE } from './views.ts';
+import { instantOf } from '../../http/fields.ts';
 
 export interface BenchmarksDeps {
   db: Kysely<DB>;
@@ -67,7 +68,7 @@ export class BenchmarksService {
     const holdings = body.holdings.map((h) => ({ asset_class: h.asset_class, value: normalize(h.value) }));
     if (holdings.every((h) => h.value === '0')) throw invalid('holdings: the portfolio is worth nothing; weights need a positive total', 'holdings');
     const now = this.d.clock.now().getTime();
-    const retainUntil = body.retain_until !== undefined ? new Date(body.retain_until) : new Date(now + DEFAULT_RETENTION_MS);
+    const retainUntil = body.retain_until !== undefined ? instantOf(body.retain_until, 'retain_until', { offset: 'required' }) : new Date(now + DEFAULT_RETENTION_MS);
     if (retainUntil.getTime() <= now) throw invalid('retain_until: is in the past; the holdings must be kept until a later time', 'retain_until');
     if (retainUntil.getTime() > now + MAX_RETENTION_MS) throw invalid('retain_until: holdings are kept at most 2 years', 'retain_until');
     return { cohort, holdings, retainUntil };

@@ -3,6 +3,7 @@ import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { assertModelAllowed, assertRouteAllowed } from '../../http/key-bounds.ts';
 import { guardRequest } from '../guardrails/enforce.ts';
 import type { Mode } from '../guardrails/scanner.ts';
+import { holdPrice } from '../inference/catalog.ts';
 import type { InferenceService } from '../inference/service.ts';
 
 /**
@@ -80,6 +81,15 @@ export async function chatUnderKey(d: ModelCallDeps, p: KeyPrincipal, body: Reco
     latencyMs: Math.max(0, d.clock.now().getTime() - started),
     body: a.body,
   };
+}
+
+/**
+ * The most output tokens a call of `model` may ask for: `asked`, within the model's own bound (as the catalog
+ * resolves it now). Throws the catalog's refusal (an unknown or non-chat model) for the caller to name its field.
+ */
+export async function outputBound(d: ModelCallDeps, model: string, asked: number): Promise<number> {
+  const most = holdPrice(await d.inference.catalog.resolve(model, 'chat')).maxOutputTokens;
+  return most === null ? asked : Math.min(asked, most);
 }
 
 /** A short, content-free account of a failed call: its error type and message (the gateway's words, not the model's). */

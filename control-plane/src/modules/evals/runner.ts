@@ -1,11 +1,11 @@
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { compileAssertion, newAjv, parseJsonAnswer, type AssertionOutcome, type AssertionSpec, type Checker, type Grade, type Graded } from './assertions.ts';
-import { chatUnderKey, failureOf, isCallerRefusal, type ModelCallDeps } from './model-call.ts';
+import { chatUnderKey, failureOf, isCallerRefusal, outputBound, type ModelCallDeps } from './model-call.ts';
 import { VARIABLE_REF, type CaseIn } from './schemas.ts';
 
 /** Case calls in flight at once for one run. */
 const CONCURRENCY = 4;
-/** A grader's answer is short: a JSON object with a score and one sentence. */
+/** A grader's answer is short: a JSON object with a score and one sentence (fewer where the grader's model produces fewer). */
 const GRADER_MAX_TOKENS = 400;
 
 export interface SuiteDefinition {
@@ -69,13 +69,15 @@ export async function runCases(d: ModelCallDeps, p: KeyPrincipal, s: SuiteDefini
   let stop: unknown = null;
 
   const grade: Grade = async (rubric, output, graderModel): Promise<Graded> => {
+    // Within the grader model's own output bound, as judge jurors are: asking past it would fail every grading.
+    const maxTokens = await outputBound(d, graderModel, GRADER_MAX_TOKENS).catch(() => GRADER_MAX_TOKENS); // an unknown model fails in the call below
     const body = {
       model: graderModel,
       messages: [
         { role: 'system', content: GRADER_SYSTEM },
         { role: 'user', content: `Rubric:\n${rubric}\n\nAnswer to grade:\n${output}` },
       ],
-      max_tokens: GRADER_MAX_TOKENS,
+      max_tokens: maxTokens,
       temperature: 0,
     };
     try {

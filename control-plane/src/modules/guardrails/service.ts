@@ -36,7 +36,7 @@ export class GuardrailsService {
     await this.db.transaction().execute(async (trx) => {
       await lockAccount(trx, accountId);
       if ((await countGuardrails(trx, accountId)) >= MAX_GUARDRAILS) {
-        throw new ServiceError('invalid_request', `An account has at most ${MAX_GUARDRAILS} guardrail rule sets; delete one first`, { limit: MAX_GUARDRAILS });
+        throw new ServiceError('conflict', `An account holds at most ${MAX_GUARDRAILS} guardrail rule sets; delete one first`, { reason: 'guardrail_limit', limit: MAX_GUARDRAILS });
       }
       await insertGuardrail(trx, { ...row, detectors: JSON.stringify(input.detectors) });
     });

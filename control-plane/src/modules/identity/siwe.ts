@@ -1,5 +1,5 @@
 import { parseSiweMessage } from 'viem/siwe';
-import { ServiceError, checksumAddress, invalid, isAddress, recoverPersonalMessage } from '@svc/shared';
+import { ServiceError, checksumAddress, invalid, isAddress, readDateTime, recoverPersonalMessage } from '@svc/shared';
 
 export const NONCE_TTL_MS = 5 * 60 * 1000;
 const CLOCK_SKEW_MS = 60 * 1000;
@@ -31,8 +31,12 @@ export function checkSiwe(message: string, signature: string, policy: SiwePolicy
   if (m.version !== '1') throw invalid('message: Version must be 1', 'message');
   if (!isAddress(m.address)) throw invalid('message: address is not a 20-byte hex address', 'message');
   if (checksumAddress(m.address) !== m.address) throw invalid('message: address must be EIP-55 checksummed (EIP-4361)', 'message');
-  for (const [k, d] of [['issuedAt', m.issuedAt], ['expirationTime', m.expirationTime], ['notBefore', m.notBefore]] as const) {
+  for (const [k, label, d] of [['issuedAt', 'Issued At', m.issuedAt], ['expirationTime', 'Expiration Time', m.expirationTime], ['notBefore', 'Not Before', m.notBefore]] as const) {
     if (d !== undefined && Number.isNaN(d.getTime())) throw invalid(`message: ${k} is not an RFC 3339 date-time`, 'message');
+    // The parser reads the text with Date, which moves a day that does not exist (February 30) to another.
+    const text = new RegExp(`^${label}: (.*)$`, 'm').exec(message)?.[1];
+    const read = text === undefined ? null : readDateTime(text);
+    if (read && !read.ok) throw invalid(`message: ${k}: ${read.reason}`, 'message');
   }
   if (!/^[a-zA-Z0-9]{8,}$/.test(m.nonce!)) throw invalid('message: nonce must be at least 8 alphanumeric characters', 'message');
 

@@ -3,8 +3,7 @@ import { Sealer, ServiceError, invalid, newId, notFound, receiptHash, type Clock
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { Anchors, AnchorField } from '../anchors/service.ts';
-import { chatUnderKey, failureOf, isCallerRefusal, type ModelCallDeps } from '../evals/model-call.ts';
-import { holdPrice } from '../inference/catalog.ts';
+import { chatUnderKey, failureOf, isCallerRefusal, outputBound, type ModelCallDeps } from '../evals/model-call.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { fingerprint, summarizeEvidence, type EvidenceSummary } from './evidence.ts';
 import { JUROR_SYSTEM, jurorPrompt, readVote } from './jurors.ts';
@@ -103,9 +102,7 @@ export class JudgeService {
   /** The most tokens a juror of `model` may answer with: the asked bound, within the model's own. */
   private async jurorBound(model: string, asked: number, param: string): Promise<number> {
     try {
-      const m = await this.d.calls.inference.catalog.resolve(model, 'chat');
-      const most = holdPrice(m).maxOutputTokens;
-      return most === null ? asked : Math.min(asked, most);
+      return await outputBound(this.d.calls, model, asked);
     } catch (e) {
       if (e instanceof ServiceError && (e.type === 'not_found' || e.type === 'invalid_request')) throw invalid(`${param}: ${e.message}`, param);
       throw e;

@@ -17,6 +17,7 @@ import type { KeyPolicy, KeyPrincipal } from '../../http/auth-types.ts';
 import type { PolicyInput } from '../policies/content.ts'; // policies
 import type { Database } from '../../db/database.ts';
 import { AuthCache, admitRow, loadAuthRow, type AuthRow } from './auth-row.ts';
+import { instantOf } from '../../http/fields.ts';
 
 export interface KeyOptions {
   rotationGraceSeconds: number;
@@ -109,8 +110,7 @@ export class KeysService {
 
   private parseExpiry(expiresAt: string | undefined, now: Date): Date | null {
     if (expiresAt === undefined) return null;
-    const d = new Date(expiresAt);
-    if (Number.isNaN(d.getTime())) throw invalid('expires_at: not an ISO 8601 date-time', 'expires_at');
+    const d = instantOf(expiresAt, 'expires_at');
     if (d.getTime() <= now.getTime()) throw invalid('expires_at: must be in the future', 'expires_at');
     return d;
   }

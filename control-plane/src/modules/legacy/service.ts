@@ -10,6 +10,7 @@ import { sealContent, type ContentIn } from './content.ts';
 import { ANCHOR_KIND, CLAIM_TOKEN_PREFIX, CUSTODY, GRACE_DEFAULT_SECONDS, INTERVAL_MAX_SECONDS, LIST_CAP } from './limits.ts';
 import { currentObjects, destroyContent, events, insertPlan, listPlans, liveCount, ownedPlan, partiesOf, replaceContent, type PlanMeta } from './store.ts';
 import { planDetail, planSummary } from './views.ts';
+import { instantOf } from '../../http/fields.ts';
 
 export interface LegacyDeps {
   db: Kysely<DB>;
@@ -86,7 +87,7 @@ export class LegacyService {
     if (input.quorum !== undefined && attesters.length === 0) throw invalid('body.quorum: a quorum needs attesters', 'quorum');
     if (input.quorum !== undefined && input.quorum > attesters.length) throw invalid(`body.quorum: ${input.quorum} is more than the ${attesters.length} attesters named`, 'quorum');
     const quorum = attesters.length ? (input.quorum ?? Math.floor(attesters.length / 2) + 1) : null;
-    const deadline = input.deadline ? new Date(input.deadline) : new Date(now.getTime() + input.checkin_interval_seconds * 1000);
+    const deadline = input.deadline ? instantOf(input.deadline, 'deadline') : new Date(now.getTime() + input.checkin_interval_seconds * 1000);
     if (deadline.getTime() <= now.getTime()) throw invalid('body.deadline: must be in the future', 'deadline');
     if (deadline.getTime() > now.getTime() + INTERVAL_MAX_SECONDS * 1000) throw invalid(`body.deadline: at most ${INTERVAL_MAX_SECONDS} seconds from now`, 'deadline');
 

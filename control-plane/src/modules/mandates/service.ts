@@ -10,6 +10,7 @@ import { mandateModels, mandateRoutes, type KeyRoute } from './bounds.ts';
 import { proofDocument, type MandateDocument, type MandateStatus } from './document.ts';
 import { insertMandate, listMandates, liveMandateCount, mandateExists, mandateOf, markRevoked, type MandateRow } from './store.ts';
 import type { PolicyInput } from '../policies/content.ts';
+import { instantOf } from '../../http/fields.ts';
 
 export const MANDATE_ID_PREFIX = 'mdt_';
 /** Mandates an account holds at once (neither revoked nor expired). */
@@ -192,7 +193,7 @@ export class MandatesService {
     const missing = scopes.filter((s) => !parent.scopes.includes(s));
     if (missing.length) throw invalid(`scopes: the parent key does not hold ${missing.join(', ')}; a mandate's scopes are a subset of its parent's (${parent.scopes.join(', ')})`, 'scopes');
 
-    const expires = new Date(input.expires_at);
+    const expires = instantOf(input.expires_at, 'expires_at');
     if (expires.getTime() <= now.getTime()) throw invalid('expires_at: must be in the future', 'expires_at');
     if (parent.expiresAt && expires > parent.expiresAt) throw invalid(`expires_at: must not be later than the parent key's expiry (${parent.expiresAt.toISOString()})`, 'expires_at');
 

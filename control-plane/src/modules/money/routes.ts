@@ -191,7 +191,7 @@ export function moneyRoutes(app: FastifyInstance, deps: MoneyDeps): void {
       schema: {
         tags,
         summary: 'Signed spend statement for a period (at most 366 days)',
-        body: z.object({ from: z.string().max(40), to: z.string().max(40) }).strict(),
+        body: z.object({ from: dateTime().describe('ISO 8601 date-time (1970 to 9999).'), to: dateTime().describe('ISO 8601 date-time (1970 to 9999).') }).strict(),
         response: { 200: z.object({ statement: z.record(z.string(), z.unknown()), ...Signed }) },
       },
     },

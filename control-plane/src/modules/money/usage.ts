@@ -4,6 +4,7 @@ import type { DB } from '../../db/schema.ts';
 import type { Cursors } from '../../http/cursor.ts';
 import type { ReceiptSigner } from './signer.ts';
 import { usageView } from './usage-view.ts';
+import { instantOf } from '../../http/fields.ts';
 
 export interface EventFilters {
   kind?: string | undefined;
@@ -15,12 +16,7 @@ export interface EventFilters {
 
 const DAY_MS = 86_400_000;
 
-function parseTime(v: string | undefined, field: string): Date | undefined {
-  if (v === undefined) return undefined;
-  const d = new Date(v);
-  if (Number.isNaN(d.getTime())) throw invalid(`${field}: not an ISO 8601 date-time`, field);
-  return d;
-}
+const parseTime = (v: string | undefined, field: string): Date | undefined => (v === undefined ? undefined : instantOf(v, field));
 
 /** Usage reporting over the metering ledger: summaries, paginated events, signed statements. */
 export class UsageService {
@@ -114,8 +110,8 @@ export class UsageService {
   }
 
   async statement(accountId: string, fromIso: string, toIso: string) {
-    const from = parseTime(fromIso, 'from')!;
-    const to = parseTime(toIso, 'to')!;
+    const from = instantOf(fromIso, 'from');
+    const to = instantOf(toIso, 'to');
     if (to <= from) throw invalid('to: must be after from', 'to');
     if (to.getTime() - from.getTime() > 366 * DAY_MS) throw invalid('to: a statement covers at most 366 days', 'to');
     const usage = await this.db

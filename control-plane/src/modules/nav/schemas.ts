@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AnchorFieldSchema } from '../anchors/schemas.ts';
 import { Address } from '../attestations/schemas.ts';
 import { DECIMAL_PATTERN, UNSIGNED_PATTERN } from './decimal.ts';
+import { dateTime } from '../../http/fields.ts';
 
 const NonNegative = z.string().regex(UNSIGNED_PATTERN, 'must be a non-negative decimal string such as "1250.50"');
 const Signed = z.string().regex(DECIMAL_PATTERN, 'must be a decimal string such as "1250.50" or "-3"');
@@ -23,7 +24,7 @@ const Holding = z
     quantity: NonNegative,
     currency: Currency.optional().describe("The price's currency; must be the book's."),
     price: NonNegative.optional().describe('A declared unit price.'),
-    price_as_of: z.iso.datetime({ offset: true }).optional().describe('When the declared price was observed (default: now); past the freshness window the record is STALE.'),
+    price_as_of: dateTime({ offset: 'required' }).optional().describe('When the declared price was observed (default: now); past the freshness window the record is STALE.'),
     price_source: z
       .strictObject({
         url: z.string().min(1).max(2048).describe('An https URL answering JSON.'),

@@ -15,6 +15,7 @@ import { observe } from './observe.ts';
 import type { CalculateBody } from './schemas.ts';
 import { assetOwner, claimAndLock, insertNav, latest, markPublished, published, publishedCount, type NavRow } from './store.ts';
 import { NavViews } from './views.ts';
+import { instantOf } from '../../http/fields.ts';
 
 export interface NavDeps {
   db: Kysely<DB>;
@@ -62,12 +63,13 @@ export class NavService {
     return {
       currency: body.currency,
       holdings: body.holdings.map((h, i) => {
-        if (h.price_as_of !== undefined && Date.parse(h.price_as_of) > now.getTime()) throw invalid(`holdings[${i}].price_as_of: is in the future`, `holdings[${i}].price_as_of`);
+        const asOf = h.price_as_of === undefined ? now : instantOf(h.price_as_of, `holdings[${i}].price_as_of`, { offset: 'required' });
+        if (asOf.getTime() > now.getTime()) throw invalid(`holdings[${i}].price_as_of: is in the future`, `holdings[${i}].price_as_of`);
         return {
           label: h.label,
           quantity: h.quantity,
           price: h.price ?? null,
-          price_as_of: h.price !== undefined ? new Date(h.price_as_of ?? now).toISOString() : null,
+          price_as_of: h.price !== undefined ? asOf.toISOString() : null,
           price_source: h.price_source ? { url: checkSourceUrl(h.price_source.url, this.d.self, `holdings[${i}].price_source.url`), json_pointer: h.price_source.json_pointer, label: h.price_source.label } : null,
         };
       }),

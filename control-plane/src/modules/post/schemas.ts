@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { withoutNul } from '../../http/fields.ts';
+import { utf8Text, withoutNul } from '../../http/fields.ts';
 import { MAX_BODY_BYTES, MAX_SUBJECT, PAGE_DEFAULT, PAGE_MAX } from './service.ts';
 import { ACCEPT_POLICIES, MAX_LIST, MAX_POSTAGE_MICRO_USD } from './settings.ts';
 
@@ -11,7 +11,7 @@ export const SendBody = z
   .object({
     to: z.string().max(64).describe('The recipient\'s passport handle.'),
     subject: withoutNul(z.string().max(MAX_SUBJECT)).optional(),
-    body: withoutNul(z.string().max(MAX_BODY_BYTES)).describe(`At most ${MAX_BODY_BYTES} bytes; sealed at rest.`),
+    body: withoutNul(utf8Text(MAX_BODY_BYTES)).describe(`At most ${MAX_BODY_BYTES} bytes of UTF-8 (413 above); sealed at rest.`),
     in_reply_to: z.string().max(64).optional().describe('A message of yours (sent or received): the reply joins its thread.'),
   })
   .strict();

@@ -158,8 +158,8 @@ export const SignedAudit = z.object({ audit: AuditDoc, ...Signed });
 
 export const SlaBody = z
   .object({
-    from: dateTime(z.iso.datetime({ offset: true })).optional().describe('ISO 8601; default: 30 days before `to`.'),
-    to: dateTime(z.iso.datetime({ offset: true })).optional().describe('ISO 8601; default: now. A future `to` is clamped to now.'),
+    from: dateTime({ offset: 'required' }).optional().describe('ISO 8601; default: 30 days before `to`.'),
+    to: dateTime({ offset: 'required' }).optional().describe('ISO 8601; default: now. A future `to` is clamped to now.'),
   })
   .strict();
 

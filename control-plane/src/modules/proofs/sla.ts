@@ -1,5 +1,6 @@
 import { invalid } from '@svc/shared';
 import type { HealthService } from '../platform/health.ts';
+import { instantOf } from '../../http/fields.ts';
 
 const DAY_MS = 86_400_000;
 export const SLA_DEFAULT_DAYS = 30;
@@ -7,8 +8,8 @@ export const SLA_MAX_DAYS = 366;
 
 /** Resolves the requested window: defaults, order, span, and a `to` in the future clamped to now. */
 export function slaWindow(input: { from?: string | undefined; to?: string | undefined }, now: Date) {
-  const requestedTo = input.to ? new Date(input.to) : now;
-  const from = input.from ? new Date(input.from) : new Date(requestedTo.getTime() - SLA_DEFAULT_DAYS * DAY_MS);
+  const requestedTo = input.to ? instantOf(input.to, 'to', { offset: 'required' }) : now;
+  const from = input.from ? instantOf(input.from, 'from', { offset: 'required' }) : new Date(requestedTo.getTime() - SLA_DEFAULT_DAYS * DAY_MS);
   if (requestedTo.getTime() <= from.getTime()) throw invalid('to must be after from', 'to');
   if (requestedTo.getTime() - from.getTime() > SLA_MAX_DAYS * DAY_MS) throw invalid(`the window spans at most ${SLA_MAX_DAYS} days`, 'from');
   if (from.getTime() >= now.getTime()) throw invalid('from must be in the past', 'from');

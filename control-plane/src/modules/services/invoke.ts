@@ -55,10 +55,10 @@ export class Invoker {
     try {
       p = readPayment(headers);
     } catch (e) {
-      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message);
+      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, requestId);
       throw e;
     }
-    if (!p) return this.required(terms, s, 'payment_missing', 'This service is paid per call: send an x402 payment in X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2)');
+    if (!p) return this.required(terms, s, 'payment_missing', 'This service is paid per call: send an x402 payment in X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2)', requestId);
     const requestSha = sha256Hex(canonicalize(body ?? null));
     if (p.paymentId) {
       const prior = await callByPaymentId(this.d.db, s.id, p.paymentId);
@@ -77,7 +77,7 @@ export class Invoker {
       checkAgainstTerms(p, { network: p.version === 1 ? v1Network(x.chain.chainId) : v2Network(x.chain.chainId), asset: x.asset, payee: s.payee, amount, nowSeconds: Math.floor(this.d.clock.now().getTime() / 1000) });
       await fac.verify(p, req);
     } catch (e) {
-      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, p.version);
+      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, requestId, p.version);
       throw e;
     }
 
@@ -121,7 +121,7 @@ export class Invoker {
       if (!isUniqueViolation(e)) throw e;
       const prior = p.paymentId ? await callByPaymentId(this.d.db, s.id, p.paymentId) : undefined;
       if (prior) return this.retried(prior, s, p, requestSha, requestId, body);
-      return this.required(terms, s, 'payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment', p.version);
+      return this.required(terms, s, 'payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment', requestId, p.version);
     }
 
     let settled: Settlement;
@@ -133,7 +133,7 @@ export class Invoker {
         throw new ServiceError('upstream_timeout', `The payment was submitted (transaction ${e.txHash}) but not confirmed in time; the service did not run. Send the same payment and body again: once the transaction is confirmed the service runs then, once`, { call_id: callId, tx_hash: e.txHash });
       }
       await dropClaim(this.d.db, callId);
-      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, p.version);
+      if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, requestId, p.version);
       throw e;
     }
     await updateCall(this.d.db, callId, { tx_hash: settled.txHash, block_number: settled.blockNumber, settled_at: this.d.clock.now() });
@@ -258,7 +258,7 @@ export class Invoker {
     } catch (e) {
       if (!(e instanceof PaymentRefused)) throw e;
       await dropClaim(this.d.db, prior.id);
-      return this.required(this.d.terms!, s, e.reason, e.message, p.version);
+      return this.required(this.d.terms!, s, e.reason, e.message, requestId, p.version);
     }
     if (!settled || !(await takeUnconfirmed(this.d.db, prior.id, settled, this.d.clock.now()))) return this.replay(prior, p, prior.request_sha256);
     const paid = { ...s, price_micro_usd: prior.amount_micro_usd, payee: prior.payee };
@@ -277,18 +277,18 @@ export class Invoker {
     return { ...answer, headers: { ...answer.headers, 'x-svc-replayed': 'true' } };
   }
 
-  /** 402 with the terms: the x402 version 1 body (inside the error envelope too) and the version 2 PAYMENT-REQUIRED header. */
-  required(terms: Terms, s: ServiceRow, reason: string, message: string, version?: 1 | 2): Answer {
-    const accepts = [terms.v1(s)];
-    const v2 = terms.paymentRequiredV2(s, `${reason}: ${message}`);
+  /**
+   * 402 with the terms: the body is x402 version 1's PaymentRequired (`error` a string, as version 1 clients
+   * read it), with the gateway's error object beside it in `svc_error`; the PAYMENT-REQUIRED header carries
+   * version 2's.
+   */
+  required(terms: Terms, s: ServiceRow, reason: string, message: string, requestId: string, version?: 1 | 2): Answer {
+    const error = `${reason}: ${message}`;
+    const svcError = { type: 'payment_required', message: `Payment required (${reason}): ${message}`, reason, ...(version ? { x402_version: version } : {}), request_id: requestId };
     return {
       status: 402,
-      headers: { 'payment-required': headerValue(v2), 'access-control-expose-headers': 'PAYMENT-REQUIRED' },
-      body: {
-        x402Version: 1,
-        error: { type: 'payment_required', message: `Payment required (${reason}): ${message}`, reason, ...(version ? { x402_version: version } : {}), x402Version: 1, accepts },
-        accepts,
-      },
+      headers: { 'payment-required': headerValue(terms.paymentRequiredV2(s, error)), 'access-control-expose-headers': 'PAYMENT-REQUIRED' },
+      body: { ...terms.paymentRequiredV1(s, error), svc_error: svcError },
     };
   }
 }

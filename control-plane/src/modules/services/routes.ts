@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireSession } from '../../http/auth.ts';
 import type { Services } from './deps.ts';
-import { CallList, Directory, PatchBody, PublishBody, ServiceView, SlugParams, TermsView } from './schemas.ts';
+import { CallList, Directory, PatchBody, PaymentRequiredV1, PublishBody, ServiceView, SlugParams, TermsView } from './schemas.ts';
 import { CALLS_CAP } from './service.ts';
 import { DIRECTORY_CAP } from './store.ts';
 
@@ -70,14 +70,15 @@ export function servicesRoutes(app: FastifyInstance, m: Services): void {
       schema: {
         tags,
         summary:
-          'Invoke a service. Without a payment: 402 with the terms (x402 version 1 body, version 2 PAYMENT-REQUIRED header). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409). A payment not confirmed in time is 504 naming its transaction; the same payment again resumes the call (409 in_progress while unmined, the service runs once it confirms, 402 if it reverted)',
+          'Invoke a service. Without a payment: 402 with the terms (the body is x402 version 1 PaymentRequired, the gateway error object in svc_error; the PAYMENT-REQUIRED header is version 2). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409). A payment not confirmed in time is 504 naming its transaction; the same payment again resumes the call (409 in_progress while unmined, the service runs once it confirms, 402 if it reverted)',
         params: SlugParams,
         body: z.unknown().optional().describe('Any JSON: the input of the service.'),
+        response: { 402: PaymentRequiredV1 },
       },
     },
     async (req, reply) => {
       const a = await m.invoker.invoke(req.params.slug, req.headers, req.body, req.id);
-      return reply.code(a.status).headers(a.headers).send(a.body);
+      return reply.code(a.status as 402).headers(a.headers).send(a.body as never); // any status; only the 402's body is declared
     },
   );
 }

@@ -79,7 +79,36 @@ export const Directory = z.object({
   settlement: Settlement,
 });
 
-const Accept = z.record(z.string(), z.unknown());
+const RequirementV1 = z.object({
+  scheme: z.literal('exact'),
+  network: z.string().describe('The x402 version 1 network name (base, base-sepolia, ...), else eip155:<chain id>.'),
+  maxAmountRequired: z.string().describe('Token base units, as a decimal string: exactly the price.'),
+  resource: z.string(),
+  description: z.string(),
+  mimeType: z.string(),
+  payTo: z.string().describe("The seller's payee."),
+  asset: z.string().describe('The EIP-3009 token contract.'),
+  maxTimeoutSeconds: z.number().int(),
+  extra: z.object({ name: z.string(), version: z.string(), decimals: z.number().int() }).describe("The token's EIP-712 domain name and version, and its decimals."),
+});
+
+/** The 402 of an invoke: x402 version 1's PaymentRequired as its clients read it, the gateway's error object beside. */
+export const PaymentRequiredV1 = z
+  .object({
+    x402Version: z.literal(1),
+    error: z.string().describe('Why a payment is required, "<reason>: <words>" (x402 version 1 gives error as a string).'),
+    accepts: z.array(RequirementV1).min(1),
+    svc_error: z
+      .object({
+        type: z.literal('payment_required'),
+        message: z.string(),
+        reason: z.string().describe('payment_missing, malformed_payment, version_mismatch, wrong_network, underpaid, expired, payment_reused, invalid_signature, insufficient_funds, ... (docs/marketplace.md).'),
+        x402_version: z.union([z.literal(1), z.literal(2)]).optional().describe('The x402 version of the payment presented, if one was.'),
+        request_id: z.string(),
+      })
+      .describe("The gateway's error object, as `error` of its envelope on every other answer: branch on `type` and `reason`."),
+  })
+  .describe('x402 version 1 PaymentRequired; the PAYMENT-REQUIRED header carries the version 2 one.');
 
 export const TermsView = z.object({
   slug: z.string(),
@@ -92,7 +121,7 @@ export const TermsView = z.object({
   delivered_calls: z.number(),
   invoke_url: z.string(),
   x402Version: z.literal(1),
-  accepts: z.array(Accept).describe('x402 version 1 payment requirements (exact scheme, EIP-3009 token, payTo the seller).'),
+  accepts: z.array(RequirementV1).describe('x402 version 1 payment requirements (exact scheme, EIP-3009 token, payTo the seller).'),
   x402_v2: z.record(z.string(), z.unknown()).nullable().describe('The same terms as x402 version 2 PaymentRequired (CAIP-2 network), as the PAYMENT-REQUIRED header of a 402 carries them.'),
   settlement: Settlement,
 });

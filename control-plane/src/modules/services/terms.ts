@@ -35,6 +35,13 @@ export type RequirementsV2 = {
   extra: { name: string; version: string; decimals: number };
 };
 
+/** x402 version 1's PaymentRequired: `error` a string (the reason in words), `accepts` at least one requirement. */
+export type PaymentRequiredV1 = {
+  x402Version: 1;
+  error: string;
+  accepts: RequirementsV1[];
+};
+
 export type PaymentRequiredV2 = {
   x402Version: 2;
   error?: string;
@@ -112,6 +119,10 @@ export class Terms {
       maxTimeoutSeconds: this.windowSeconds,
       extra: this.extra(),
     };
+  }
+
+  paymentRequiredV1(s: TermsInput, error: string): PaymentRequiredV1 {
+    return { x402Version: 1, error, accepts: [this.v1(s)] };
   }
 
   paymentRequiredV2(s: TermsInput, error?: string): PaymentRequiredV2 {

@@ -3,6 +3,7 @@ import { ServiceError, invalid, newId } from '@svc/shared';
 import type { VaultAttestationsTable } from '../../db/schema.ts';
 import type { Change, VaultCore } from './core.ts';
 import { SCHEME, TRUST_MODEL, figureMessage, statementMessage, statementSha, walletSigner, type Figure } from './attest-docs.ts';
+import { instantOf } from '../../http/fields.ts';
 
 type Row = Selectable<VaultAttestationsTable>;
 
@@ -23,7 +24,7 @@ export class AttestationsService {
   }
 
   async figure(accountId: string, assetId: string, input: Omit<Figure, 'basis'> & { basis?: string | undefined; role?: string | undefined; attester_signature?: string | undefined }) {
-    const asOf = new Date(input.as_of);
+    const asOf = instantOf(input.as_of, 'as_of');
     if (asOf.getTime() > this.core.d.clock.now().getTime()) throw invalid('as_of: must not be in the future', 'as_of');
     const f: Figure = { kind: input.kind, value_micro_usd: input.value_micro_usd, as_of: asOf.toISOString(), basis: input.basis ?? null };
     return this.core.change(assetId, accountId, 'party', async (c) => {

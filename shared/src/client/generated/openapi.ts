@@ -870,7 +870,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": Record<string, never>;
                 };
@@ -989,7 +989,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": Record<string, never>;
                 };
@@ -1330,7 +1330,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         name?: string;
@@ -1461,7 +1461,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         grace_seconds?: number;
@@ -1605,7 +1605,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         name?: string;
@@ -2099,7 +2099,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description A label; purged with the ghost. */
@@ -2791,7 +2791,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /**
@@ -5299,7 +5299,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Environment variables for the program. */
@@ -8575,7 +8575,9 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description ISO 8601 date-time (1970 to 9999). */
                         from: string;
+                        /** @description ISO 8601 date-time (1970 to 9999). */
                         to: string;
                     };
                 };
@@ -10573,7 +10575,7 @@ export interface paths {
                 cookie?: never;
             };
             /** @description Optional; an empty body means the last 30 days. */
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /**
@@ -14574,7 +14576,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description The API key of the account the case calls are metered under (needs the inference scope); the suite's designated key when omitted. */
@@ -17778,7 +17780,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description The API key to meter the replay under; the capsule's key when omitted. */
@@ -18289,7 +18291,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description For a proposal about a model called directly: the engine slug to publish the candidate under (required there; an engine target keeps its slug). */
@@ -19546,7 +19548,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Default: the head minus the chain's confirmations plus one. */
@@ -19987,7 +19989,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description A newly observed on-chain supply as the share count from now on. */
@@ -20121,7 +20123,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Default: the latest version. */
@@ -21020,7 +21022,7 @@ export interface paths {
                          * @enum {string}
                          */
                         language: "sh" | "python" | "node";
-                        /** @description The program, at most 262144 bytes; sealed at rest, never returned. */
+                        /** @description The program, at most 262144 bytes of UTF-8 (413 above); sealed at rest, never returned. */
                         code: string;
                         /** @description A cron expression in UTC (5 fields, or 6 with seconds; @hourly and the like), at most once every 60 s. */
                         schedule?: string | null;
@@ -21118,10 +21120,10 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
-                        /** @description SVC_INPUT of the run. */
+                        /** @description SVC_INPUT of the run, at most 32768 bytes of UTF-8 (413 above). */
                         input?: string;
                     };
                 };
@@ -21807,6 +21809,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description At most 32768 bytes of UTF-8 (413 above). */
                         content?: string;
                         /** @description Another name for content. */
                         body?: string;
@@ -22278,7 +22281,26 @@ export interface paths {
                             x402Version: 1;
                             /** @description x402 version 1 payment requirements (exact scheme, EIP-3009 token, payTo the seller). */
                             accepts: {
-                                [key: string]: unknown;
+                                /** @enum {string} */
+                                scheme: "exact";
+                                /** @description The x402 version 1 network name (base, base-sepolia, ...), else eip155:<chain id>. */
+                                network: string;
+                                /** @description Token base units, as a decimal string: exactly the price. */
+                                maxAmountRequired: string;
+                                resource: string;
+                                description: string;
+                                mimeType: string;
+                                /** @description The seller's payee. */
+                                payTo: string;
+                                /** @description The EIP-3009 token contract. */
+                                asset: string;
+                                maxTimeoutSeconds: number;
+                                /** @description The token's EIP-712 domain name and version, and its decimals. */
+                                extra: {
+                                    name: string;
+                                    version: string;
+                                    decimals: number;
+                                };
                             }[];
                             /** @description The same terms as x402 version 2 PaymentRequired (CAIP-2 network), as the PAYMENT-REQUIRED header of a 402 carries them. */
                             x402_v2: {
@@ -22317,7 +22339,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invoke a service. Without a payment: 402 with the terms (x402 version 1 body, version 2 PAYMENT-REQUIRED header). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409). A payment not confirmed in time is 504 naming its transaction; the same payment again resumes the call (409 in_progress while unmined, the service runs once it confirms, 402 if it reverted) */
+        /** Invoke a service. Without a payment: 402 with the terms (the body is x402 version 1 PaymentRequired, the gateway error object in svc_error; the PAYMENT-REQUIRED header is version 2). With X-PAYMENT (version 1) or PAYMENT-SIGNATURE (version 2): the EIP-3009 authorization is verified, submitted on chain by the gateway and confirmed (buyer to seller; never held), then the service runs; the answer carries a signed receipt and X-PAYMENT-RESPONSE. A refused payment is 402 with a reason; a failure after payment is 502 naming the settled payment; the same payment identifier replays the first answer (another payload: 409). A payment not confirmed in time is 504 naming its transaction; the same payment again resumes the call (409 in_progress while unmined, the service runs once it confirms, 402 if it reverted) */
         post: {
             parameters: {
                 query?: never;
@@ -22328,18 +22350,58 @@ export interface paths {
                 cookie?: never;
             };
             /** @description Any JSON: the input of the service. */
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": unknown;
                 };
             };
             responses: {
-                /** @description Default Response */
-                200: {
+                /** @description x402 version 1 PaymentRequired; the PAYMENT-REQUIRED header carries the version 2 one. */
+                402: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @enum {number} */
+                            x402Version: 1;
+                            /** @description Why a payment is required, "<reason>: <words>" (x402 version 1 gives error as a string). */
+                            error: string;
+                            accepts: {
+                                /** @enum {string} */
+                                scheme: "exact";
+                                /** @description The x402 version 1 network name (base, base-sepolia, ...), else eip155:<chain id>. */
+                                network: string;
+                                /** @description Token base units, as a decimal string: exactly the price. */
+                                maxAmountRequired: string;
+                                resource: string;
+                                description: string;
+                                mimeType: string;
+                                /** @description The seller's payee. */
+                                payTo: string;
+                                /** @description The EIP-3009 token contract. */
+                                asset: string;
+                                maxTimeoutSeconds: number;
+                                /** @description The token's EIP-712 domain name and version, and its decimals. */
+                                extra: {
+                                    name: string;
+                                    version: string;
+                                    decimals: number;
+                                };
+                            }[];
+                            /** @description The gateway's error object, as `error` of its envelope on every other answer: branch on `type` and `reason`. */
+                            svc_error: {
+                                /** @enum {string} */
+                                type: "payment_required";
+                                message: string;
+                                /** @description payment_missing, malformed_payment, version_mismatch, wrong_network, underpaid, expired, payment_reused, invalid_signature, insufficient_funds, ... (docs/marketplace.md). */
+                                reason: string;
+                                /** @description The x402 version of the payment presented, if one was. */
+                                x402_version?: 1 | 2;
+                                request_id: string;
+                            };
+                        };
+                    };
                 };
             };
         };
@@ -22372,7 +22434,7 @@ export interface paths {
                         /** @description The recipient's passport handle. */
                         to: string;
                         subject?: string;
-                        /** @description At most 65536 bytes; sealed at rest. */
+                        /** @description At most 65536 bytes of UTF-8 (413 above); sealed at rest. */
                         body: string;
                         /** @description A message of yours (sent or received): the reply joins its thread. */
                         in_reply_to?: string;
@@ -23067,7 +23129,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         pin?: string;
@@ -23893,7 +23955,7 @@ export interface paths {
                 cookie?: never;
             };
             /** @description Optional. */
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description Which of your wallets confirms, when you hold several named attesters. */
@@ -25168,6 +25230,7 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /** @description The error envelope of a metered 402. For insufficient_credit, error carries x402 version 1 terms (x402Version, accepts): pay the treasury, then POST /v1/billing/deposits. A marketplace invoke's 402 is an x402 PaymentRequired instead (see that route). */
         PaymentRequired: {
             error: {
                 /** @enum {string} */
