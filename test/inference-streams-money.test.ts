@@ -84,7 +84,7 @@ describe.each(Object.entries(ROUTES))('%s, streamed', (_name, route) => {
     expect(await t.gw.services.metering.position(a.accountId)).toMatchObject({ balance_micro_usd: FUND - cost, held_micro_usd: 0 });
   });
 
-  it('refused before any frame with the plain status and envelope: 402 insufficient_credit, spend_cap_reached, circuit_breaker_tripped; 404 and 400', async () => {
+  it('refused before any frame with the plain status and envelope: 402 insufficient_credit, spend_cap_reached, circuit_breaker_tripped; 404, 400, a 429 from the upstream', async () => {
     const refused = async (key: string, body: Record<string, unknown>, status: number, type: string) => {
       const res = await post(route.path, key, body);
       const text = await res.text();
@@ -106,6 +106,9 @@ describe.each(Object.entries(ROUTES))('%s, streamed', (_name, route) => {
     await refused(rich.key, { ...route.body('hi', 10), model: 'no-such-model' }, 404, 'not_found');
     await refused(rich.key, route.body('hi', 5000), 400, 'invalid_request'); // above the model's output limit
     expect(up.requests.length).toBe(calls);
+    // The upstream refusing before it answered anything (rate limiting) is a plain answer too, at no charge.
+    up.switches.failWith = 429;
+    await refused(rich.key, route.body('hi', 10), 429, 'rate_limited');
     for (const acct of [poor, rich]) expect(await t.gw.services.metering.position(acct.accountId)).toMatchObject({ balance_micro_usd: acct === poor ? 100 : FUND, held_micro_usd: 0 });
   });
 });
