@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { startSandboxAgent, until, type TestAgent } from './support/agent.ts';
 import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
 import { SvcClient } from '@svc/shared/client';
 import { expectOneLineError, startSvc, svc as runSvc, type CliRun } from './support/cli.ts';
@@ -29,9 +29,7 @@ beforeAll(async () => {
   owner = signedIn.client;
   await t.gw.services.metering.credit(signedIn.accountId, 1_000_000_000, 'grant', 'cli-run-tests');
   key = (await owner.createKey({ scopes: ['sandboxes'] })).key;
-  agent = await enrollAgent(t, owner, { kinds: ['sandbox'] });
-  agent.start({ SVC_SANDBOX_IMAGE: SMALL_IMAGE, SVC_SANDBOX_POOL: '1' });
-  await until('sandbox agent connected and heartbeating', async () => t.gw.fleet.hub.isConnected(agent.nodeId) && (await t.gw.fleet.registry.get(agent.nodeId)).last_heartbeat_at !== null, 60_000);
+  agent = await startSandboxAgent(t, owner);
 }, 120_000);
 afterAll(async () => {
   await agent?.kill('SIGTERM');

@@ -3,7 +3,7 @@ import { verifyMessage } from 'ethers';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { SvcClient, sseFrames } from '@svc/shared/client';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { startSandboxAgent, until, type TestAgent } from './support/agent.ts';
 import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
 
 /**
@@ -27,10 +27,7 @@ let agent: TestAgent;
 beforeAll(async () => {
   if (!enabled) return;
   t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_SANDBOX_PRICE_MICRO_USD_PER_SECOND: String(PRICE), SVC_BREAKER_LIMIT_MICRO_USD: String(BREAKER), SVC_SANDBOX_MEMORY_MB: '64', SVC_SANDBOX_PIDS: '64' } });
-  const owner = await t.signIn();
-  agent = await enrollAgent(t, owner.client, { kinds: ['sandbox'] });
-  agent.start({ SVC_SANDBOX_IMAGE: SMALL_IMAGE, SVC_SANDBOX_POOL: '1' });
-  await until('sandbox agent connected and heartbeating', async () => t.gw.fleet.hub.isConnected(agent.nodeId) && (await t.gw.fleet.registry.get(agent.nodeId)).last_heartbeat_at !== null, 60_000);
+  agent = await startSandboxAgent(t, (await t.signIn()).client);
 }, 120_000);
 afterAll(async () => {
   await agent?.kill('SIGTERM');
@@ -126,16 +123,21 @@ describe.skipIf(!enabled)('a caller that leaves a streamed run', () => {
     await c.api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
   });
 
-  it('a caller that stays still gets the result and the receipt as the last events', async () => {
+  it('a caller that stays still gets the result and the receipt as the last events, on a run and on a session exec', async () => {
     const c = await caller(FUND);
-    const res = await fetch(`${t.url}/v1/sandboxes`, { method: 'POST', headers: { authorization: `Bearer ${c.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ code: 'echo hi', stream: true }) });
-    const events: Array<{ event: string; data: any }> = [];
-    for await (const f of sseFrames(res)) if (f.event) events.push({ event: f.event, data: JSON.parse(f.data) });
-    expect(events.map((e) => e.event)).toEqual(['stdout', 'result', 'receipt']);
-    expect(events[1]!.data).toMatchObject({ status: 'succeeded', exit_code: 0 });
-    expect(events[2]!.data.id).toBe(res.headers.get(RECEIPT_HEADERS.id));
-    await t.gw.services.metering.settledAll();
-    expect(await position(c.accountId)).toMatchObject({ balance_micro_usd: FUND - events[1]!.data.cost_micro_usd, held_micro_usd: 0 });
+    const s = await c.api.request<{ id: string }>('POST', '/v1/sandboxes/sessions', { body: {} });
+    let spent = 0;
+    for (const path of ['/v1/sandboxes', `/v1/sandboxes/sessions/${s.id}/exec`]) {
+      const res = await fetch(`${t.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${c.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ code: 'echo hi', stream: true }) });
+      const events: Array<{ event: string; data: any }> = [];
+      for await (const f of sseFrames(res)) if (f.event) events.push({ event: f.event, data: JSON.parse(f.data) });
+      expect(events.map((e) => e.event)).toEqual(['stdout', 'result', 'receipt']);
+      expect(events[1]!.data).toMatchObject({ status: 'succeeded', exit_code: 0 });
+      expect(events[2]!.data.id).toBe(res.headers.get(RECEIPT_HEADERS.id));
+      spent += events[1]!.data.cost_micro_usd as number;
+    }
+    expect(await position(c.accountId)).toMatchObject({ balance_micro_usd: FUND - spent, held_micro_usd: 0 });
+    await c.api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
   });
 });
 
