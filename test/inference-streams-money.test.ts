@@ -28,7 +28,7 @@ interface Route {
   path: string;
   body(content: string, maxTokens: number): Record<string, unknown>;
   /** The text a frame delivers, if any. */
-  delta(event: string | undefined, data: string): string;
+  delta(event: string | null, data: string): string;
   /** The error envelope of a refusal, from the route's error shape. */
   error(body: Record<string, any>): Record<string, unknown>;
 }

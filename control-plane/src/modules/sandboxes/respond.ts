@@ -4,7 +4,7 @@ import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { Idempotency } from '../../http/idempotency.ts';
 import { callerGone } from '../../http/caller-signal.ts';
 import { receiptEvent, setReceiptHeaders } from '../../http/receipt-headers.ts';
-import { SseStream } from '../../http/sse.ts';
+import { LazySse } from '../../http/sse.ts';
 import type { ExecContext } from './executor.ts';
 import type { RunResult } from './schemas.ts';
 
@@ -32,41 +32,31 @@ export async function respondExec(req: FastifyRequest, reply: FastifyReply, stre
     return result;
   }
   const gone = callerGone(reply.raw);
-  let sse: SseStream | null = null;
-  const open = (): SseStream => {
-    if (!sse) {
-      reply.raw.setHeader(RECEIPT_HEADERS.id, req.id);
-      sse = new SseStream(reply);
-    }
-    return sse;
-  };
+  const out = new LazySse(reply, gone);
   try {
-    const { result, receipt } = await exec({ onOutput: (o) => open().send({ data: o.data }, { event: o.stream }), signal: gone, onSent: () => void open() });
-    if (gone.aborted) return left(reply); // charged for what ran; nobody to answer (and its Idempotency-Key is free again)
+    const { result, receipt } = await exec({ onOutput: (o) => out.send({ data: o.data }, o.stream), signal: gone, onSent: () => void out.open() });
+    if (gone.aborted) return left(reply, out); // charged for what ran; nobody to answer (and its Idempotency-Key is free again)
     const { stdout: _o, stderr: _e, ...meta } = result;
-    const out = open();
-    out.send(meta, { event: 'result' });
-    out.send(receiptEvent(receipt), { event: 'receipt' });
+    out.send(meta, 'result');
+    out.send(receiptEvent(receipt), 'receipt');
     setReceiptHeaders(reply, receipt); // not sent (the stream began), but kept for an Idempotency-Key replay
     await record(result); // before the stream ends: a caller that saw its end and retried finds the record done
     return result;
   } catch (e) {
-    if (!sse) {
-      if (gone.aborted) return left(reply);
-      throw e; // before the stream opened: the error's own status and envelope
-    }
+    if (gone.aborted) return left(reply, out);
+    if (!out.opened) throw e; // before the stream opened: the error's own status and envelope
     const err = e instanceof ServiceError ? { type: e.type, message: e.message, ...e.extra } : { type: 'internal_error', message: 'Internal error' };
     if (!(e instanceof ServiceError)) req.log.error({ err: e }, 'sandbox stream failed');
-    (sse as SseStream).send({ error: { ...err, request_id: req.id } }, { event: 'error' });
+    out.send({ error: { ...err, request_id: req.id } }, 'error');
     return null;
   } finally {
-    (sse as SseStream | null)?.close();
+    out.close();
   }
 }
 
 /** The caller went away: nothing is answered (a stream that never opened is ended here). */
-function left(reply: FastifyReply): null {
-  if (!reply.sent) {
+function left(reply: FastifyReply, out: LazySse): null {
+  if (!out.opened) {
     reply.hijack();
     reply.raw.end();
   }
