@@ -163,6 +163,21 @@ describe.skipIf(!enabled)('a streamed request refused before it runs is a plain 
     await expectPlainRefusal(fast, '/v1/sandboxes', { code: 'echo hi' }, 402, 'circuit_breaker_tripped', FUND);
   });
 
+  it('503 no_capacity where no sandbox node can take the run, with its Retry-After', async () => {
+    const lone = await startTestGateway({ env: { SVC_SANDBOX_PRICE_MICRO_USD_PER_SECOND: String(PRICE) } });
+    try {
+      const s = await lone.signIn();
+      const key = (await s.client.createKey({ scopes: ['sandboxes'] })).key;
+      const res = await fetch(`${lone.url}/v1/sandboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ code: 'echo hi', stream: true }) });
+      const text = await res.text();
+      expect({ status: res.status, type: res.headers.get('content-type'), retry: res.headers.get('retry-after') }, text).toEqual({ status: 503, type: expect.stringMatching(/^application\/json/), retry: '5' });
+      expect((JSON.parse(text) as { error: { type: string } }).error.type).toBe('no_capacity');
+      expect(await lone.gw.services.metering.position(s.accountId)).toMatchObject({ held_micro_usd: 0 });
+    } finally {
+      await lone.close();
+    }
+  });
+
   it('400 for bad input and 404 for a session that is not the caller’s', async () => {
     const c = await caller(FUND);
     const e = await expectPlainRefusal(c, '/v1/sandboxes', { code: 'true', timeout_seconds: 100_000 }, 400, 'invalid_request', FUND);
