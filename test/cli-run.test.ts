@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
-import { enrollAgent, until, type TestAgent } from './support/agent.ts';
+import { startSandboxAgent, until, type TestAgent } from './support/agent.ts';
 import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
-import { expectOneLineError, svc as runSvc, type CliRun } from './support/cli.ts';
+import { SvcClient } from '@svc/shared/client';
+import { expectOneLineError, startSvc, svc as runSvc, type CliRun } from './support/cli.ts';
 
 /**
  * `svc run`: a one-shot sandbox run through the real CLI, against a real control plane, a real svc-node
@@ -18,17 +19,17 @@ if (!enabled) console.warn(`svc run tests skipped: Docker engine or image ${SMAL
 let t: TestGateway;
 let agent: TestAgent;
 let key: string;
+let owner: SvcClient;
 let tmp: string;
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'svc-cli-run-'));
   if (!enabled) return;
   t = await startTestGateway({ env: { SVC_SANDBOX_PRICE_MICRO_USD_PER_SECOND: '1000', SVC_SANDBOX_MEMORY_MB: '64', SVC_SANDBOX_PIDS: '64' } });
-  const owner = await t.signIn();
-  await t.gw.services.metering.credit(owner.accountId, 1_000_000_000, 'grant', 'cli-run-tests');
-  key = (await owner.client.createKey({ scopes: ['sandboxes'] })).key;
-  agent = await enrollAgent(t, owner.client, { kinds: ['sandbox'] });
-  agent.start({ SVC_SANDBOX_IMAGE: SMALL_IMAGE, SVC_SANDBOX_POOL: '1' });
-  await until('sandbox agent connected and heartbeating', async () => t.gw.fleet.hub.isConnected(agent.nodeId) && (await t.gw.fleet.registry.get(agent.nodeId)).last_heartbeat_at !== null, 60_000);
+  const signedIn = await t.signIn();
+  owner = signedIn.client;
+  await t.gw.services.metering.credit(signedIn.accountId, 1_000_000_000, 'grant', 'cli-run-tests');
+  key = (await owner.createKey({ scopes: ['sandboxes'] })).key;
+  agent = await startSandboxAgent(t, owner);
 }, 120_000);
 afterAll(async () => {
   await agent?.kill('SIGTERM');
@@ -99,5 +100,27 @@ describe.skipIf(!enabled)('svc run', () => {
     expectOneLineError(nothing, 2, /^error: nothing to run; pass a FILE \(- for stdin\) or -c CODE$/);
     expectOneLineError(both, 2, /^error: give a file or -c, not both/);
     expectOneLineError(missing, 2, /^error: cannot read code file .*nope\.sh: ENOENT$/);
+  });
+
+  it('Ctrl-C after the first output stops the run: one line names its receipt, exit 130, and the seconds it ran are charged', async () => {
+    const cli = startSvc(['run', '-c', 'echo start; sleep 120; echo end', '--timeout', '150'], { dir: join(tmp, 'config'), url: t.url, env: { SVC_KEY: key } });
+    await until('the program started', async () => cli.stdout().includes('start\n'));
+    cli.kill('SIGINT');
+    const r = await cli.done;
+    expect({ code: r.code, stdout: r.stdout }, r.stderr).toEqual({ code: 130, stdout: 'start\n' });
+    const id = /^interrupted: the run was stopped in the sandbox and is charged for the seconds it ran: receipt (req_\w+) /m.exec(r.stderr)?.[1];
+    expect(id, r.stderr).toBeDefined();
+    const db = t.gw.database.db;
+    const event = await until('the interrupted run settled', () => db.selectFrom('usage_events').selectAll().where('request_id', '=', id!).executeTakeFirst(), 60_000);
+    const receipt = await owner.request<{ payload: { cost_micro_usd: number; detail: Record<string, unknown> } }>('GET', `/v1/receipts/${id}`);
+    expect(receipt.payload).toMatchObject({ cost_micro_usd: Number(event.cost_micro_usd), detail: { outcome: 'client_disconnected', exit_code: null } });
+    // 1,000 micro-USD a second: one a millisecond of what ran.
+    expect(Number(event.cost_micro_usd)).toBe(Math.max(1, receipt.payload.detail.duration_ms as number));
+  });
+
+  it('a run refused before it starts (a spend cap) exits 5 with the refusal, printing nothing of a run', async () => {
+    const capped = (await owner.createKey({ scopes: ['sandboxes'], spend_cap_micro_usd: 1 })).key;
+    const r = await svc(['run', '-c', 'echo never'], { key: capped });
+    expectOneLineError(r, 5, /^error: spend_cap_reached: /);
   });
 });

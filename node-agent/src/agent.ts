@@ -27,6 +27,8 @@ const FINISH_RETRY_MS = 2000;
 const OUTPUT_ATTEMPTS = 3;
 /** The abort reason of a job that went too long without output. */
 const IDLE = 'no output';
+/** The job was stopped by the agent's own limits (its time limit, or too long without output), not cancelled. */
+const ownLimit = (signal: AbortSignal): boolean => signal.aborted && (signal.reason === 'timed out' || signal.reason === IDLE);
 /** How long a stop waits for cancelled jobs to end before removing their sandboxes itself. */
 const STOP_JOBS_MS = 10_000;
 
@@ -199,9 +201,11 @@ export class Agent {
       });
       this.handling.add(call);
       const out = await call.finally(() => this.handling.delete(call));
+      // Stopped at the agent's own limit: a timeout, even where the handler reports what ran (a cancelled run does).
+      if (ownLimit(ac.signal)) throw new Error(String(ac.signal.reason));
       finish = { job_id: m.job_id, ok: true, result: out.result, duration_ms: performance.now() - started, ...(out.workUnits !== undefined ? { work_units: out.workUnits } : {}) };
     } catch (e) {
-      const timedOut = ac.signal.aborted && (ac.signal.reason === 'timed out' || ac.signal.reason === IDLE);
+      const timedOut = ownLimit(ac.signal);
       // An aborted fetch rejects with the abort's reason, which is a string here: not every failure is an Error.
       const message = timedOut ? (ac.signal.reason === IDLE ? `no output for ${idleMs} ms` : 'timed out') : e instanceof Error ? e.message : String(e);
       finish = { job_id: m.job_id, ok: false, error: message.slice(0, 2000), duration_ms: performance.now() - started, ...(timedOut ? { timed_out: true } : {}) };

@@ -55,6 +55,11 @@ export const ExecResult = z.object({
   stdout_truncated: z.boolean(),
   stderr_truncated: z.boolean(),
   image_digest: z.string(),
+  /**
+   * The job was cancelled while the program ran (its caller left): the program was stopped, and the figures are
+   * of what ran until then. Absent when the program ended by itself or at its time limit.
+   */
+  canceled: z.string().max(2000).optional(),
 });
 export type ExecResult = z.infer<typeof ExecResult>;
 

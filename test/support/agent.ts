@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { PROTOCOL_VERSION, type ServerMessage } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import type { AgentRouter } from '../../control-plane/src/fleet/channel.ts';
+import { SMALL_IMAGE } from './docker.ts';
 import { ADMIN_TOKEN, type TestGateway } from './gateway.ts';
 
 /** A real `svc-node` agent process, enrolled through the API and approved by the admin. */
@@ -166,6 +167,17 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, pause));
   }
+}
+
+/**
+ * A real sandbox agent for `owner` on `t`, running the small busybox image with a warm pool of one, once it is
+ * connected and has heartbeated (it takes jobs from then on).
+ */
+export async function startSandboxAgent(t: TestGateway, owner: SvcClient): Promise<TestAgent> {
+  const agent = await enrollAgent(t, owner, { kinds: ['sandbox'] });
+  agent.start({ SVC_SANDBOX_IMAGE: SMALL_IMAGE, SVC_SANDBOX_POOL: '1' });
+  await until('sandbox agent connected and heartbeating', async () => t.gw.fleet.hub.isConnected(agent.nodeId) && (await t.gw.fleet.registry.get(agent.nodeId)).last_heartbeat_at !== null, 60_000);
+  return agent;
 }
 
 /** Waits until node `nodeId`'s agent is connected to `t` and has heartbeated (it takes jobs from then on). */

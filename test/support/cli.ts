@@ -31,27 +31,43 @@ export interface CliOptions {
   timeoutMs?: number;
 }
 
-/** Runs the real `svc` in a child process (stdin, stdout and stderr are pipes, so never a terminal). */
-export function svc(args: readonly string[], opts: CliOptions): Promise<CliRun> {
+/** The real `svc` running in a child process (stdin, stdout and stderr are pipes, so never a terminal). */
+export interface CliProcess {
+  /** Sends the CLI a signal (SIGINT: a Ctrl-C on its terminal). */
+  kill(signal: NodeJS.Signals): void;
+  /** stdout so far. */
+  stdout(): string;
+  /** Resolves once it exited. */
+  done: Promise<CliRun>;
+}
+
+/** Starts the real `svc`; `done` resolves when it exits. */
+export function startSvc(args: readonly string[], opts: CliOptions): CliProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of CLI_ENV) delete env[k];
   Object.assign(env, { SVC_CONFIG_DIR: opts.dir }, opts.env);
   const argv = [BIN, ...(opts.url ? ['--url', opts.url] : []), ...args];
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    const chunks: CliRun['chunks'] = [];
-    let stderr = '';
-    p.stdout.setEncoding('utf8').on('data', (d: string) => chunks.push({ at: Date.now(), text: d }));
-    p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const p = spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const chunks: CliRun['chunks'] = [];
+  let stderr = '';
+  p.stdout.setEncoding('utf8').on('data', (d: string) => chunks.push({ at: Date.now(), text: d }));
+  p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<CliRun>((resolve, reject) => {
     const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 40_000);
     p.on('error', reject);
     p.on('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code: code ?? (signal ? -1 : 0), stdout: chunks.map((c) => c.text).join(''), stderr, chunks, exitedAt: Date.now() });
     });
-    p.stdin.on('error', () => undefined); // a CLI that exits before reading its stdin
-    p.stdin.end(opts.input ?? '');
   });
+  p.stdin.on('error', () => undefined); // a CLI that exits before reading its stdin
+  p.stdin.end(opts.input ?? '');
+  return { kill: (signal) => p.kill(signal), stdout: () => chunks.map((c) => c.text).join(''), done };
+}
+
+/** Runs the real `svc` in a child process (stdin, stdout and stderr are pipes, so never a terminal). */
+export function svc(args: readonly string[], opts: CliOptions): Promise<CliRun> {
+  return startSvc(args, opts).done;
 }
 
 /** A failure as the CLI must report it: exactly one `error:` line on stderr, no stack trace, nothing on stdout. */

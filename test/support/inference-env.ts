@@ -20,10 +20,12 @@ export interface InferenceEnv {
   an: Anthropic;
 }
 
-export async function startInferenceEnv(): Promise<InferenceEnv> {
+/** `env`: more of the gateway's configuration (a breaker limit, say). */
+export async function startInferenceEnv(env: Record<string, string> = {}): Promise<InferenceEnv> {
   const up = await startUpstream();
   const t = await startTestGateway({
     env: {
+      ...env,
       ...ENFORCED_BILLING,
       SVC_INFERENCE_TIMEOUT_SECONDS: '3',
       SVC_PROVIDERS: JSON.stringify([

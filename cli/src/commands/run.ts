@@ -1,9 +1,11 @@
 import { extname } from 'node:path';
 import { Option, type Command } from 'commander';
+import { RECEIPT_HEADERS } from '@svc/shared';
 import { sseFrames, type SandboxRun, type SandboxRunInput } from '@svc/shared/client';
 import { context, keyClient } from '../context.ts';
 import { CliError, EXIT_FAILURE, setExitCode, usageError } from '../errors.ts';
 import { collectEnv, readInput, wholeSeconds } from '../input.ts';
+import { leaveOnInterrupt } from '../interrupt.ts';
 import { progress } from '../progress.ts';
 import { usd } from '../output.ts';
 
@@ -74,17 +76,22 @@ export function registerRun(program: Command): void {
       let meta: RunMeta | undefined;
       let receipt: Receipt | undefined;
       const output = { stdout: '', stderr: '' };
-      for await (const f of sseFrames(res)) {
-        if (f.event === 'stdout' || f.event === 'stderr') {
-          const data = (JSON.parse(f.data) as { data: string }).data;
-          if (ctx.out.json) output[f.event] += data;
-          else (f.event === 'stdout' ? process.stdout : process.stderr).write(data);
-        } else if (f.event === 'result') meta = JSON.parse(f.data) as RunMeta;
-        else if (f.event === 'receipt') receipt = JSON.parse(f.data) as Receipt;
-        else if (f.event === 'error') {
-          const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error ?? {};
-          throw new CliError(`${e.type ?? 'internal_error'}: ${e.message ?? 'the run failed'}`, EXIT_FAILURE, 'retry the run');
+      const stay = leaveOnInterrupt('run', res.headers.get(RECEIPT_HEADERS.id));
+      try {
+        for await (const f of sseFrames(res)) {
+          if (f.event === 'stdout' || f.event === 'stderr') {
+            const data = (JSON.parse(f.data) as { data: string }).data;
+            if (ctx.out.json) output[f.event] += data;
+            else (f.event === 'stdout' ? process.stdout : process.stderr).write(data);
+          } else if (f.event === 'result') meta = JSON.parse(f.data) as RunMeta;
+          else if (f.event === 'receipt') receipt = JSON.parse(f.data) as Receipt;
+          else if (f.event === 'error') {
+            const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error ?? {};
+            throw new CliError(`${e.type ?? 'internal_error'}: ${e.message ?? 'the run failed'}`, EXIT_FAILURE, 'retry the run');
+          }
         }
+      } finally {
+        stay();
       }
       if (!meta) throw new CliError('the run ended without a result (the connection closed)', EXIT_FAILURE, 'check `svc usage` for the run, then retry');
       if (ctx.out.json) ctx.out.result({ ...meta, ...output, receipt: receipt ?? meta.receipt }, () => '');

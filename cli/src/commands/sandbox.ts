@@ -3,11 +3,13 @@ import { basename } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { Option, type Command } from 'commander';
+import { RECEIPT_HEADERS } from '@svc/shared';
 import { ApiError, sseFrames, type SvcClient } from '@svc/shared/client';
 import { context, keyClient } from '../context.ts';
 import { CliError, EXIT_FAILURE, setExitCode, usageError } from '../errors.ts';
 import { collectEnv, readStdin, wholeSeconds } from '../input.ts';
 import { fields, table, usd } from '../output.ts';
+import { leaveOnInterrupt } from '../interrupt.ts';
 import { onSession, sessionError } from '../sandbox-errors.ts';
 import { registerShell } from './sandbox-shell.ts';
 import { exitCodeOf } from './run.ts';
@@ -83,16 +85,21 @@ async function runExec(client: SvcClient, id: string, body: Record<string, unkno
   if (!res.ok) throw sessionError(id, new ApiError(res.status, await res.json().catch(() => undefined), res.headers));
   let meta: ExecMeta | undefined;
   const out = { stdout: '', stderr: '' };
-  for await (const f of sseFrames(res)) {
-    if (f.event === 'stdout' || f.event === 'stderr') {
-      const data = (JSON.parse(f.data) as { data: string }).data;
-      if (json) out[f.event] += data;
-      else (f.event === 'stdout' ? process.stdout : process.stderr).write(data);
-    } else if (f.event === 'result') meta = JSON.parse(f.data) as ExecMeta;
-    else if (f.event === 'error') {
-      const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error ?? {};
-      throw sessionError(id, new ApiError(e.type === 'conflict' ? 409 : 502, { error: e }, new Headers()));
+  const stay = leaveOnInterrupt('exec', res.headers.get(RECEIPT_HEADERS.id));
+  try {
+    for await (const f of sseFrames(res)) {
+      if (f.event === 'stdout' || f.event === 'stderr') {
+        const data = (JSON.parse(f.data) as { data: string }).data;
+        if (json) out[f.event] += data;
+        else (f.event === 'stdout' ? process.stdout : process.stderr).write(data);
+      } else if (f.event === 'result') meta = JSON.parse(f.data) as ExecMeta;
+      else if (f.event === 'error') {
+        const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error ?? {};
+        throw sessionError(id, new ApiError(e.type === 'conflict' ? 409 : 502, { error: e }, new Headers()));
+      }
     }
+  } finally {
+    stay();
   }
   if (!meta) throw new CliError('the exec ended without a result (the connection closed)', EXIT_FAILURE, 'check the session with `svc sandbox list`, then retry');
   return { meta, ...out };

@@ -312,7 +312,7 @@ export interface SandboxRunsTable {
   node_id: string | null;
   language: string;
   network: boolean;
-  status: 'succeeded' | 'failed' | 'timed_out' | 'error';
+  status: 'succeeded' | 'failed' | 'timed_out' | 'canceled' | 'error';
   exit_code: number | null;
   timed_out: boolean;
   oom_killed: boolean;

@@ -40,7 +40,7 @@ const RELAY_WATCH_MS = 5000;
  *
  * Outcomes (registry.recordOutcome): a finish the agent reports counts succeeded or failed and gives a
  * latency sample; a lost job and a job the control plane times out count failed; a cancel by the caller
- * (spec.signal) counts neither way. Every attempt and its end is recorded in `jobs`, so nothing is lost silently.
+ * (spec.signal, waiting or not for the node to report the stopped job: spec.cancelGraceMs) counts neither way. Every attempt and its end is recorded in `jobs`, so nothing is lost silently.
  *
  * Several processes (with a relay): `nodes.channel_process` says which process holds each node's channel.
  * A node whose channel another process holds is dispatched to through that process (`FleetRelay`, the origin's
@@ -257,7 +257,8 @@ export class AgentHub {
       const payload = typeof spec.payload === 'function' ? (spec.payload as (nodeId: string) => unknown)(node.id) : spec.payload;
       return await this.run(jobId, node.id, { ...spec, payload }, this.holderOf(node));
     } catch (e) {
-      if (e instanceof NodeLost && spec.retryable !== false && exclude.length === 0 && !spec.nodeId) {
+      // A job whose caller left is never run again elsewhere.
+      if (e instanceof NodeLost && spec.retryable !== false && exclude.length === 0 && !spec.nodeId && !spec.signal?.aborted) {
         this.log.warn({ job_id: jobId, node_id: node.id }, 'node lost before output; dispatching once more elsewhere');
         return this.dispatch(spec, [node.id]);
       }
@@ -275,6 +276,7 @@ export class AgentHub {
       return this.jobs.end(jobId, 'failed', 'node lost').then(() => Promise.reject(new NodeLost(`node ${nodeId} dropped before the job was sent`)));
     }
     let onAbort: (() => void) | undefined;
+    let grace: NodeJS.Timeout | undefined;
     const done = new Promise<JobResult>((resolve, reject) => {
       // The agent enforces timeout_ms itself and reports timed_out; this is the backstop for an agent that never answers.
       const timer = setTimeout(() => {
@@ -288,17 +290,28 @@ export class AgentHub {
       this.jobs.add(p);
       if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs, ...idleLimit(spec) });
       else this.remote!.send(p);
-      spec.onSent?.(jobId);
-      onAbort = () => {
-        if (!this.jobs.has(jobId)) return;
-        this.cancel(jobId, 'caller went away');
+      spec.onSent?.(jobId, nodeId);
+      const giveUp = () => {
+        if (this.jobs.get(jobId) !== p) return;
         this.jobs.fail(p, 'canceled', 'caller went away', { outcome: 'canceled', durationMs: performance.now() - p.sentAt }, new ServiceError('conflict', 'Job canceled'));
+      };
+      onAbort = () => {
+        if (!this.jobs.has(jobId) || p.canceled) return;
+        this.cancel(jobId, 'caller went away');
+        if (!spec.cancelGraceMs) return giveUp();
+        // Followed on: the node's finish says what ran until it stopped (or the grace runs out).
+        p.canceled = true;
+        grace = setTimeout(giveUp, spec.cancelGraceMs);
+        grace.unref();
       };
       if (spec.signal?.aborted) onAbort();
       else spec.signal?.addEventListener('abort', onAbort, { once: true });
     });
     // A caller's signal that outlives its jobs (a batch's) keeps no listener of each.
-    return done.finally(() => spec.signal?.removeEventListener('abort', onAbort!));
+    return done.finally(() => {
+      clearTimeout(grace);
+      spec.signal?.removeEventListener('abort', onAbort!);
+    });
   }
 
   /**

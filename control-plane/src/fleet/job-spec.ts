@@ -22,9 +22,16 @@ export interface JobSpec {
   /** Each output in order; a promise it returns holds the agent's next outputs back until it settles (a slow consumer). */
   onOutput?: (o: JobOutput) => unknown;
   /** The job went to its node (onto this process's channel, or to the process holding it): input may follow (AgentHub.input). */
-  onSent?: (jobId: string) => void;
+  onSent?: (jobId: string, nodeId: string) => void;
   /** The caller went away: the job is canceled. */
   signal?: CallerSignal | undefined;
+  /**
+   * With `signal`: when the caller goes, the job is canceled on its node but still followed for this long, so that
+   * dispatch resolves with what the node reports of the stopped job (a metered run is charged for what ran). The
+   * job is then never dispatched again, and its end counts neither for nor against the node. Without it, or past
+   * it, dispatch fails at once (`conflict`, "Job canceled").
+   */
+  cancelGraceMs?: number;
   /** The job's row is deleted once it ended: a caller that persists nothing (the keyless assistant). */
   unrecorded?: boolean;
   /**

@@ -21,6 +21,8 @@ export interface Pending {
   heldAt?: string;
   /** Some output of the job was held back by its consumer: its times say more about the caller than the node. */
   heldBack?: boolean;
+  /** Its caller went away and it was canceled on its node; followed until the node reports its end (JobSpec.cancelGraceMs). */
+  canceled?: boolean;
   /** The reconnect grace: the job is lost when it runs out. */
   lostTimer?: NodeJS.Timeout;
   /** The process holding the node's channel, when another process does (the job goes through the relay). */
@@ -144,8 +146,14 @@ export class PendingJobs {
     const sample = !p.heldBack;
     const latencyMs = sample ? performance.now() - p.sentAt : undefined;
     const failed = f.ok ? (p.spec.failedResult?.(f.result) ?? null) : null; // a result that reports a failure counts as one
-    await this.end(f.job_id, f.ok && !failed ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', failed ?? f.error ?? null);
-    await this.record(nodeId, p.spec, { outcome: f.ok && !failed ? 'succeeded' : 'failed', latencyMs, workUnits: sample ? f.work_units : undefined, durationMs: f.duration_ms });
+    if (p.canceled) {
+      // Stopped because its caller left: says nothing about the node either way (as a cancel that does not wait).
+      await this.end(f.job_id, 'canceled', 'caller went away');
+      await this.record(nodeId, p.spec, { outcome: 'canceled', durationMs: f.duration_ms });
+    } else {
+      await this.end(f.job_id, f.ok && !failed ? 'succeeded' : f.timed_out ? 'timed_out' : 'failed', failed ?? f.error ?? null);
+      await this.record(nodeId, p.spec, { outcome: f.ok && !failed ? 'succeeded' : 'failed', latencyMs, workUnits: sample ? f.work_units : undefined, durationMs: f.duration_ms });
+    }
     if (f.ok) p.resolve({ jobId: f.job_id, nodeId, result: f.result, durationMs: f.duration_ms, workUnits: f.work_units });
     else if (f.timed_out) p.reject(new ServiceError('upstream_timeout', f.error?.startsWith('no output') ? `Job had ${f.error}` : `Job timed out after ${p.spec.timeoutMs} ms`, { job_id: f.job_id }));
     else p.reject(new ServiceError('upstream_error', f.error ?? 'job failed on its node', { job_id: f.job_id }));

@@ -1,4 +1,6 @@
 import type { FastifyReply } from 'fastify';
+import { RECEIPT_HEADERS } from '@svc/shared';
+import type { CallerSignal } from './caller-signal.ts';
 
 /**
  * The most a stream keeps for a caller that does not read it (bytes in Node's buffers): past it the caller is
@@ -84,5 +86,48 @@ export class SseStream {
     this.closed = true;
     clearInterval(this.keepAlive);
     this.reply.raw.end();
+  }
+}
+
+/**
+ * An SSE response opened on first use, so that errors before the first frame keep their HTTP status. Its headers
+ * carry `x-svc-receipt-id` (the request id): the receipt of a stream whose caller left can be fetched later.
+ */
+export class LazySse {
+  private sse: SseStream | null = null;
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly signal: CallerSignal,
+    /** See SseStream.drained. */
+    private readonly stallMs?: number,
+  ) {}
+
+  get opened(): boolean {
+    return this.sse !== null;
+  }
+
+  get closed(): boolean {
+    return this.signal.aborted || (this.sse?.isClosed ?? false);
+  }
+
+  open(): SseStream {
+    if (!this.sse) {
+      this.reply.raw.setHeader(RECEIPT_HEADERS.id, this.reply.request.id);
+      this.sse = new SseStream(this.reply, { stallMs: this.stallMs });
+    }
+    return this.sse;
+  }
+
+  send(data: unknown, event?: string): void {
+    this.open().send(data, event ? { event } : {});
+  }
+
+  /** See SseStream.drained. */
+  drained(): Promise<void> | null {
+    return this.sse?.drained() ?? null;
+  }
+
+  close(): void {
+    this.sse?.close();
   }
 }

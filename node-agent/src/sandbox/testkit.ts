@@ -68,6 +68,17 @@ export function capture(jobId = `job_test_${process.pid}_${++seq}`): Captured {
   };
 }
 
+/** Cancels the job (as its control plane does when the caller leaves) once `marker` came on stdout. */
+export function cancelOn(c: Captured, marker: string): Captured {
+  const emit = c.ctx.emit;
+  c.ctx.emit = (s, d) => {
+    const wait = emit(s, d);
+    if (c.stdout().includes(marker)) c.abort();
+    return wait;
+  };
+  return c;
+}
+
 /** Calls a handler and returns its result with the captured output. */
 export async function call<T = Record<string, unknown>>(h: JobHandler | undefined, payload: unknown, c: Captured = capture()): Promise<T & { stdout: string; stderr: string }> {
   if (!h) throw new Error('no such handler');

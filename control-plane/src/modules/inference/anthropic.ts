@@ -4,7 +4,8 @@ import type { z } from 'zod';
 import type { MessagesBody } from './schemas.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
 import { passThrough } from './pass-through.ts';
-import { ToolCallKeys, errorPayload, receiptData, type LazySse } from './stream.ts';
+import type { LazySse } from '../../http/sse.ts';
+import { ToolCallKeys, errorPayload, receiptData } from './stream.ts';
 
 /**
  * Anthropic Messages over chat completions: the request is translated to a chat request (system, text,

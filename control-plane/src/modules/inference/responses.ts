@@ -4,7 +4,8 @@ import type { z } from 'zod';
 import type { ResponsesBody } from './schemas.ts';
 import type { ChatSink, ChatUsage, Chunk, StreamEnd } from './service.ts';
 import { passThrough } from './pass-through.ts';
-import { ToolCallKeys, errorPayload, receiptData, type LazySse } from './stream.ts';
+import type { LazySse } from '../../http/sse.ts';
+import { ToolCallKeys, errorPayload, receiptData } from './stream.ts';
 
 /**
  * OpenAI Responses over chat completions. Nothing is stored, so `previous_response_id` is refused (400) and

@@ -9,7 +9,8 @@ import { MessagesSink, chatToMessage, messagesToChat } from './anthropic.ts';
 import { ResponsesSink, chatToResponse, responsesToChat } from './responses.ts';
 import { AnthropicMessage, ChatBody, ChatCompletion, Embeddings, EmbeddingsBody, InferenceHeaders, MessagesBody, ModelList, ResponseObject, ResponsesBody } from './schemas.ts';
 import type { CallContext, Endpoint, InferenceService } from './service.ts';
-import { ChatCompletionSink, LazySse, errorPayload, runStream } from './stream.ts';
+import { LazySse } from '../../http/sse.ts';
+import { ChatCompletionSink, errorPayload, runStream } from './stream.ts';
 import { estimateChatInput } from './tokens.ts';
 import { REQUEST_BODY_LIMIT } from './schemas.ts';
 import { guardOf, guardInference } from '../guardrails/enforce.ts'; // guardrails

@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { RECEIPT_HEADERS, ServiceError, type SignedReceipt } from '@svc/shared';
-import type { CallerSignal } from '../../http/caller-signal.ts';
+import { ServiceError, type SignedReceipt } from '@svc/shared';
 import { receiptEvent } from '../../http/receipt-headers.ts';
-import { SseStream } from '../../http/sse.ts';
+import type { LazySse } from '../../http/sse.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
 
 /**
@@ -28,46 +27,6 @@ export function callerSignal(reply: FastifyReply): AbortSignal {
     if (!reply.raw.writableEnded) ac.abort(new Error('caller went away'));
   });
   return ac.signal;
-}
-
-/** An SSE response opened on first use, so that errors before the first chunk keep their HTTP status. */
-export class LazySse {
-  private sse: SseStream | null = null;
-  constructor(
-    private readonly reply: FastifyReply,
-    private readonly signal: CallerSignal,
-    /** See SseStream.drained. */
-    private readonly stallMs?: number,
-  ) {}
-
-  get opened(): boolean {
-    return this.sse !== null;
-  }
-
-  get closed(): boolean {
-    return this.signal.aborted || (this.sse?.isClosed ?? false);
-  }
-
-  open(): SseStream {
-    if (!this.sse) {
-      this.reply.raw.setHeader(RECEIPT_HEADERS.id, this.reply.request.id);
-      this.sse = new SseStream(this.reply, { stallMs: this.stallMs });
-    }
-    return this.sse;
-  }
-
-  send(data: unknown, event?: string): void {
-    this.open().send(data, event ? { event } : {});
-  }
-
-  /** See SseStream.drained. */
-  drained(): Promise<void> | null {
-    return this.sse?.drained() ?? null;
-  }
-
-  close(): void {
-    this.sse?.close();
-  }
 }
 
 export function errorPayload(req: FastifyRequest, e: unknown): { type: string; message: string; [k: string]: unknown } {

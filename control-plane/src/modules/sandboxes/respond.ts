@@ -2,19 +2,25 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RECEIPT_HEADERS, ServiceError, type SignedReceipt } from '@svc/shared';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { Idempotency } from '../../http/idempotency.ts';
+import { callerGone } from '../../http/caller-signal.ts';
 import { receiptEvent, setReceiptHeaders } from '../../http/receipt-headers.ts';
-import { SseStream } from '../../http/sse.ts';
+import { LazySse } from '../../http/sse.ts';
 import type { ExecContext } from './executor.ts';
 import type { RunResult } from './schemas.ts';
 
-type Exec = (ctx: Pick<ExecContext, 'onOutput' | 'signal'>) => Promise<{ result: RunResult; receipt: SignedReceipt }>;
+type Exec = (ctx: Pick<ExecContext, 'onOutput' | 'signal' | 'onSent'>) => Promise<{ result: RunResult; receipt: SignedReceipt }>;
 
 /** Keeps what is answered for an Idempotency-Key replay: awaited before the answer's end leaves (see withIdempotency). */
 export type RecordAnswer<T> = (sent: T) => Promise<void>;
 
 /**
  * Answers a metered sandbox execution: JSON with receipt headers, or SSE ending in the receipt event.
- * Returns what was answered (`record`ed first); null when a stream ended in an error.
+ * Returns what was answered (`record`ed first); null when a stream ended in an error or its caller left.
+ *
+ * A stream opens once the program's job went out to its node: what refuses it before (no credit, a spend cap, the
+ * breaker, no node) is a plain answer with its status, as a non-streamed request gets. Its headers carry
+ * `x-svc-receipt-id` (the request id), so a caller that leaves can fetch the receipt of what ran later with
+ * GET /v1/receipts/{id}: the program is stopped when its caller leaves, and charged for the seconds it ran.
  */
 export async function respondExec(req: FastifyRequest, reply: FastifyReply, stream: boolean, exec: Exec, record: RecordAnswer<RunResult> = async () => undefined): Promise<RunResult | null> {
   if (!stream) {
@@ -25,25 +31,36 @@ export async function respondExec(req: FastifyRequest, reply: FastifyReply, stre
     await reply.send(result);
     return result;
   }
-  const sse = new SseStream(reply);
-  const ac = new AbortController();
-  sse.onClose(() => ac.abort('client went away'));
+  const gone = callerGone(reply.raw);
+  const out = new LazySse(reply, gone);
   try {
-    const { result, receipt } = await exec({ onOutput: (o) => sse.send({ data: o.data }, { event: o.stream }), signal: ac.signal });
+    const { result, receipt } = await exec({ onOutput: (o) => out.send({ data: o.data }, o.stream), signal: gone, onSent: () => void out.open() });
+    if (gone.aborted) return left(reply, out); // charged for what ran; nobody to answer (and its Idempotency-Key is free again)
     const { stdout: _o, stderr: _e, ...meta } = result;
-    sse.send(meta, { event: 'result' });
-    sse.send(receiptEvent(receipt), { event: 'receipt' });
+    out.send(meta, 'result');
+    out.send(receiptEvent(receipt), 'receipt');
     setReceiptHeaders(reply, receipt); // not sent (the stream began), but kept for an Idempotency-Key replay
     await record(result); // before the stream ends: a caller that saw its end and retried finds the record done
     return result;
   } catch (e) {
+    if (gone.aborted) return left(reply, out);
+    if (!out.opened) throw e; // before the stream opened: the error's own status and envelope
     const err = e instanceof ServiceError ? { type: e.type, message: e.message, ...e.extra } : { type: 'internal_error', message: 'Internal error' };
     if (!(e instanceof ServiceError)) req.log.error({ err: e }, 'sandbox stream failed');
-    sse.send({ error: { ...err, request_id: req.id } }, { event: 'error' });
+    out.send({ error: { ...err, request_id: req.id } }, 'error');
     return null;
   } finally {
-    sse.close();
+    out.close();
   }
+}
+
+/** The caller went away: nothing is answered (a stream that never opened is ended here). */
+function left(reply: FastifyReply, out: LazySse): null {
+  if (!out.opened) {
+    reply.hijack();
+    reply.raw.end();
+  }
+  return null;
 }
 
 /**

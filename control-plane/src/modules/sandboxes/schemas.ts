@@ -48,7 +48,7 @@ export const SessionBody = z
 export const RunResult = z.object({
   id: z.string(),
   object: z.enum(['sandbox.run', 'sandbox.exec']),
-  status: z.enum(['succeeded', 'failed', 'timed_out']),
+  status: z.enum(['succeeded', 'failed', 'timed_out', 'canceled']).describe('canceled: its caller left a streamed run or exec, which was stopped and charged for the seconds it ran.'),
   exit_code: z.number().nullable(),
   stdout: z.string(),
   stderr: z.string(),

@@ -5083,8 +5083,11 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "sandbox.run" | "sandbox.exec";
-                            /** @enum {string} */
-                            status: "succeeded" | "failed" | "timed_out";
+                            /**
+                             * @description canceled: its caller left a streamed run or exec, which was stopped and charged for the seconds it ran.
+                             * @enum {string}
+                             */
+                            status: "succeeded" | "failed" | "timed_out" | "canceled";
                             exit_code: number | null;
                             stdout: string;
                             stderr: string;
@@ -5512,8 +5515,11 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "sandbox.run" | "sandbox.exec";
-                            /** @enum {string} */
-                            status: "succeeded" | "failed" | "timed_out";
+                            /**
+                             * @description canceled: its caller left a streamed run or exec, which was stopped and charged for the seconds it ran.
+                             * @enum {string}
+                             */
+                            status: "succeeded" | "failed" | "timed_out" | "canceled";
                             exit_code: number | null;
                             stdout: string;
                             stderr: string;
@@ -5945,8 +5951,11 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "sandbox.run" | "sandbox.exec";
-                            /** @enum {string} */
-                            status: "succeeded" | "failed" | "timed_out";
+                            /**
+                             * @description canceled: its caller left a streamed run or exec, which was stopped and charged for the seconds it ran.
+                             * @enum {string}
+                             */
+                            status: "succeeded" | "failed" | "timed_out" | "canceled";
                             exit_code: number | null;
                             stdout: string;
                             stderr: string;
@@ -21144,8 +21153,11 @@ export interface paths {
                             id: string;
                             /** @enum {string} */
                             object: "sandbox.run" | "sandbox.exec";
-                            /** @enum {string} */
-                            status: "succeeded" | "failed" | "timed_out";
+                            /**
+                             * @description canceled: its caller left a streamed run or exec, which was stopped and charged for the seconds it ran.
+                             * @enum {string}
+                             */
+                            status: "succeeded" | "failed" | "timed_out" | "canceled";
                             exit_code: number | null;
                             stdout: string;
                             stderr: string;
