@@ -9,6 +9,8 @@ export interface EventFilters {
   kind?: string | undefined;
   key_id?: string | undefined;
   run_id?: string | undefined;
+  model?: string | undefined;
+  route?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
 }
@@ -51,6 +53,21 @@ export class UsageService {
       const d = byDay.get(date);
       return { date, events: Number(d?.events ?? 0), cost_micro_usd: Number(d?.cost ?? 0) };
     });
+    // The same 14 days by model and by key (the console's charts): every event of the window in one group each.
+    const group = async (column: 'model' | 'key_id') =>
+      (
+        await this.db
+          .selectFrom('usage_events')
+          .select((eb) => [column, eb.fn.countAll<number>().as('events'), eb.fn.sum<number>('cost_micro_usd').as('cost')])
+          .where('account_id', '=', accountId)
+          .where('created_at', '>=', from)
+          .groupBy(column)
+          .execute()
+      )
+        .map((r) => ({ [column]: (r as Record<string, unknown>)[column] as string | null, events: Number(r.events), cost_micro_usd: Number(r.cost) }))
+        .sort((a, b) => b.cost_micro_usd - a.cost_micro_usd || String(a[column]).localeCompare(String(b[column])));
+    const byModel = (await group('model')) as Array<{ model: string | null; events: number; cost_micro_usd: number }>;
+    const byKey = (await group('key_id')) as Array<{ key_id: string | null; events: number; cost_micro_usd: number }>;
     return {
       totals: {
         events: totals.reduce((a, r) => a + Number(r.events), 0),
@@ -59,6 +76,8 @@ export class UsageService {
       },
       events: latest.map(usageView),
       daily,
+      by_model: byModel,
+      by_key: byKey,
     };
   }
 
@@ -72,6 +91,8 @@ export class UsageService {
     if (f.kind) q = q.where('kind', '=', f.kind);
     if (f.key_id) q = q.where('key_id', '=', f.key_id);
     if (f.run_id) q = q.where('run_id', '=', f.run_id);
+    if (f.model) q = q.where('model', '=', f.model);
+    if (f.route) q = q.where('route', '=', f.route);
     if (since) q = q.where('created_at', '>=', since);
     if (until) q = q.where('created_at', '<', until);
     const rows = await q.orderBy('n', 'desc').limit(limit + 1).execute();
