@@ -11,7 +11,6 @@ export default defineConfig({
   root: import.meta.dirname,
   publicDir: false,
   html: { cspNonce: '__SVC_CONSOLE_NONCE__' },
-  esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
     outDir: 'dist',
