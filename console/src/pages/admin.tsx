@@ -65,12 +65,21 @@ function AdminPages() {
   return (
     <section>
       <h1>Admin</h1>
-      <p class="muted">
-        Using the admin token for this tab.{' '}
+      <div class="actions">
+        <span class="muted">Using the admin token for this tab.</span>
         <button type="button" onClick={() => tabSet('admin_token', null)}>
           Forget it
         </button>
-      </p>
+        <button
+          type="button"
+          onClick={() => {
+            reload();
+            status.reload();
+          }}
+        >
+          Refresh
+        </button>
+      </div>
       <h2>Gateway</h2>
       <Loaded load={status} what="the gateway's health">
         {(s) => (

@@ -49,7 +49,7 @@ export function Mandates(props: { keys: Key[]; onChange: () => void }) {
         <form class="card" onSubmit={(e) => void submit(e)} aria-label="Create a mandate">
           <div class="grid">
             <Field label="Parent key" id="m-parent">
-              <select id="m-parent" value={parent} onChange={(e) => setParent((e.target as HTMLSelectElement).value)}>
+              <select id="m-parent" value={parent || parents[0]?.id} onChange={(e) => setParent((e.target as HTMLSelectElement).value)}>
                 {parents.map((k) => (
                   <option key={k.id} value={k.id}>
                     {k.name ?? k.prefix}

@@ -3,6 +3,9 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { usd } from '../format.ts';
 
+/** An axis figure in dollars, with the digits a small one needs ($0.00015, $0.25, $12). */
+const dollars = (v: number) => (v === 0 ? '$0' : v < 1 ? `$${v.toFixed(6).replace(/0+$/, '')}` : `$${v.toFixed(2)}`);
+
 /**
  * Spend per day as bars (uPlot on a canvas), with the same figures as a table beside it for screen readers and
  * for anyone who wants the digits. Days are the API's UTC buckets (`date`, YYYY-MM-DD).
@@ -25,7 +28,7 @@ export function DailyChart(props: { days: Array<{ date: string; events: number; 
         scales: { x: { time: true, range: (_u, min, max) => [min - 43200, max + 43200] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
         axes: [
           { stroke: '#44403c', grid: { show: false }, values: (_u, splits) => splits.map((s) => new Date(s * 1000).toISOString().slice(5, 10)) },
-          { stroke: '#44403c', size: 70, values: (_u, splits) => splits.map((s) => `$${s.toFixed(s < 0.01 ? 4 : 2)}`) },
+          { stroke: '#44403c', size: 70, values: (_u, splits) => splits.map(dollars) },
         ],
         series: [{}, { label: 'spend', fill: '#0f766e', stroke: '#0f766e', paths: uPlot.paths.bars!({ size: [0.7, 48] }), points: { show: false } }],
       },
