@@ -1,12 +1,12 @@
 import type { ComponentType } from 'preact';
 import { lazy, Suspense } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
-import { api, data, ApiError, type Res } from './api.ts';
+import { api, data, type Res } from './api.ts';
 import { Link, useRoute } from './router.tsx';
 import { onTabChange, tabGet } from './tab.ts';
 import { Loading } from './ui/load.tsx';
 import { AccountMenu } from './account.tsx';
-import { Overview } from './pages/overview.tsx';
+import { dropPrefetch, Overview } from './pages/overview.tsx';
 import { SignIn } from './pages/signin.tsx';
 
 /** The console's shell: who is signed in, the navigation, and the page of the current route. */
@@ -39,7 +39,10 @@ export function App() {
   const refresh = () =>
     data(api.GET('/v1/auth/me')).then(
       (m) => setMe(m),
-      (e: unknown) => setMe(e instanceof ApiError && e.status === 401 ? null : null),
+      () => {
+        dropPrefetch();
+        setMe(null);
+      },
     );
   useEffect(() => {
     void refresh();

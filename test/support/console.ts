@@ -69,20 +69,19 @@ export async function injectWallet(context: BrowserContext, wallet: PrivateKeyAc
     signed.push(Buffer.from(hex.slice(2), 'hex').toString('utf8'));
     return wallet.signMessage({ message: { raw: hex } });
   });
-  await context.addInitScript(
-    ({ address, chain }: { address: string; chain: string }) => {
-      const w = globalThis as unknown as { ethereum: unknown; svcTestWalletSign(hex: string): Promise<string> };
-      w.ethereum = {
-        request: async ({ method, params }: { method: string; params?: string[] }) => {
-          if (method === 'eth_requestAccounts' || method === 'eth_accounts') return [address.toLowerCase()];
-          if (method === 'eth_chainId') return chain;
-          if (method === 'personal_sign') return w.svcTestWalletSign(params![0]!);
-          throw new Error(`unsupported ${method}`);
-        },
-      };
-    },
-    { address: wallet.address, chain: `0x${chainId.toString(16)}` },
-  );
+  // A string, not a function: a function's text as a transpiler wrote it may call helpers the page lacks.
+  await context.addInitScript(`(() => {
+    const address = ${JSON.stringify(wallet.address.toLowerCase())};
+    const chain = ${JSON.stringify(`0x${chainId.toString(16)}`)};
+    window.ethereum = {
+      request: async ({ method, params }) => {
+        if (method === 'eth_requestAccounts' || method === 'eth_accounts') return [address];
+        if (method === 'eth_chainId') return chain;
+        if (method === 'personal_sign') return window.svcTestWalletSign(params[0]);
+        throw new Error('unsupported ' + method);
+      },
+    };
+  })();`);
   return signed;
 }
 

@@ -6,11 +6,38 @@ import { useOutcome } from '../ui/actions.tsx';
 import { BarList, DailyChart } from '../ui/chart.tsx';
 import { ListOf, Loaded, mapLoad, useLoad } from '../ui/load.tsx';
 
+const reads = {
+  balance: () => data(api.GET('/v1/billing/balance')),
+  usage: () => data(api.GET('/v1/usage')),
+  keys: () => data(api.GET('/v1/keys')),
+  alerts: () => data(api.GET('/v1/billing/alerts')),
+};
+type Reads = typeof reads;
+let early: { [K in keyof Reads]?: ReturnType<Reads[K]> } = {};
+
+/**
+ * The overview's reads, started as the console boots on the overview (beside its sign-in check, not after it):
+ * the first render takes them; any later one reads afresh.
+ */
+export function prefetchOverview(): void {
+  early = { balance: reads.balance(), usage: reads.usage(), keys: reads.keys(), alerts: reads.alerts() };
+  for (const p of Object.values(early)) p.catch(() => undefined); // not signed in: the overview is not shown
+}
+/** Not signed in after all: what was read early answered 401, and the overview after a sign-in reads afresh. */
+export function dropPrefetch(): void {
+  early = {};
+}
+function read<K extends keyof Reads>(k: K): ReturnType<Reads[K]> {
+  const p = early[k];
+  delete early[k];
+  return (p ?? reads[k]()) as ReturnType<Reads[K]>;
+}
+
 /** Credit, spend per day, per model and per key (the API's 14 days), the latest calls and the alert threshold. */
 export function Overview() {
-  const balance = useLoad(() => data(api.GET('/v1/billing/balance')));
-  const usage = useLoad(() => data(api.GET('/v1/usage')));
-  const keys = useLoad(() => data(api.GET('/v1/keys')));
+  const balance = useLoad(() => read('balance'));
+  const usage = useLoad(() => read('usage'));
+  const keys = useLoad(() => read('keys'));
   const names = new Map(keys.state === 'ready' ? keys.data.map((k) => [k.id, k.name ?? k.prefix]) : []);
   const latest = mapLoad(usage, (u) => u.events);
   return (
@@ -86,7 +113,7 @@ export function Overview() {
 }
 
 function AlertThreshold() {
-  const alert = useLoad(() => data(api.GET('/v1/billing/alerts')));
+  const alert = useLoad(() => read('alerts'));
   const [text, setText] = useState('');
   const out = useOutcome();
   const save = (value: number | null) =>

@@ -34,27 +34,10 @@ export class UsageService {
   ) {}
 
   async summary(accountId: string) {
-    const totals = await this.db
-      .selectFrom('usage_events')
-      .select((eb) => ['kind', eb.fn.countAll<number>().as('events'), eb.fn.sum<number>('cost_micro_usd').as('cost')])
-      .where('account_id', '=', accountId)
-      .groupBy('kind')
-      .orderBy('kind')
-      .execute();
-    const latest = await this.db.selectFrom('usage_events').selectAll().where('account_id', '=', accountId).orderBy('n', 'desc').limit(25).execute();
     const today = Math.floor(this.clock.now().getTime() / DAY_MS) * DAY_MS;
     const from = new Date(today - 13 * DAY_MS);
-    const days = await sql<{ day: string; events: number; cost: number }>`
-      select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, count(*)::int as events, sum(cost_micro_usd)::bigint as cost
-      from usage_events where account_id = ${accountId} and created_at >= ${from} group by 1`.execute(this.db);
-    const byDay = new Map(days.rows.map((d) => [d.day, d]));
-    const daily = Array.from({ length: 14 }, (_, i) => {
-      const date = new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10);
-      const d = byDay.get(date);
-      return { date, events: Number(d?.events ?? 0), cost_micro_usd: Number(d?.cost ?? 0) };
-    });
     // The same 14 days by model and by key (the console's charts): every event of the window in one group each.
-    const group = async (column: 'model' | 'key_id') =>
+    const group = async <C extends 'model' | 'key_id'>(column: C) =>
       (
         await this.db
           .selectFrom('usage_events')
@@ -64,10 +47,30 @@ export class UsageService {
           .groupBy(column)
           .execute()
       )
-        .map((r) => ({ [column]: (r as Record<string, unknown>)[column] as string | null, events: Number(r.events), cost_micro_usd: Number(r.cost) }))
-        .sort((a, b) => b.cost_micro_usd - a.cost_micro_usd || String(a[column]).localeCompare(String(b[column])));
-    const byModel = (await group('model')) as Array<{ model: string | null; events: number; cost_micro_usd: number }>;
-    const byKey = (await group('key_id')) as Array<{ key_id: string | null; events: number; cost_micro_usd: number }>;
+        .map((r) => ({ [column]: (r as Record<string, unknown>)[column] as string | null, events: Number(r.events), cost_micro_usd: Number(r.cost) }) as { [K in C]: string | null } & { events: number; cost_micro_usd: number })
+        .sort((x, y) => y.cost_micro_usd - x.cost_micro_usd || String(x[column]).localeCompare(String(y[column])));
+    // Independent reads, sent together (a pool runs them at once).
+    const [totals, latest, days, byModel, byKey] = await Promise.all([
+      this.db
+        .selectFrom('usage_events')
+        .select((eb) => ['kind', eb.fn.countAll<number>().as('events'), eb.fn.sum<number>('cost_micro_usd').as('cost')])
+        .where('account_id', '=', accountId)
+        .groupBy('kind')
+        .orderBy('kind')
+        .execute(),
+      this.db.selectFrom('usage_events').selectAll().where('account_id', '=', accountId).orderBy('n', 'desc').limit(25).execute(),
+      sql<{ day: string; events: number; cost: number }>`
+      select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, count(*)::int as events, sum(cost_micro_usd)::bigint as cost
+      from usage_events where account_id = ${accountId} and created_at >= ${from} group by 1`.execute(this.db),
+      group('model'),
+      group('key_id'),
+    ]);
+    const byDay = new Map(days.rows.map((d) => [d.day, d]));
+    const daily = Array.from({ length: 14 }, (_, i) => {
+      const date = new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10);
+      const d = byDay.get(date);
+      return { date, events: Number(d?.events ?? 0), cost_micro_usd: Number(d?.cost ?? 0) };
+    });
     return {
       totals: {
         events: totals.reduce((a, r) => a + Number(r.events), 0),
