@@ -253,7 +253,7 @@ export class NodeRegistry {
   }
 
   /**
-   * The fleet at a glance (admins): nodes by status and online per kind, the jobs online nodes reported
+   * The fleet at a glance (admins): nodes by status and online (approved, heartbeating) per kind, the jobs they reported
    * running at their last heartbeat, and the sandbox capacity of the nodes that take sandbox work now
    * (approved, online, neither disabled nor draining): their cores and memory.
    */
@@ -267,8 +267,8 @@ export class NodeRegistry {
     for (const r of rows) {
       const v = this.publicView(r, now);
       byStatus[v.status] = (byStatus[v.status] ?? 0) + 1;
-      const up = isOnline({ lastHeartbeatAt: r.last_heartbeat_at }, now);
-      if (!up) continue;
+      // Online as the registry says it: approved and heartbeating (draining and disabled nodes included).
+      if (!r.approved || !isOnline({ lastHeartbeatAt: r.last_heartbeat_at }, now)) continue;
       runningJobs += r.running_jobs;
       for (const k of r.kinds) onlineByKind[k] = (onlineByKind[k] ?? 0) + 1;
       if (v.status === 'online' && r.kinds.includes('sandbox')) {
