@@ -79,7 +79,7 @@ export function Usage() {
             <input id="f-model" value={draft.model} onInput={set('model')} />
           </Field>
           <Field label="Route" id="f-route">
-            <input id="f-route" value={draft.route} onInput={set('route')} placeholder="/v1/chat/completions" />
+            <input id="f-route" value={draft.route} onInput={set('route')} placeholder="POST /v1/chat/completions" />
           </Field>
           <Field label="Kind" id="f-kind">
             <input id="f-kind" value={draft.kind} onInput={set('kind')} />

@@ -129,7 +129,7 @@ export function moneyRoutes(app: FastifyInstance, deps: MoneyDeps): void {
           key_id: z.string().max(64).optional(),
           run_id: z.string().max(128).optional(),
           model: z.string().max(200).optional().describe('Only events of this model.'),
-          route: z.string().max(200).optional().describe('Only events of this route, as events name it (e.g. /v1/chat/completions).'),
+          route: z.string().max(200).optional().describe('Only events of this route, as events name it (e.g. POST /v1/chat/completions).'),
           since: dateTime().optional().describe('ISO 8601 date-time (1970 to 9999).'),
           until: dateTime().optional().describe('ISO 8601 date-time (1970 to 9999).'),
           format: z.enum(['json', 'csv']).default('json'),

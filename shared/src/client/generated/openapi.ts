@@ -8628,7 +8628,7 @@ export interface paths {
                     run_id?: string;
                     /** @description Only events of this model. */
                     model?: string;
-                    /** @description Only events of this route, as events name it (e.g. /v1/chat/completions). */
+                    /** @description Only events of this route, as events name it (e.g. POST /v1/chat/completions). */
                     route?: string;
                     /** @description ISO 8601 date-time (1970 to 9999). */
                     since?: string;
