@@ -102,7 +102,7 @@ describe.skipIf(!enabled)('the console of a node operator and an admin', () => {
     await expectAccessible(page, 'nodes');
   });
 
-  it('opens a sandbox session and a terminal in the browser: a command, a resize, Ctrl-C, the exit metered with its receipt', async () => {
+  it('opens a sandbox session and a terminal in the browser (a command, a resize, Ctrl-C, the exit metered with its receipt), its files and a snapshot', async () => {
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Sandboxes' }).click();
     await page.getByRole('button', { name: /Create a key for this tab/ }).click();
     await page.getByRole('button', { name: 'Open a session' }).click();
@@ -138,6 +138,7 @@ describe.skipIf(!enabled)('the console of a node operator and an admin', () => {
       )
       .toContain('after-5');
 
+    await page.keyboard.type('echo hello > note.txt; mkdir -p work\n');
     await page.keyboard.type('exit\n');
     const ended = page.locator('[data-terminal-exit]');
     await ended.waitFor({ timeout: 20_000 });
@@ -148,8 +149,27 @@ describe.skipIf(!enabled)('the console of a node operator and an admin', () => {
     await refresh(page);
     const api = new SvcClient({ baseUrl: t.url, credential: { kind: 'key', token: (await page.evaluate(() => sessionStorage.getItem('svc.console.api_key')))! } });
     const s = await api.request<{ cost_micro_usd: number; exec_count: number }>('GET', `/v1/sandboxes/sessions/${sessionId}`);
-    expect(s.exec_count).toBe(1);
+    expect(s.exec_count).toBe(1); // the terminal
     await expect.poll(async () => Number(await row.getAttribute('data-cost'))).toBe(s.cost_micro_usd);
+    // The workspace's files, as the terminal left them; a snapshot of it.
+    await row.getByRole('button', { name: 'Files' }).click();
+    const files = page.locator('[data-list=files]');
+    await files.getByRole('button', { name: 'note.txt' }).waitFor();
+    await files.getByRole('button', { name: 'work/' }).waitFor();
+    await expectAccessible(page, 'sandboxes-files');
+    const download = page.waitForEvent('download');
+    await files.getByRole('button', { name: 'note.txt' }).click();
+    const body = await (await download).createReadStream().then(async (st) => {
+      let out = '';
+      for await (const c of st) out += c;
+      return out;
+    });
+    expect(body).toBe('hello\n');
+    await page.getByRole('button', { name: 'Close files' }).click();
+    await row.getByRole('button', { name: 'Snapshot' }).click();
+    await page.locator('[data-list=snapshots] li').first().waitFor();
+    const snaps = await api.request<Array<{ id: string; session_id: string }>>('GET', '/v1/sandboxes/snapshots');
+    expect(snaps.map((x) => x.session_id)).toEqual([sessionId]);
     await row.getByRole('button', { name: 'Stop' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Stop' }).click();
     await expect.poll(() => row.getAttribute('data-status')).toBe('stopped');

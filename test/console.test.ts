@@ -243,6 +243,26 @@ describe('the console of a caller', () => {
     }
   });
 
+  it("switches to an organization it is a member of: the tab acts for the org's billing account, then back", async () => {
+    const bob = await t.signIn();
+    await t.gw.services.metering.credit(bob.accountId, 7_000_000, 'grant', `console-org-${bob.accountId}`);
+    const org = await bob.client.request<{ id: string }>('POST', '/v1/orgs', { body: { name: 'Acme' } });
+    const invite = await bob.client.request<{ token: string }>('POST', `/v1/orgs/${org.id}/invites`, { body: { role: 'admin' } });
+    await session.request('POST', `/v1/orgs/invites/${invite.token}/accept`);
+    const own = await session.request<{ balance_micro_usd: number }>('GET', '/v1/billing/balance');
+    await page.goto(url());
+    await page.locator('#org-switch').selectOption({ label: 'Acme (admin)' });
+    await expect.poll(() => page.textContent('[data-figure=balance]')).toBe('$7.000000');
+    // The switched session is the tab's: sessionStorage, not a cookie, not localStorage.
+    expect(await page.evaluate(() => [Object.keys(sessionStorage), localStorage.length])).toEqual([['svc.console.org_session'], 0]);
+    await expectAccessible('overview-org');
+    await page.getByRole('button', { name: 'Back to my account' }).click();
+    await expect.poll(() => page.textContent('[data-figure=balance]')).not.toBe('$7.000000');
+    expect(await page.textContent('[data-figure=balance]')).toBe(`$${Math.floor(own.balance_micro_usd / 1e6)}.${String(own.balance_micro_usd % 1e6).padStart(6, '0')}`);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await open('Billing', 'Billing');
+  });
+
   it('refuses a page of another origin that posts with the console session; the session goes on', async () => {
     const port = await freePort();
     const gateway = t.url;

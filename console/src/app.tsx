@@ -106,7 +106,10 @@ export function App() {
           </ul>
         </nav>
         <main id="main" tabIndex={-1}>
-          <Suspense fallback={<Loading what="the page" />}>{page}</Suspense>
+          {/* A new account (an org switched to, or back) shows every page afresh. */}
+          <Suspense key={org ?? 'own'} fallback={<Loading what="the page" />}>
+            {page}
+          </Suspense>
         </main>
       </div>
     </>
