@@ -115,7 +115,6 @@ async function main() {
       const metrics = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
       const busy = 1000 * ((metrics.TaskDuration ?? 0) as number);
       await p.waitForLoadState('networkidle');
-      if (process.env.BENCH_DEBUG) console.log(JSON.stringify(await p.evaluate(() => performance.getEntriesByType('resource').map((e) => [e.name.replace(location.origin, ''), Math.round(e.startTime), Math.round(e.responseEnd)]))), ms);
       rounds.push({ ...transfers(), ms, busy });
       await ctx.close();
     }
