@@ -4,7 +4,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { SvcClient } from '@svc/shared/client';
 import { agentWithKey, untilOnline, type TestAgent } from './support/agent.ts';
 import { launchChromium } from './support/browser.ts';
-import { axeSerious, consoleProblems, ensureConsoleBuilt, injectWallet, screenshots } from './support/console.ts';
+import { axeSerious, consoleProblems, downloadedText, ensureConsoleBuilt, injectWallet, screenshots } from './support/console.ts';
 import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
 
@@ -159,11 +159,7 @@ describe.skipIf(!enabled)('the console of a node operator and an admin', () => {
     await expectAccessible(page, 'sandboxes-files');
     const download = page.waitForEvent('download');
     await files.getByRole('button', { name: 'note.txt' }).click();
-    const body = await (await download).createReadStream().then(async (st) => {
-      let out = '';
-      for await (const c of st) out += c;
-      return out;
-    });
+    const body = await downloadedText(download);
     expect(body).toBe('hello\n');
     await page.getByRole('button', { name: 'Close files' }).click();
     await row.getByRole('button', { name: 'Snapshot' }).click();

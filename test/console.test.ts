@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { SvcClient } from '@svc/shared/client';
 import { launchChromium } from './support/browser.ts';
-import { axeSerious, consoleProblems, ensureConsoleBuilt, injectWallet, screenshots } from './support/console.ts';
+import { axeSerious, consoleProblems, downloadedText, ensureConsoleBuilt, injectWallet, screenshots } from './support/console.ts';
 import { freePort, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
 import { WebhookReceiver } from './support/webhook-receiver.ts';
@@ -146,11 +146,7 @@ describe('the console of a caller', () => {
     expect(await listed()).toEqual(usage.events.map((e) => [e.id, e.cost_micro_usd]));
     const download = page.waitForEvent('download');
     await page.getByRole('button', { name: 'Export CSV' }).click();
-    const csv = await (await download).createReadStream().then(async (s) => {
-      let out = '';
-      for await (const c of s) out += c;
-      return out;
-    });
+    const csv = await downloadedText(download);
     expect(csv.trim().split('\r\n')).toHaveLength(4);
     expect(csv).toContain(usage.events[0]!.id);
     // The live tail: a new call appears without a reload.

@@ -37,16 +37,13 @@ export function seconds(s: number | null | undefined): string {
   return h ? `${h}h ${m}m ${r}s` : m ? `${m}m ${r}s` : `${r}s`;
 }
 
+/** Bytes as people read them: 1536 -> "1.5 KiB". */
 export function bytes(n: number | null | undefined): string {
   if (n === null || n === undefined) return '-';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
   let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+  for (let v = n; v >= 1024 && i < units.length - 1; v /= 1024) i++;
+  return i === 0 ? `${n} B` : `${(n / 1024 ** i).toFixed(1)} ${units[i]}`;
 }
 
 /** A local datetime-local input value to ISO, or undefined when empty. */

@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Download, Page } from 'playwright-core';
 import type { PrivateKeyAccount } from 'viem/accounts';
 
 /**
@@ -127,4 +127,11 @@ export function consoleProblems(page: Page): string[] {
   });
   page.on('pageerror', (e) => problems.push(String(e)));
   return problems;
+}
+
+/** The text of a file the page handed the browser to save. */
+export async function downloadedText(download: Promise<Download>): Promise<string> {
+  let out = '';
+  for await (const chunk of await (await download).createReadStream()) out += chunk;
+  return out;
 }

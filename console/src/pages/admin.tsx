@@ -4,7 +4,7 @@ import { bytes, seconds, when } from '../format.ts';
 import { onTabChange, tabGet, tabSet } from '../tab.ts';
 import { ConfirmButton, Field, useOutcome } from '../ui/actions.tsx';
 import { ListOf, Loaded, useLoad } from '../ui/load.tsx';
-import { EnrollForm, NodeKeyOnce, NodeTable, type Enrolled } from './node-parts.tsx';
+import { EnrollForm, GateButtons, NodeKeyOnce, NodeTable, type Enrolled } from './node-parts.tsx';
 
 interface Fleet {
   nodes: number;
@@ -164,20 +164,7 @@ function AdminPages() {
                     Approve
                   </button>
                 )}
-                {n.draining ? (
-                  <button type="button" onClick={() => void out.run(gate(n.id, 'draining', false))}>
-                    Stop draining
-                  </button>
-                ) : (
-                  <ConfirmButton label="Drain" title={`Drain ${n.name ?? n.id}?`} details={() => <p>It finishes what it runs and takes no new work.</p>} onConfirm={gate(n.id, 'draining', true)} />
-                )}
-                {n.disabled ? (
-                  <button type="button" onClick={() => void out.run(gate(n.id, 'disabled', false))}>
-                    Enable
-                  </button>
-                ) : (
-                  <ConfirmButton label="Disable" title={`Disable ${n.name ?? n.id}?`} details={() => <p>It is taken out of scheduling.</p>} onConfirm={gate(n.id, 'disabled', true)} />
-                )}
+                <GateButtons node={n} gate={gate} run={out.run} />
               </>
             )}
           />

@@ -1,9 +1,10 @@
 import { useState } from 'preact/hooks';
 import { api, data } from '../api.ts';
-import { timeZone, usd, when } from '../format.ts';
-import { ConfirmButton, Field, useOutcome } from '../ui/actions.tsx';
+import { usd, when } from '../format.ts';
+import { ConfirmButton, Field, useOutcome, TextField } from '../ui/actions.tsx';
 import { ListOf, Loaded, mapLoad, useLoad } from '../ui/load.tsx';
 import { PaymentRequests } from './payment-requests.tsx';
+import { DataTable, useCursorPages } from '../ui/table.tsx';
 
 /** How to deposit and the deposits, the ledger, plans and the subscription, payment requests. */
 export function Billing() {
@@ -35,17 +36,7 @@ function Deposits() {
                 Send USDT to the treasury <code data-figure="treasury">{m.treasury}</code> on one of these chains, then submit the transaction here.
                 {m.deposit_senders === 'linked' ? ' Only transfers sent from a wallet linked to this account are credited.' : ''}
               </p>
-              <div class="table-wrap">
-                <table data-table="chains">
-                  <thead>
-                    <tr>
-                      <th scope="col">Chain</th>
-                      <th scope="col">Token contract</th>
-                      <th scope="col">Confirmations</th>
-                      <th scope="col">Minimum</th>
-                    </tr>
-                  </thead>
-                  <tbody>
+              <DataTable name="chains" columns={['Chain', 'Token contract', 'Confirmations', 'Minimum']}>
                     {m.chains.map((c) => (
                       <tr key={c.network}>
                         <td>
@@ -58,9 +49,7 @@ function Deposits() {
                         <td>{usd(c.min_deposit_micro_usd)}</td>
                       </tr>
                     ))}
-                  </tbody>
-                </table>
-              </div>
+                  </DataTable>
               <form
                 class="inline"
                 aria-label="Submit a deposit"
@@ -81,9 +70,7 @@ function Deposits() {
                     ))}
                   </select>
                 </Field>
-                <Field label="Transaction hash" id="d-tx">
-                  <input id="d-tx" required value={tx} onInput={(e) => setTx((e.target as HTMLInputElement).value)} />
-                </Field>
+                <TextField label="Transaction hash" id="d-tx" value={tx} set={setTx} required />
                 <button type="submit">Submit deposit</button>
               </form>
             </>
@@ -99,18 +86,7 @@ function Deposits() {
       </button>
       <ListOf load={deposits} what="deposits" empty="No deposits yet.">
         {(ds) => (
-          <div class="table-wrap">
-            <table data-table="deposits">
-              <caption class="muted">Times in {timeZone}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Transaction</th>
-                </tr>
-              </thead>
-              <tbody>
+          <DataTable name="deposits" columns={['When', 'Status', 'Amount', 'Transaction']} times>
                 {ds.map((d) => (
                   <tr key={d.id} data-cost={d.amount_micro_usd}>
                     <td>{when(d.created_at)}</td>
@@ -124,9 +100,7 @@ function Deposits() {
                     </td>
                   </tr>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </DataTable>
         )}
       </ListOf>
     </>
@@ -134,8 +108,7 @@ function Deposits() {
 }
 
 function Ledger() {
-  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
-  const cursor = cursors[cursors.length - 1];
+  const { cursor, Pager } = useCursorPages();
   const page = useLoad(() => data(api.GET('/v1/billing/ledger', { params: { query: { limit: 20, ...(cursor ? { cursor } : {}) } } })), [cursor]);
   const entries = mapLoad(page, (p) => p.entries);
   const next = page.state === 'ready' && page.data.has_more ? page.data.next_cursor : null;
@@ -144,18 +117,7 @@ function Ledger() {
       <h2>Ledger</h2>
       <ListOf load={entries} what="the ledger" empty="No ledger entries yet.">
         {(es) => (
-          <div class="table-wrap">
-            <table data-table="ledger">
-              <caption class="muted">Times in {timeZone}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Entry</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Balance after</th>
-                </tr>
-              </thead>
-              <tbody>
+          <DataTable name="ledger" columns={['When', 'Entry', 'Amount', 'Balance after']} times>
                 {es.map((e) => (
                   <tr key={e.id} data-amount={e.amount_micro_usd}>
                     <td>{when(e.created_at)}</td>
@@ -166,19 +128,10 @@ function Ledger() {
                     <td>{usd(e.balance_after_micro_usd)}</td>
                   </tr>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </DataTable>
         )}
       </ListOf>
-      <div class="actions pager">
-        <button type="button" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Newer
-        </button>
-        <button type="button" disabled={!next} onClick={() => next && setCursors([...cursors, next])}>
-          Older
-        </button>
-      </div>
+      <Pager next={next} />
     </>
   );
 }

@@ -4,6 +4,7 @@ import { bytes, when } from '../format.ts';
 import { Field, useOutcome } from '../ui/actions.tsx';
 import { ListOf, mapLoad, useLoad } from '../ui/load.tsx';
 import { tabGet } from '../tab.ts';
+import { saveBlob } from '../ui/table.tsx';
 
 /** The files of a session's workspace: browse folders, download a file, upload one (at most 8 MiB). */
 export function Files(props: { sessionId: string; onClose: () => void }) {
@@ -18,12 +19,7 @@ export function Files(props: { sessionId: string; onClose: () => void }) {
     out.run(async () => {
       const res = await fetch(fileUrl(join(name)), { headers: auth() });
       if (!res.ok) throw new Error(`The gateway answered HTTP ${res.status}`);
-      const url = URL.createObjectURL(await res.blob());
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = name;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      saveBlob(await res.blob(), name);
     });
   const upload = (file: File) =>
     out.run(async () => {

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { SCOPES } from '../../../shared/src/scopes.ts';
 import { api, data, type Res } from '../api.ts';
 import { localToIso, parseUsd } from '../format.ts';
-import { Field, SecretOnce, useOutcome } from '../ui/actions.tsx';
+import { SecretOnce, useOutcome, TextField } from '../ui/actions.tsx';
 
 type NewKey = Res<'/v1/keys', 'post'>;
 export const SCOPE_LIST = Object.entries(SCOPES) as Array<[string, string]>;
@@ -80,24 +80,12 @@ export function CreateKey(props: { onCreated: () => void }) {
     <form class="card" onSubmit={(e) => void submit(e)} aria-label="Create a key">
       <h2>Create a key</h2>
       <div class="grid">
-        <Field label="Name" id="key-name">
-          <input id="key-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} maxLength={100} />
-        </Field>
-        <Field label="Spend cap (USD, optional)" id="key-cap">
-          <input id="key-cap" inputMode="decimal" value={cap} onInput={(e) => setCap((e.target as HTMLInputElement).value)} />
-        </Field>
-        <Field label="Expires (optional, your time zone)" id="key-expires">
-          <input id="key-expires" type="datetime-local" value={expires} onInput={(e) => setExpires((e.target as HTMLInputElement).value)} />
-        </Field>
-        <Field label="Allowed models (optional)" id="key-models" hint="ids or prefixes ending in *, comma-separated">
-          <input id="key-models" value={models} onInput={(e) => setModels((e.target as HTMLInputElement).value)} aria-describedby="key-models-hint" />
-        </Field>
-        <Field label="Max output tokens (optional)" id="key-max-out">
-          <input id="key-max-out" inputMode="numeric" value={maxOut} onInput={(e) => setMaxOut((e.target as HTMLInputElement).value)} />
-        </Field>
-        <Field label="Guardrail rule sets (optional)" id="key-guardrails" hint="ids, comma-separated">
-          <input id="key-guardrails" value={guardrails} onInput={(e) => setGuardrails((e.target as HTMLInputElement).value)} aria-describedby="key-guardrails-hint" />
-        </Field>
+        <TextField label="Name" id="key-name" value={name} set={setName} maxLength={100} />
+        <TextField label="Spend cap (USD, optional)" id="key-cap" value={cap} set={setCap} inputMode="decimal" />
+        <TextField label="Expires (optional, your time zone)" id="key-expires" value={expires} set={setExpires} type="datetime-local" />
+        <TextField label="Allowed models (optional)" id="key-models" value={models} set={setModels} hint="ids or prefixes ending in *, comma-separated" />
+        <TextField label="Max output tokens (optional)" id="key-max-out" value={maxOut} set={setMaxOut} inputMode="numeric" />
+        <TextField label="Guardrail rule sets (optional)" id="key-guardrails" value={guardrails} set={setGuardrails} hint="ids, comma-separated" />
       </div>
       <ScopePicker idPrefix="key-scope" value={scopes} onChange={setScopes} />
       <p class="muted">Allowed routes are set on a mandate's key (below).</p>

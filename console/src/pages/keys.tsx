@@ -4,6 +4,7 @@ import { ConfirmButton, useOutcome } from '../ui/actions.tsx';
 import { ListOf, useLoad } from '../ui/load.tsx';
 import { CreateKey } from './key-create.tsx';
 import { Ghosts, Mandates } from './mandates.tsx';
+import { DataTable } from '../ui/table.tsx';
 
 type Key = Res<'/v1/keys', 'get'>[number];
 
@@ -44,20 +45,7 @@ export function Keys() {
       {out.view}
       <ListOf load={keys} what="your keys" empty="No keys yet: create one above.">
         {(list) => (
-          <div class="table-wrap">
-            <table data-table="keys">
-              <thead>
-                <tr>
-                  <th scope="col">Key</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Scopes</th>
-                  <th scope="col">Spent (subtree)</th>
-                  <th scope="col">Cap</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
+          <DataTable name="keys" columns={['Key', 'Status', 'Scopes', 'Spent (subtree)', 'Cap', 'Expires', 'Actions']}>
                 {tree(list).map(({ key: k, depth }) => (
                   <tr key={k.id} data-key={k.id} data-status={k.status} data-subtree-spent={k.subtree_spent_micro_usd}>
                     <td class={`depth-${Math.min(depth, 4)}`}>
@@ -122,9 +110,7 @@ export function Keys() {
                     </td>
                   </tr>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </DataTable>
         )}
       </ListOf>
       <Mandates keys={keys.state === 'ready' ? keys.data : []} onChange={keys.reload} />

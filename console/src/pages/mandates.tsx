@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, data, type Res } from '../api.ts';
 import { localToIso, parseUsd, seconds, usd, when } from '../format.ts';
-import { ConfirmButton, Field, SecretOnce, useOutcome } from '../ui/actions.tsx';
+import { ConfirmButton, Field, SecretOnce, useOutcome, TextField } from '../ui/actions.tsx';
 import { ListOf, mapLoad, useLoad } from '../ui/load.tsx';
 import { ScopePicker, splitList } from './key-create.tsx';
 
@@ -57,21 +57,11 @@ export function Mandates(props: { keys: Key[]; onChange: () => void }) {
                 ))}
               </select>
             </Field>
-            <Field label="Purpose" id="m-purpose">
-              <input id="m-purpose" required value={purpose} onInput={(e) => setPurpose((e.target as HTMLInputElement).value)} />
-            </Field>
-            <Field label="Spend cap (USD)" id="m-cap">
-              <input id="m-cap" required inputMode="decimal" value={cap} onInput={(e) => setCap((e.target as HTMLInputElement).value)} />
-            </Field>
-            <Field label="Expires (your time zone)" id="m-expires">
-              <input id="m-expires" required type="datetime-local" value={expires} onInput={(e) => setExpires((e.target as HTMLInputElement).value)} />
-            </Field>
-            <Field label="Allowed models (optional)" id="m-models" hint="comma-separated">
-              <input id="m-models" value={models} onInput={(e) => setModels((e.target as HTMLInputElement).value)} aria-describedby="m-models-hint" />
-            </Field>
-            <Field label="Allowed routes (optional)" id="m-routes" hint='e.g. "POST /v1/chat/completions" or /v1/sandboxes/*'>
-              <input id="m-routes" value={routes} onInput={(e) => setRoutes((e.target as HTMLInputElement).value)} aria-describedby="m-routes-hint" />
-            </Field>
+            <TextField label="Purpose" id="m-purpose" value={purpose} set={setPurpose} required />
+            <TextField label="Spend cap (USD)" id="m-cap" value={cap} set={setCap} required inputMode="decimal" />
+            <TextField label="Expires (your time zone)" id="m-expires" value={expires} set={setExpires} type="datetime-local" required />
+            <TextField label="Allowed models (optional)" id="m-models" value={models} set={setModels} hint="comma-separated" />
+            <TextField label="Allowed routes (optional)" id="m-routes" value={routes} set={setRoutes} hint='e.g. "POST /v1/chat/completions" or /v1/sandboxes/*' />
           </div>
           <ScopePicker idPrefix="m-scope" value={scopes} onChange={setScopes} />
           <button type="submit" disabled={parents.length === 0}>

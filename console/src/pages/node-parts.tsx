@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import type { Res } from '../api.ts';
 import { bytes, timeZone, when } from '../format.ts';
-import { Field, SecretOnce } from '../ui/actions.tsx';
+import { ConfirmButton, SecretOnce, TextField } from '../ui/actions.tsx';
+import { DataTable } from '../ui/table.tsx';
 
 export type OwnerNode = Res<'/v1/nodes/mine', 'get'>[number];
 export type Enrolled = Res<'/v1/nodes/enroll', 'post'>;
@@ -10,22 +11,7 @@ export type EnrollBody = { name?: string; kinds: Array<'sandbox' | 'inference'>;
 /** The fields of a node both the owner's and the admin's table show. */
 export function NodeTable(props: { nodes: OwnerNode[]; actions: (n: OwnerNode) => preact.ComponentChildren; name: string; extra?: (n: OwnerNode) => preact.ComponentChildren }) {
   return (
-    <div class="table-wrap">
-      <table data-table={props.name}>
-        <caption class="muted">Last heartbeats in {timeZone}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Node</th>
-            <th scope="col">Status</th>
-            <th scope="col">Kinds and models</th>
-            <th scope="col">Load</th>
-            <th scope="col">Reliability</th>
-            <th scope="col">Latency</th>
-            <th scope="col">Last heartbeat</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
+    <DataTable name={props.name} columns={['Node', 'Status', 'Kinds and models', 'Load', 'Reliability', 'Latency', 'Last heartbeat', 'Actions']} caption={<>Last heartbeats in {timeZone}</>}>
           {props.nodes.map((n) => {
             const caps = n.capabilities as { cpu?: { cores?: number; load?: number }; memory?: { available_bytes?: number } } | null;
             return (
@@ -56,9 +42,7 @@ export function NodeTable(props: { nodes: OwnerNode[]; actions: (n: OwnerNode) =
               </tr>
             );
           })}
-        </tbody>
-      </table>
-    </div>
+        </DataTable>
   );
 }
 
@@ -93,9 +77,7 @@ export function EnrollForm(props: { label: string; onEnroll: (body: EnrollBody) 
     >
       <h2>{props.label}</h2>
       <div class="grid">
-        <Field label="Name" id="n-name">
-          <input id="n-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
-        </Field>
+        <TextField label="Name" id="n-name" value={name} set={setName} />
         <fieldset>
           <legend>Kinds</legend>
           <label>
@@ -107,12 +89,8 @@ export function EnrollForm(props: { label: string; onEnroll: (body: EnrollBody) 
         </fieldset>
         {inference && (
           <>
-            <Field label="Models" id="n-models" hint="public id, or id=local name; comma-separated">
-              <input id="n-models" value={models} onInput={(e) => setModels((e.target as HTMLInputElement).value)} aria-describedby="n-models-hint" />
-            </Field>
-            <Field label="Speed factor (optional)" id="n-speed">
-              <input id="n-speed" inputMode="decimal" value={speed} onInput={(e) => setSpeed((e.target as HTMLInputElement).value)} />
-            </Field>
+            <TextField label="Models" id="n-models" value={models} set={setModels} hint="public id, or id=local name; comma-separated" />
+            <TextField label="Speed factor (optional)" id="n-speed" value={speed} set={setSpeed} inputMode="decimal" />
           </>
         )}
       </div>
@@ -143,5 +121,29 @@ rm node.key`}
       }
       onDone={props.onDone}
     />
+  );
+}
+
+/** Drain and disable (each asks first) or lift them: the owner's gate route or the admin's, as `gate` calls it. */
+export function GateButtons(props: { node: OwnerNode; gate: (id: string, g: 'draining' | 'disabled', set: boolean) => () => Promise<void>; run: (f: () => Promise<unknown>) => Promise<boolean> }) {
+  const n = props.node;
+  const name = n.name ?? n.id;
+  return (
+    <>
+      {n.draining ? (
+        <button type="button" onClick={() => void props.run(props.gate(n.id, 'draining', false))}>
+          Stop draining
+        </button>
+      ) : (
+        <ConfirmButton label="Drain" title={`Drain ${name}?`} details={() => <p>It finishes what it runs and takes no new work.</p>} onConfirm={props.gate(n.id, 'draining', true)} />
+      )}
+      {n.disabled ? (
+        <button type="button" onClick={() => void props.run(props.gate(n.id, 'disabled', false))}>
+          Enable
+        </button>
+      ) : (
+        <ConfirmButton label="Disable" title={`Disable ${name}?`} details={() => <p>It is taken out of scheduling.</p>} onConfirm={props.gate(n.id, 'disabled', true)} />
+      )}
+    </>
   );
 }

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, data } from '../api.ts';
-import { ConfirmButton, useOutcome } from '../ui/actions.tsx';
+import { useOutcome } from '../ui/actions.tsx';
 import { ListOf, useLoad } from '../ui/load.tsx';
-import { EnrollForm, NodeKeyOnce, NodeTable, type Enrolled } from './node-parts.tsx';
+import { EnrollForm, GateButtons, NodeKeyOnce, NodeTable, type Enrolled } from './node-parts.tsx';
 
 /** The operator's own nodes: online or offline by the last heartbeat, load, reliability, latency; enroll, drain, disable. */
 export function Nodes() {
@@ -43,20 +43,7 @@ export function Nodes() {
             nodes={list}
             actions={(n) => (
               <>
-                {n.draining ? (
-                  <button type="button" onClick={() => void out.run(gate(n.id, 'draining', false))}>
-                    Stop draining
-                  </button>
-                ) : (
-                  <ConfirmButton label="Drain" title={`Drain ${n.name ?? n.id}?`} details={() => <p>It finishes what it runs and takes no new work.</p>} onConfirm={gate(n.id, 'draining', true)} />
-                )}
-                {n.disabled ? (
-                  <button type="button" onClick={() => void out.run(gate(n.id, 'disabled', false))}>
-                    Enable
-                  </button>
-                ) : (
-                  <ConfirmButton label="Disable" title={`Disable ${n.name ?? n.id}?`} details={() => <p>It is taken out of scheduling.</p>} onConfirm={gate(n.id, 'disabled', true)} />
-                )}
+                <GateButtons node={n} gate={gate} run={out.run} />
               </>
             )}
           />

@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
 import { api, data } from '../api.ts';
-import { parseUsd, timeZone, usd, when } from '../format.ts';
+import { parseUsd, usd, when } from '../format.ts';
 import { Link } from '../router.tsx';
 import { useOutcome } from '../ui/actions.tsx';
 import { BarList, DailyChart } from '../ui/chart.tsx';
 import { ListOf, Loaded, mapLoad, useLoad } from '../ui/load.tsx';
+import { DataTable } from '../ui/table.tsx';
 
 const reads = {
   balance: () => data(api.GET('/v1/billing/balance')),
@@ -78,18 +79,7 @@ export function Overview() {
       <h2>Latest calls</h2>
       <ListOf load={latest} what="the latest calls" empty="No calls yet: create a key, then call the API with it.">
         {(events) => (
-          <div class="table-wrap">
-            <table data-table="latest">
-              <caption class="muted">Times in {timeZone}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">What</th>
-                  <th scope="col">Cost</th>
-                  <th scope="col">Receipt</th>
-                </tr>
-              </thead>
-              <tbody>
+          <DataTable name="latest" columns={['When', 'What', 'Cost', 'Receipt']} times>
                 {events.map((e) => (
                   <tr key={e.id} data-event={e.id} data-cost={e.cost_micro_usd}>
                     <td>{when(e.created_at)}</td>
@@ -102,9 +92,7 @@ export function Overview() {
                     </td>
                   </tr>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </DataTable>
         )}
       </ListOf>
       <AlertThreshold />

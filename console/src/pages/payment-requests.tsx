@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { data, keyApi, type Res } from '../api.ts';
 import { parseUsd, usd, when } from '../format.ts';
-import { Field, useOutcome } from '../ui/actions.tsx';
+import { useOutcome, TextField } from '../ui/actions.tsx';
 import { WithTabKey } from '../ui/tab-key.tsx';
 
 type PaymentRequest = Res<'/v1/pay/requests/{id}', 'get'>;
@@ -40,18 +40,10 @@ function Requests() {
         }}
       >
         <div class="grid">
-          <Field label="Chain" id="p-chain" hint="a chain of the deposit table, e.g. its CAIP-2 id">
-            <input id="p-chain" required value={chain} onInput={(e) => setChain((e.target as HTMLInputElement).value)} aria-describedby="p-chain-hint" />
-          </Field>
-          <Field label="Payee address" id="p-payee">
-            <input id="p-payee" required value={payee} onInput={(e) => setPayee((e.target as HTMLInputElement).value)} />
-          </Field>
-          <Field label="Amount (USD)" id="p-amount">
-            <input id="p-amount" required inputMode="decimal" value={amount} onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
-          </Field>
-          <Field label="Memo (optional)" id="p-memo">
-            <input id="p-memo" value={memo} onInput={(e) => setMemo((e.target as HTMLInputElement).value)} />
-          </Field>
+          <TextField label="Chain" id="p-chain" value={chain} set={setChain} hint="a chain of the deposit table, e.g. its CAIP-2 id" required />
+          <TextField label="Payee address" id="p-payee" value={payee} set={setPayee} required />
+          <TextField label="Amount (USD)" id="p-amount" value={amount} set={setAmount} required inputMode="decimal" />
+          <TextField label="Memo (optional)" id="p-memo" value={memo} set={setMemo} />
         </div>
         <button type="submit">Create payment request</button>
       </form>
@@ -63,9 +55,7 @@ function Requests() {
           void out.run(async () => show(await data(keyApi.GET('/v1/pay/requests/{id}', { params: { path: { id: lookup.trim() } } }))));
         }}
       >
-        <Field label="Payment request id" id="p-lookup">
-          <input id="p-lookup" required value={lookup} onInput={(e) => setLookup((e.target as HTMLInputElement).value)} />
-        </Field>
+        <TextField label="Payment request id" id="p-lookup" value={lookup} set={setLookup} required />
         <button type="submit">Look up</button>
       </form>
       {out.view}

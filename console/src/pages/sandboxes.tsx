@@ -1,11 +1,12 @@
 import { lazy, Suspense } from 'preact/compat';
 import { useState } from 'preact/hooks';
 import { data, keyApi, type Res } from '../api.ts';
-import { bytes, seconds, timeZone, usd, when } from '../format.ts';
+import { bytes, seconds, usd, when } from '../format.ts';
 import { ConfirmButton, useOutcome } from '../ui/actions.tsx';
 import { ListOf, Loading, useLoad } from '../ui/load.tsx';
 import { useTabKey, WithTabKey } from '../ui/tab-key.tsx';
 import { Files } from './files.tsx';
+import { DataTable } from '../ui/table.tsx';
 
 const TerminalPanel = lazy(() => import('./terminal.tsx').then((m) => m.TerminalPanel));
 type Session = Res<'/v1/sandboxes/sessions', 'get'>[number];
@@ -57,21 +58,7 @@ function SessionsView() {
       <h2>Sessions</h2>
       <ListOf load={sessions} what="sandbox sessions" empty="No sessions yet: open one.">
         {(list) => (
-          <div class="table-wrap">
-            <table data-table="sessions">
-              <caption class="muted">Times in {timeZone}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Session</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Alive</th>
-                  <th scope="col">Execs</th>
-                  <th scope="col">Cost</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
+          <DataTable name="sessions" columns={['Session', 'Status', 'Alive', 'Execs', 'Cost', 'Started', 'Actions']} times>
                 {list.map((s) => (
                   <tr key={s.id} data-session={s.id} data-status={s.status} data-cost={s.cost_micro_usd}>
                     <td>
@@ -109,9 +96,7 @@ function SessionsView() {
                     </td>
                   </tr>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </DataTable>
         )}
       </ListOf>
       <h2>Snapshots</h2>

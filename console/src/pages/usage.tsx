@@ -4,6 +4,7 @@ import { localToIso, timeZone, usd, when } from '../format.ts';
 import { Link } from '../router.tsx';
 import { Field, useOutcome } from '../ui/actions.tsx';
 import { ListOf, mapLoad, useLoad } from '../ui/load.tsx';
+import { DataTable, saveBlob, useCursorPages } from '../ui/table.tsx';
 
 type UsageEvent = Res<'/v1/usage/events', 'get'> extends infer R ? (R extends { events: Array<infer E> } ? E : never) : never;
 interface Filters {
@@ -32,8 +33,7 @@ export function Usage() {
   const keys = useLoad(() => data(api.GET('/v1/keys')));
   const [draft, setDraft] = useState<Filters>(NONE);
   const [filters, setFilters] = useState<Filters>(NONE);
-  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
-  const cursor = cursors[cursors.length - 1];
+  const { cursor, reset, Pager } = useCursorPages();
   const page = useLoad(() => data(api.GET('/v1/usage/events', { params: { query: { ...query(filters), limit: PAGE, ...(cursor ? { cursor } : {}) } as never } })), [filters, cursor]);
   const events = mapLoad(page, (p) => (p as { events: UsageEvent[] }).events);
   const next = page.state === 'ready' ? (page.data as { next_cursor: string | null }).next_cursor : null;
@@ -43,12 +43,7 @@ export function Usage() {
   const exportCsv = () =>
     out.run(async () => {
       const res = await raw(`/v1/usage/events?${new URLSearchParams({ ...query(filters), format: 'csv', limit: '1000' })}`);
-      const url = URL.createObjectURL(await res.blob());
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = 'usage-events.csv';
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      saveBlob(await res.blob(), 'usage-events.csv');
     }, 'Exported (up to 1000 events of these filters)');
 
   return (
@@ -60,7 +55,7 @@ export function Usage() {
         onSubmit={(e) => {
           e.preventDefault();
           setFilters(draft);
-          setCursors([undefined]);
+          reset();
         }}
       >
         <div class="grid">
@@ -104,14 +99,7 @@ export function Usage() {
       <ListOf load={events} what="usage events" empty="No usage events match these filters.">
         {(list) => <EventTable events={list} name="events" />}
       </ListOf>
-      <div class="actions pager">
-        <button type="button" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Newer
-        </button>
-        <button type="button" disabled={!next} onClick={() => next && setCursors([...cursors, next])}>
-          Older
-        </button>
-      </div>
+      <Pager next={next} />
       <LiveTail />
     </section>
   );
@@ -119,21 +107,7 @@ export function Usage() {
 
 export function EventTable(props: { events: UsageEvent[]; name: string }) {
   return (
-    <div class="table-wrap">
-      <table data-table={props.name}>
-        <caption class="muted">Times in {timeZone}</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Model</th>
-            <th scope="col">Route</th>
-            <th scope="col">Key</th>
-            <th scope="col">Cost</th>
-            <th scope="col">Receipt</th>
-          </tr>
-        </thead>
-        <tbody>
+    <DataTable name={props.name} columns={['When', 'Kind', 'Model', 'Route', 'Key', 'Cost', 'Receipt']} times>
           {props.events.map((e) => (
             <tr key={e.id} data-event={e.id} data-cost={e.cost_micro_usd}>
               <td>{when(e.created_at)}</td>
@@ -147,9 +121,7 @@ export function EventTable(props: { events: UsageEvent[]; name: string }) {
               </td>
             </tr>
           ))}
-        </tbody>
-      </table>
-    </div>
+        </DataTable>
   );
 }
 

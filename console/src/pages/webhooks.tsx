@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
 import { api, data, type Res } from '../api.ts';
 import { timeZone, when } from '../format.ts';
-import { ConfirmButton, Field, SecretOnce, useOutcome } from '../ui/actions.tsx';
+import { ConfirmButton, SecretOnce, useOutcome, TextField } from '../ui/actions.tsx';
 import { ListOf, useLoad } from '../ui/load.tsx';
+import { DataTable } from '../ui/table.tsx';
 
 type Webhook = Res<'/v1/webhooks', 'get'>[number];
 
@@ -34,12 +35,8 @@ export function Webhooks() {
         >
           <h2>Create a webhook</h2>
           <div class="grid">
-            <Field label="URL" id="w-url">
-              <input id="w-url" type="url" required value={url} onInput={(e) => setUrl((e.target as HTMLInputElement).value)} />
-            </Field>
-            <Field label="Description (optional)" id="w-description">
-              <input id="w-description" value={description} onInput={(e) => setDescription((e.target as HTMLInputElement).value)} />
-            </Field>
+            <TextField label="URL" id="w-url" value={url} set={setUrl} type="url" required />
+            <TextField label="Description (optional)" id="w-description" value={description} set={setDescription} />
           </div>
           <button type="submit" class="primary">
             Create webhook
@@ -101,20 +98,7 @@ function WebhookRow(props: { hook: Webhook; onChange: () => void }) {
       {open && (
         <ListOf load={deliveries} what="deliveries" empty="No deliveries yet.">
           {(ds) => (
-            <div class="table-wrap">
-              <table data-table="deliveries">
-                <caption class="muted">The last 50 attempts; times in {timeZone}</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Attempt</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Next retry</th>
-                  </tr>
-                </thead>
-                <tbody>
+            <DataTable name="deliveries" columns={['When', 'Event', 'Attempt', 'Status', 'Outcome', 'Next retry']} caption={<>The last 50 attempts; times in {timeZone}</>}>
                   {ds.map((d) => (
                     <tr key={`${d.delivery_id}-${d.attempt}`} data-outcome={d.outcome}>
                       <td>{when(d.at)}</td>
@@ -125,9 +109,7 @@ function WebhookRow(props: { hook: Webhook; onChange: () => void }) {
                       <td>{when(d.next_attempt_at)}</td>
                     </tr>
                   ))}
-                </tbody>
-              </table>
-            </div>
+                </DataTable>
           )}
         </ListOf>
       )}

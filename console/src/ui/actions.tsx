@@ -136,3 +136,22 @@ export function Field(props: { label: string; id: string; hint?: string; childre
     </div>
   );
 }
+
+/** A text input in a Field: `set` gets what is typed. */
+export function TextField(props: { label: string; id: string; value: string; set: (v: string) => void; hint?: string; type?: 'text' | 'url' | 'datetime-local'; inputMode?: 'decimal' | 'numeric'; required?: boolean; placeholder?: string; maxLength?: number }) {
+  return (
+    <Field label={props.label} id={props.id} hint={props.hint}>
+      <input
+        id={props.id}
+        type={(props.type ?? 'text') as 'text'}
+        required={props.required}
+        inputMode={props.inputMode}
+        placeholder={props.placeholder}
+        maxLength={props.maxLength}
+        value={props.value}
+        aria-describedby={props.hint ? `${props.id}-hint` : undefined}
+        onInput={(e) => props.set((e.target as HTMLInputElement).value)}
+      />
+    </Field>
+  );
+}
