@@ -101,11 +101,11 @@ async function main() {
       await p.goto(`${t.url}/console`);
       const drawn = await p.waitForFunction(
         () =>
-          document.querySelector('[data-figure=balance]') &&
-          document.querySelector('[data-chart=daily][data-drawn=true] canvas') &&
-          document.querySelector('[data-chart=model] li') &&
-          document.querySelector('[data-chart=key] li') &&
-          document.querySelector('[data-table=latest] tbody tr')
+          (globalThis as any).document.querySelector('[data-figure=balance]') &&
+          (globalThis as any).document.querySelector('[data-chart=daily][data-drawn=true] canvas') &&
+          (globalThis as any).document.querySelector('[data-chart=model] li') &&
+          (globalThis as any).document.querySelector('[data-chart=key] li') &&
+          (globalThis as any).document.querySelector('[data-table=latest] tbody tr')
             ? performance.now()
             : false,
         null,

@@ -94,7 +94,7 @@ describe.skipIf(!enabled)('the console of a node operator and an admin', () => {
     await row.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => statusOf(adminPage, 'admin-nodes', nodeId)).toBe('online');
     expect((await admin().request<Array<{ id: string; approved: boolean }>>('GET', '/v1/admin/nodes')).find((n) => n.id === nodeId)!.approved).toBe(true);
-    expect(await adminPage.evaluate(() => [localStorage.length, Object.keys(sessionStorage)])).toEqual([0, ['svc.console.admin_token']]);
+    expect(await adminPage.evaluate(() => [(globalThis as any).localStorage.length, Object.keys((globalThis as any).sessionStorage)])).toEqual([0, ['svc.console.admin_token']]);
 
     await refresh(page);
     await expect.poll(() => statusOf(page, 'nodes', nodeId)).toBe('online');
@@ -134,7 +134,7 @@ describe.skipIf(!enabled)('the console of a node operator and an admin', () => {
           await page.keyboard.type('echo after-$((2+3))\n');
           return screen();
         },
-        { timeout: 20_000, intervals: [500] },
+        { timeout: 20_000, interval: 500 },
       )
       .toContain('after-5');
 
@@ -147,7 +147,7 @@ describe.skipIf(!enabled)('the console of a node operator and an admin', () => {
     await page.getByRole('button', { name: 'Close terminal' }).click();
 
     await refresh(page);
-    const api = new SvcClient({ baseUrl: t.url, credential: { kind: 'key', token: (await page.evaluate(() => sessionStorage.getItem('svc.console.api_key')))! } });
+    const api = new SvcClient({ baseUrl: t.url, credential: { kind: 'key', token: (await page.evaluate(() => (globalThis as any).sessionStorage.getItem('svc.console.api_key')))! } });
     const s = await api.request<{ cost_micro_usd: number; exec_count: number }>('GET', `/v1/sandboxes/sessions/${sessionId}`);
     expect(s.exec_count).toBe(1); // the terminal
     await expect.poll(async () => Number(await row.getAttribute('data-cost'))).toBe(s.cost_micro_usd);

@@ -72,7 +72,7 @@ describe('the console of a caller', () => {
     expect(signed[0]).toContain(`${new URL(t.url).host} wants you to sign in with your Ethereum account:\n${wallet.address}\n`);
     const cookie = (await context.cookies()).find((c) => c.name === 'svc_session')!;
     expect(cookie.httpOnly).toBe(true);
-    expect(await page.evaluate(() => [document.cookie, localStorage.length, JSON.stringify(sessionStorage)])).toEqual(['', 0, '{}']);
+    expect(await page.evaluate(() => [(globalThis as any).document.cookie, (globalThis as any).localStorage.length, JSON.stringify((globalThis as any).sessionStorage)])).toEqual(['', 0, '{}']);
     session = new SvcClient({ baseUrl: t.url, credential: { kind: 'session', token: cookie.value } });
     const me = await session.request<{ account_id: string; wallet_address: string }>('GET', '/v1/auth/me');
     expect(me.wallet_address.toLowerCase()).toBe(wallet.address.toLowerCase());
@@ -122,19 +122,19 @@ describe('the console of a caller', () => {
     await page.locator('[data-chart=daily][data-drawn=true]').waitFor();
     const usd = (micro: number) => `$${Math.floor(micro / 1e6).toLocaleString('en-US')}.${String(micro % 1e6).padStart(6, '0')}`;
     expect(await texts('[data-figures=balance] dd')).toEqual([usd(balance.balance_micro_usd), usd(balance.held_micro_usd), usd(balance.spendable_micro_usd)]);
-    const days = await page.locator('[data-table=daily] tbody tr').evaluateAll((rows) => rows.map((r) => ({ date: (r as HTMLElement).dataset.date, cost: Number((r as HTMLElement).dataset.cost) })));
+    const days = await page.locator('[data-table=daily] tbody tr').evaluateAll((rows) => rows.map((r) => ({ date: (r as any).dataset.date, cost: Number((r as any).dataset.cost) })));
     expect(days).toEqual(usage.daily.map((d) => ({ date: d.date, cost: d.cost_micro_usd })));
     expect(usage.daily.at(-1)!.cost_micro_usd).toBeGreaterThan(0);
-    const models = await page.locator('[data-chart=model] li').evaluateAll((rows) => rows.map((r) => [(r as HTMLElement).dataset.name, Number((r as HTMLElement).dataset.cost)]));
+    const models = await page.locator('[data-chart=model] li').evaluateAll((rows) => rows.map((r) => [(r as any).dataset.name, Number((r as any).dataset.cost)]));
     expect(models).toEqual(usage.by_model.map((m) => [m.model, m.cost_micro_usd]));
-    expect(await page.locator('[data-chart=key] li').evaluateAll((rows) => rows.map((r) => Number((r as HTMLElement).dataset.cost)))).toEqual(usage.by_key.map((k) => k.cost_micro_usd));
+    expect(await page.locator('[data-chart=key] li').evaluateAll((rows) => rows.map((r) => Number((r as any).dataset.cost)))).toEqual(usage.by_key.map((k) => k.cost_micro_usd));
     expect(await page.textContent('[data-chart=key] li .bar-name')).toBe('console demo');
-    const latest = await page.locator('[data-table=latest] tbody tr').evaluateAll((rows) => rows.map((r) => [(r as HTMLElement).dataset.event, Number((r as HTMLElement).dataset.cost)]));
+    const latest = await page.locator('[data-table=latest] tbody tr').evaluateAll((rows) => rows.map((r) => [(r as any).dataset.event, Number((r as any).dataset.cost)]));
     expect(latest).toEqual(usage.events.map((e) => [e.id, e.cost_micro_usd]));
     await expectAccessible('overview');
 
     await open('Usage', 'Usage and receipts');
-    const listed = () => page.locator('[data-table=events] tbody tr').evaluateAll((rows) => rows.map((r) => [(r as HTMLElement).dataset.event, Number((r as HTMLElement).dataset.cost)]));
+    const listed = () => page.locator('[data-table=events] tbody tr').evaluateAll((rows) => rows.map((r) => [(r as any).dataset.event, Number((r as any).dataset.cost)]));
     await page.locator('[data-table=events]').waitFor();
     expect(await listed()).toEqual(usage.events.map((e) => [e.id, e.cost_micro_usd]));
     await page.fill('#f-model', 'no-such-model');
@@ -211,7 +211,7 @@ describe('the console of a caller', () => {
     await open('Billing', 'Billing');
     await page.locator('[data-table=ledger]').waitFor();
     const ledger = await session.request<{ entries: Array<{ amount_micro_usd: number }> }>('GET', '/v1/billing/ledger', { query: { limit: 20 } });
-    expect(await page.locator('[data-table=ledger] tbody tr').evaluateAll((rows) => rows.map((r) => Number((r as HTMLElement).dataset.amount)))).toEqual(ledger.entries.map((e) => e.amount_micro_usd));
+    expect(await page.locator('[data-table=ledger] tbody tr').evaluateAll((rows) => rows.map((r) => Number((r as any).dataset.amount)))).toEqual(ledger.entries.map((e) => e.amount_micro_usd));
     await page.locator('[data-list=plans]').waitFor();
     await expectAccessible('billing');
 
@@ -250,12 +250,12 @@ describe('the console of a caller', () => {
     await page.locator('#org-switch').selectOption({ label: 'Acme (admin)' });
     await expect.poll(() => page.textContent('[data-figure=balance]')).toBe('$7.000000');
     // The switched session is the tab's: sessionStorage, not a cookie, not localStorage.
-    expect(await page.evaluate(() => [Object.keys(sessionStorage), localStorage.length])).toEqual([['svc.console.org_session'], 0]);
+    expect(await page.evaluate(() => [Object.keys((globalThis as any).sessionStorage), (globalThis as any).localStorage.length])).toEqual([['svc.console.org_session'], 0]);
     await expectAccessible('overview-org');
     await page.getByRole('button', { name: 'Back to my account' }).click();
     await expect.poll(() => page.textContent('[data-figure=balance]')).not.toBe('$7.000000');
     expect(await page.textContent('[data-figure=balance]')).toBe(`$${Math.floor(own.balance_micro_usd / 1e6)}.${String(own.balance_micro_usd % 1e6).padStart(6, '0')}`);
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
     await open('Billing', 'Billing');
   });
 
@@ -271,7 +271,7 @@ describe('the console of a caller', () => {
       const other = await context.newPage();
       for (const form of ['f', 'k']) {
         await other.goto(`http://127.0.0.1:${port}/`);
-        const [res] = await Promise.all([other.waitForNavigation(), other.evaluate((id) => (document.getElementById(id) as HTMLFormElement).submit(), form)]);
+        const [res] = await Promise.all([other.waitForNavigation(), other.evaluate((id) => (globalThis as any).document.getElementById(id).submit(), form)]);
         expect(res!.status(), form).toBe(403);
         expect(JSON.parse(await other.innerText('body')).error.type).toBe('csrf_refused');
       }

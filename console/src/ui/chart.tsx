@@ -28,7 +28,7 @@ export function DailyChart(props: { days: Array<{ date: string; events: number; 
         scales: { x: { time: true, range: (_u, min, max) => [min - 43200, max + 43200] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
         axes: [
           { stroke: '#44403c', grid: { show: false }, values: (_u, splits) => splits.map((s) => new Date(s * 1000).toISOString().slice(5, 10)) },
-          { stroke: '#44403c', size: 70, values: (_u, splits) => splits.map(dollars) },
+          { stroke: '#44403c', size: 84, values: (_u, splits) => splits.map(dollars) },
         ],
         series: [{}, { label: 'spend', fill: '#0f766e', stroke: '#0f766e', paths: uPlot.paths.bars!({ size: [0.7, 48] }), points: { show: false } }],
       },
