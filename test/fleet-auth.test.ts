@@ -197,4 +197,52 @@ describe('house nodes', () => {
     await expectApiError(owner.client.request('POST', '/v1/admin/nodes/gate', { body: { node_id: owned, gate: 'draining', set: true } }), 401, 'invalid_credential');
     expect((await t.gw.fleet.registry.get(owned)).draining).toBe(false);
   });
+
+  it("GET /v1/nodes/mine is the caller's nodes only; GET /v1/admin/nodes every node; the admin metrics count the fleet online per kind and its sandbox capacity", async () => {
+    const a = await t.signIn();
+    const b = await t.signIn();
+    const enroll = (c: SvcClient, body: Record<string, unknown>) => c.request<{ node: { id: string }; node_key: string }>('POST', '/v1/nodes/enroll', { body });
+    const a1 = await enroll(a.client, { kinds: ['sandbox'], name: 'a1' });
+    const a2 = await enroll(a.client, { kinds: ['sandbox', 'inference'], models: ['m'], name: 'a2' });
+    const b1 = await enroll(b.client, { kinds: ['inference'], models: ['m'], name: 'b1' });
+    const mine = await a.client.request<Array<{ id: string; approved: boolean; running_jobs: number; draining: boolean }>>('GET', '/v1/nodes/mine');
+    expect(mine.map((n) => n.id).sort()).toEqual([a1.node.id, a2.node.id].sort()); // enrolled at one clock time: by id
+    expect(mine.find((n) => n.id === a1.node.id)).toMatchObject({ approved: false, running_jobs: 0, draining: false });
+    expect(JSON.stringify(mine)).not.toContain(a1.node_key);
+    expect((await b.client.request<Array<{ id: string }>>('GET', '/v1/nodes/mine')).map((n) => n.id)).toEqual([b1.node.id]);
+    await expectApiError(t.client.request('GET', '/v1/nodes/mine'), 401, 'authentication_required');
+    await expectApiError(admin().request('GET', '/v1/nodes/mine'), 401, 'wrong_credential_kind');
+
+    const house = (await admin().request<{ node: { id: string } }>('POST', '/v1/admin/nodes/enroll', { body: { kinds: ['sandbox'], name: 'house-listed' } })).node.id;
+    const all = await admin().request<Array<{ id: string; house: boolean }>>('GET', '/v1/admin/nodes');
+    expect(all.map((n) => n.id)).toEqual(expect.arrayContaining([a1.node.id, a2.node.id, b1.node.id, house]));
+    expect(all.find((n) => n.id === house)!.house).toBe(true);
+    await expectApiError(a.client.request('GET', '/v1/admin/nodes'), 401, 'invalid_credential');
+
+    type Fleet = { online_by_kind: Record<string, number>; running_jobs: number; sandbox_capacity: { nodes: number; cpu_cores: number; memory_total_bytes: number } };
+    const fleet = async () => (await admin().request<{ fleet: Fleet }>('GET', '/v1/admin/metrics')).fleet;
+    const before = await fleet();
+    for (const n of [a1, a2, b1]) await admin().request('POST', '/v1/admin/nodes/approve', { body: { node_id: n.node.id, approved: true } });
+    const beat = (key: string, jobs: number) =>
+      fetch(`${t.url}/v1/nodes/heartbeat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ capabilities: { ...CAPS, cpu: { cores: 4, model: 't', load: 0 }, memory: { total_bytes: 1000, available_bytes: 600 } }, load: { running_jobs: jobs }, agent_version: 'test' }),
+      });
+    expect((await beat(a1.node_key, 2)).status).toBe(200);
+    expect((await beat(a2.node_key, 1)).status).toBe(200);
+    expect((await beat(b1.node_key, 0)).status).toBe(200);
+    const after = await fleet();
+    expect(after.online_by_kind.sandbox! - before.online_by_kind.sandbox!).toBe(2);
+    expect(after.online_by_kind.inference! - before.online_by_kind.inference!).toBe(2);
+    expect(after.running_jobs - before.running_jobs).toBe(3);
+    expect(after.sandbox_capacity.nodes - before.sandbox_capacity.nodes).toBe(2);
+    expect(after.sandbox_capacity.cpu_cores - before.sandbox_capacity.cpu_cores).toBe(8);
+    // A draining node takes no sandbox work: it leaves the capacity, still online.
+    await a.client.request('POST', `/v1/nodes/${a1.node.id}/draining`, { body: { set: true } });
+    const drained = await fleet();
+    expect(drained.sandbox_capacity.nodes).toBe(after.sandbox_capacity.nodes - 1);
+    expect(drained.online_by_kind.sandbox).toBe(after.online_by_kind.sandbox);
+    expect((await a.client.request<Array<{ id: string; running_jobs: number; draining: boolean }>>('GET', '/v1/nodes/mine')).find((n) => n.id === a1.node.id)).toMatchObject({ running_jobs: 2, draining: true });
+  });
 });

@@ -41,6 +41,10 @@ const BEYOND_SPEC: Record<string, { auth: string; why: string }> = {
   'DELETE /v1/mcp/servers/:id': { auth: 'key', why: 'the same transport DELETE on the MCP gateway endpoint: ends the upstream session' },
   'GET /v1/sandboxes/sessions/:id/terminal': { auth: 'key', why: "an interactive terminal into a session over WebSocket (keystrokes, resizes and signals in, screen output out), metered per second as an exec; the spec's streamed exec carries output only" },
   'GET /assets/consent.js': { auth: 'public', why: 'the OAuth consent page\'s script (sign-in in place with a passkey or a browser wallet, then the answer), from the gateway\'s own origin' },
+  'GET /console': { auth: 'public', why: 'the web console (HTML): a single-page app built into hashed assets that the gateway serves itself, under a strict CSP; it calls only the public API with the session cookie' }, // console
+  'GET /console/*path': { auth: 'public', why: "the console's hashed assets (cached for good) and its client-side routes (the same page, never cached)" }, // console
+  'GET /v1/nodes/mine': { auth: 'session', why: "an operator lists their own nodes as their owner sees them (gates, approval, load): the registry is public and shows no owner, and the owner's gate routes need the node ids" }, // console
+  'GET /v1/admin/nodes': { auth: 'admin', why: "admins list every node with its approval, gates and house flag, which the public registry does not show (an offline node's gates, a house node)" }, // console
   'GET /legacy/claim/:token': { auth: 'public', why: 'the claim page (HTML) that the spec names beside GET /v1/legacy/claim/:token: plan name, the wallet required, status and how to open it' }, // legacy plans
 };
 

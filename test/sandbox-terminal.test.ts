@@ -166,6 +166,21 @@ describe.skipIf(!enabled)('the terminal of a session', () => {
     await api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
   }, 120_000);
 
+  it("a browser's key comes as a subprotocol: the answer selects svc.terminal, never the key; a wrong key there is refused", async () => {
+    const s = await newSession();
+    const c = await TerminalClient.open(t.url, key, s.id, {}, 'subprotocol');
+    if (isRefusal(c)) throw new Error(`terminal refused: ${JSON.stringify(c)}`);
+    expect(c.ws.protocol).toBe('svc.terminal');
+    expect(await c.frame('ready')).toMatchObject({ session_id: s.id });
+    c.type('echo sub-$((3*5))\r');
+    await c.match(/sub-15/);
+    c.ws.close();
+    await c.closed;
+    const wrong = (await TerminalClient.open(t.url, `sk-svc_${'x'.repeat(43)}`, s.id, {}, 'subprotocol')) as Refusal;
+    expect(wrong.status).toBe(401);
+    await api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
+  });
+
   it('refusals come as HTTP answers before any upgrade: no key, a missing session, a plain GET', async () => {
     const s = await newSession();
     expect(await TerminalClient.open(t.url, null, s.id)).toMatchObject({ status: 401, body: { error: { type: 'authentication_required' } } });

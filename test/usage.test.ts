@@ -99,6 +99,33 @@ describe('usage', () => {
     expect(u.daily.at(-2)?.events).toBe(1);
   });
 
+  it('sums the 14 days of the daily buckets by model and by key, and filters events by model and by route', async () => {
+    const a = await account([]);
+    const second = asKey(t.url, (await a.client.createKey({ name: 'second' })).key);
+    await notarize(a.api, 1);
+    t.clock.advance(15 * 86_400_000); // the first call falls out of the 14 days
+    await notarize(a.api, 2);
+    await notarize(a.api, 3);
+    await notarize(second, 4);
+    const keys = await a.client.request<Array<{ id: string; name: string | null }>>('GET', '/v1/keys');
+    const secondId = keys.find((k) => k.name === 'second')!.id;
+    const firstId = keys.find((k) => k.id !== secondId)!.id;
+    const u = await a.client.request<{ by_model: unknown[]; by_key: unknown[]; daily: Array<{ cost_micro_usd: number }> }>('GET', '/v1/usage');
+    expect(u.by_model).toEqual([{ model: null, events: 3, cost_micro_usd: 3 * PRICE }]);
+    expect(u.by_key).toEqual([
+      { key_id: firstId, events: 2, cost_micro_usd: 2 * PRICE },
+      { key_id: secondId, events: 1, cost_micro_usd: PRICE },
+    ]);
+    expect(u.daily.reduce((s, d) => s + d.cost_micro_usd, 0)).toBe(3 * PRICE);
+    const events = (query: Record<string, string>) => a.client.request<{ events: Array<{ route: string }> }>('GET', '/v1/usage/events', { query });
+    const all = await events({});
+    expect(all.events).toHaveLength(4);
+    expect((await events({ route: all.events[0]!.route })).events).toHaveLength(4);
+    expect((await events({ route: 'POST /v1/chat/completions' })).events).toEqual([]);
+    expect((await events({ model: 'test-chat' })).events).toEqual([]);
+    await expectApiError(a.client.request('GET', '/v1/usage/events', { query: { model: 'm'.repeat(201) } }), 400, 'invalid_request');
+  });
+
   it('pages events with filters and exports CSV', async () => {
     const a = await account([]);
     const ids: string[] = [];

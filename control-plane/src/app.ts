@@ -115,6 +115,7 @@ import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
 import { darkpoolRoutes } from './modules/darkpool/routes.ts'; // dark pool
 import type { Darkpool } from './modules/darkpool/deps.ts'; // dark pool
 import { supportRoutes } from './modules/support/routes.ts'; // holder support claims
+import { consoleRoutes } from './modules/console/routes.ts'; // console
 import type { SupportService } from './modules/support/service.ts'; // holder support claims
 
 
@@ -295,6 +296,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   legacyRoutes(app, d.legacy); // legacy plans and the page /legacy/claim/{token}
   darkpoolRoutes(app, d.darkpool); // dark pool
   supportRoutes(app, d.support); // holder support claims
+  consoleRoutes(app, { dir: d.config.consoleDir, publicUrl: d.config.publicUrl }); // console: the web console at /console
 
   await app.ready();
   return app;

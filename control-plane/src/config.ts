@@ -38,6 +38,7 @@ const EnvSchema = z.object({
     .optional()
     .or(z.literal('').transform(() => undefined)),
   SVC_PUBLIC_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
+  SVC_CONSOLE_DIR: z.string().min(1).optional(), // console: the built console (npm run build:console); default console/dist of this checkout
   SVC_SEAL_KEY: hex32.optional(),
   SVC_SIGNER_KEY: hex32.optional(),
   SVC_PREPARED_NONCES: flag(true),
@@ -127,6 +128,8 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   publicUrl: URL;
+  /** Where the console's built assets are (index.html and assets/); undefined: console/dist of this checkout. */
+  consoleDir: string | undefined; // console
   sealKey: `0x${string}` | undefined;
   signerKey: `0x${string}` | undefined;
   /** Receipts signed inline use ECDSA nonces prepared ahead on the signer's worker (off: RFC 6979 only). */
@@ -244,6 +247,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dataDir: e.SVC_DATA_DIR,
     databaseUrl: e.DATABASE_URL,
     publicUrl: new URL(e.SVC_PUBLIC_URL ?? `http://localhost:${e.PORT}`),
+    consoleDir: e.SVC_CONSOLE_DIR, // console
     sealKey: e.SVC_SEAL_KEY,
     signerKey: e.SVC_SIGNER_KEY,
     preparedNonces: e.SVC_PREPARED_NONCES,

@@ -329,6 +329,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
           accounts: a.accounts,
           suspended_accounts: a.suspended,
           ...(await usageReport.platformSnapshot()),
+          fleet: await registry.summary(), // console: the admin page's fleet summary
         };
       },
     },

@@ -34,11 +34,13 @@ export class TerminalClient {
   }
 
   /** Opens the terminal; the gateway's refusal (an HTTP answer instead of the upgrade) comes back as a Refusal. */
-  static open(baseUrl: string, key: string | null, sessionId: string, query: Record<string, string | number> = {}): Promise<TerminalClient | Refusal> {
+  /** `keyAs: 'subprotocol'`: the key goes as a browser sends it (it cannot set headers), as `svc.key.<key>` beside `svc.terminal`. */
+  static open(baseUrl: string, key: string | null, sessionId: string, query: Record<string, string | number> = {}, keyAs: 'header' | 'subprotocol' = 'header'): Promise<TerminalClient | Refusal> {
     const url = new URL(`/v1/sandboxes/sessions/${sessionId}/terminal`, baseUrl);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, String(v));
-    const ws = new WebSocket(url, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+    const ws =
+      keyAs === 'subprotocol' && key ? new WebSocket(url, ['svc.terminal', `svc.key.${key}`]) : new WebSocket(url, { headers: key ? { authorization: `Bearer ${key}` } : {} });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new TerminalClient(ws)));
       ws.once('unexpected-response', (_req, res) => {

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { HEARTBEAT_SECONDS, PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
+import { HEARTBEAT_SECONDS, NODE_KINDS, PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
 import { isOnline, type NodeSnapshot } from './scheduler.ts';
@@ -204,6 +204,7 @@ export class NodeRegistry {
       endpoint: r.endpoint,
       capabilities: r.capabilities,
       agent_version: r.agent_version,
+      running_jobs: r.running_jobs,
       created_at: r.created_at.toISOString(),
     };
   }
@@ -241,7 +242,43 @@ export class NodeRegistry {
   }
 
   async listOwned(accountId: string) {
-    const rows = await this.db.selectFrom('nodes').selectAll().where('account_id', '=', accountId).orderBy('created_at').execute();
+    const rows = await this.db.selectFrom('nodes').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
     return rows.map((r) => this.ownerView(r));
+  }
+
+  /** Every node in the owner's view (admins). */
+  async listAll() {
+    const rows = await this.db.selectFrom('nodes').selectAll().orderBy('created_at').orderBy('id').execute();
+    return rows.map((r) => this.ownerView(r));
+  }
+
+  /**
+   * The fleet at a glance (admins): nodes by status and online (approved, heartbeating) per kind, the jobs they reported
+   * running at their last heartbeat, and the sandbox capacity of the nodes that take sandbox work now
+   * (approved, online, neither disabled nor draining): their cores and memory.
+   */
+  async summary() {
+    const now = this.clock.now();
+    const rows = await this.db.selectFrom('nodes').selectAll().execute();
+    const byStatus: Record<string, number> = { online: 0, offline: 0, draining: 0, disabled: 0, pending_approval: 0 };
+    const onlineByKind: Record<string, number> = Object.fromEntries(NODE_KINDS.map((k) => [k, 0]));
+    let runningJobs = 0;
+    const sandbox = { nodes: 0, cpu_cores: 0, memory_total_bytes: 0, memory_available_bytes: 0 };
+    for (const r of rows) {
+      const v = this.publicView(r, now);
+      byStatus[v.status] = (byStatus[v.status] ?? 0) + 1;
+      // Online as the registry says it: approved and heartbeating (draining and disabled nodes included).
+      if (!r.approved || !isOnline({ lastHeartbeatAt: r.last_heartbeat_at }, now)) continue;
+      runningJobs += r.running_jobs;
+      for (const k of r.kinds) onlineByKind[k] = (onlineByKind[k] ?? 0) + 1;
+      if (v.status === 'online' && r.kinds.includes('sandbox')) {
+        const c = r.capabilities as { cpu?: { cores?: number }; memory?: { total_bytes?: number; available_bytes?: number } } | null;
+        sandbox.nodes += 1;
+        sandbox.cpu_cores += c?.cpu?.cores ?? 0;
+        sandbox.memory_total_bytes += c?.memory?.total_bytes ?? 0;
+        sandbox.memory_available_bytes += c?.memory?.available_bytes ?? 0;
+      }
+    }
+    return { nodes: rows.length, by_status: byStatus, online_by_kind: onlineByKind, running_jobs: runningJobs, sandbox_capacity: sandbox };
   }
 }

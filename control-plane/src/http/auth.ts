@@ -54,11 +54,24 @@ function tokenMatches(given: string | undefined, expected: string): boolean {
   return given !== undefined && digestEquals(sha256Hex(given), sha256Hex(expected));
 }
 
+/**
+ * A browser cannot set headers on a WebSocket, only its subprotocols: a WebSocket upgrade may carry its API key
+ * as the subprotocol `svc.key.<sk-svc_...>` beside the protocol it speaks (the console's terminal). Explicit, so
+ * no ambient credential; the server never selects it back (see WS_KEY_PROTOCOL_PREFIX).
+ */
+export const WS_KEY_PROTOCOL_PREFIX = 'svc.key.';
+function webSocketKey(req: FastifyRequest): string | undefined {
+  if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return undefined;
+  const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  const p = offered.find((x) => x.startsWith(WS_KEY_PROTOCOL_PREFIX));
+  return p ? p.slice(WS_KEY_PROTOCOL_PREFIX.length) : undefined;
+}
+
 /** The key principal of the request's API key: at once when the resolver has it, else a promise; refusals are thrown. */
 export function resolveKey(req: FastifyRequest, r: CredentialResolvers): KeyPrincipal | Promise<KeyPrincipal> {
   // The Anthropic SDK sends its key in x-api-key by default; it is the same API key.
   const apiKeyHeader = req.headers['x-api-key'];
-  const cred = bearer(req) ?? (typeof apiKeyHeader === 'string' ? apiKeyHeader.trim() : undefined);
+  const cred = bearer(req) ?? (typeof apiKeyHeader === 'string' ? apiKeyHeader.trim() : undefined) ?? webSocketKey(req);
   if (!cred) throw new ServiceError('authentication_required', 'This route needs an API key: Authorization: Bearer sk-svc_...');
   // An OAuth access token stands for the API key its consent acts through, with the token's scopes.
   if (r.oauthAccessToken && cred.startsWith(PREFIX.oauthAccessToken)) return r.oauthAccessToken(cred);

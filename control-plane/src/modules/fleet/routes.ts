@@ -41,6 +41,7 @@ const OwnerNode = PublicNode.extend({
   endpoint: z.string().nullable(),
   capabilities: z.unknown(),
   agent_version: z.string().nullable(),
+  running_jobs: z.number().describe('Jobs the node reported running at its last heartbeat (its load).'),
   created_at: z.string(),
 });
 const Enrolled = z.object({ node: OwnerNode, node_key: z.string().describe('The nk-svc_ node key; shown once, stored as sha256.') });
@@ -89,6 +90,12 @@ export function fleetRoutes(app: FastifyInstance, deps: { registry: NodeRegistry
     ],
   );
 
+  r.get(
+    '/v1/nodes/mine',
+    { config: { auth: 'session' }, schema: { tags, summary: "The account's own nodes as their owner sees them: gates, approval, load, capabilities (bare array)", response: { 200: z.array(OwnerNode) } } },
+    async (req) => deps.registry.listOwned(requireSession(req).accountId),
+  );
+
   r.post(
     '/v1/nodes/:id/:gate',
     {
@@ -122,6 +129,12 @@ export function fleetRoutes(app: FastifyInstance, deps: { registry: NodeRegistry
       },
     },
     async (req) => deps.registry.setGate(null, req.body.node_id, req.body.gate, req.body.set),
+  );
+
+  r.get(
+    '/v1/admin/nodes',
+    { config: { auth: 'admin' }, schema: { tags, summary: 'Every enrolled node as its owner sees it, house nodes included: approval, gates, load (bare array)', response: { 200: z.array(OwnerNode) } } },
+    async () => deps.registry.listAll(),
   );
 
   r.post(

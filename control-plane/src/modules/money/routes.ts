@@ -100,12 +100,14 @@ export function moneyRoutes(app: FastifyInstance, deps: MoneyDeps): void {
       config: { auth: 'session' },
       schema: {
         tags,
-        summary: 'Lifetime totals, the 25 latest events and 14 daily buckets (UTC)',
+        summary: 'Lifetime totals, the 25 latest events and 14 daily buckets (UTC), and those 14 days by model and by key',
         response: {
           200: z.object({
             totals: z.object({ events: z.number(), cost_micro_usd: z.number(), by_kind: ByKind }),
             events: z.array(UsageEvent),
             daily: z.array(z.object({ date: z.string(), events: z.number(), cost_micro_usd: z.number() })),
+            by_model: z.array(z.object({ model: z.string().nullable(), events: z.number(), cost_micro_usd: z.number() })).describe('The days of `daily` by model (null: events without one), most spent first.'),
+            by_key: z.array(z.object({ key_id: z.string().nullable(), events: z.number(), cost_micro_usd: z.number() })).describe('The days of `daily` by API key (null: events without one), most spent first.'),
           }),
         },
       },
@@ -126,6 +128,8 @@ export function moneyRoutes(app: FastifyInstance, deps: MoneyDeps): void {
           kind: z.string().max(64).optional(),
           key_id: z.string().max(64).optional(),
           run_id: z.string().max(128).optional(),
+          model: z.string().max(200).optional().describe('Only events of this model.'),
+          route: z.string().max(200).optional().describe('Only events of this route, as events name it (e.g. POST /v1/chat/completions).'),
           since: dateTime().optional().describe('ISO 8601 date-time (1970 to 9999).'),
           until: dateTime().optional().describe('ISO 8601 date-time (1970 to 9999).'),
           format: z.enum(['json', 'csv']).default('json'),

@@ -10,6 +10,8 @@ export interface EventFilters {
   kind?: string | undefined;
   key_id?: string | undefined;
   run_id?: string | undefined;
+  model?: string | undefined;
+  route?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
 }
@@ -28,19 +30,37 @@ export class UsageService {
   ) {}
 
   async summary(accountId: string) {
-    const totals = await this.db
-      .selectFrom('usage_events')
-      .select((eb) => ['kind', eb.fn.countAll<number>().as('events'), eb.fn.sum<number>('cost_micro_usd').as('cost')])
-      .where('account_id', '=', accountId)
-      .groupBy('kind')
-      .orderBy('kind')
-      .execute();
-    const latest = await this.db.selectFrom('usage_events').selectAll().where('account_id', '=', accountId).orderBy('n', 'desc').limit(25).execute();
     const today = Math.floor(this.clock.now().getTime() / DAY_MS) * DAY_MS;
     const from = new Date(today - 13 * DAY_MS);
-    const days = await sql<{ day: string; events: number; cost: number }>`
+    // The same 14 days by model and by key (the console's charts): every event of the window in one group each.
+    const group = async <C extends 'model' | 'key_id'>(column: C) =>
+      (
+        await this.db
+          .selectFrom('usage_events')
+          .select((eb) => [column, eb.fn.countAll<number>().as('events'), eb.fn.sum<number>('cost_micro_usd').as('cost')])
+          .where('account_id', '=', accountId)
+          .where('created_at', '>=', from)
+          .groupBy(column)
+          .execute()
+      )
+        .map((r) => ({ [column]: (r as Record<string, unknown>)[column] as string | null, events: Number(r.events), cost_micro_usd: Number(r.cost) }) as { [K in C]: string | null } & { events: number; cost_micro_usd: number })
+        .sort((x, y) => y.cost_micro_usd - x.cost_micro_usd || String(x[column]).localeCompare(String(y[column])));
+    // Independent reads, sent together (a pool runs them at once).
+    const [totals, latest, days, byModel, byKey] = await Promise.all([
+      this.db
+        .selectFrom('usage_events')
+        .select((eb) => ['kind', eb.fn.countAll<number>().as('events'), eb.fn.sum<number>('cost_micro_usd').as('cost')])
+        .where('account_id', '=', accountId)
+        .groupBy('kind')
+        .orderBy('kind')
+        .execute(),
+      this.db.selectFrom('usage_events').selectAll().where('account_id', '=', accountId).orderBy('n', 'desc').limit(25).execute(),
+      sql<{ day: string; events: number; cost: number }>`
       select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, count(*)::int as events, sum(cost_micro_usd)::bigint as cost
-      from usage_events where account_id = ${accountId} and created_at >= ${from} group by 1`.execute(this.db);
+      from usage_events where account_id = ${accountId} and created_at >= ${from} group by 1`.execute(this.db),
+      group('model'),
+      group('key_id'),
+    ]);
     const byDay = new Map(days.rows.map((d) => [d.day, d]));
     const daily = Array.from({ length: 14 }, (_, i) => {
       const date = new Date(from.getTime() + i * DAY_MS).toISOString().slice(0, 10);
@@ -55,6 +75,8 @@ export class UsageService {
       },
       events: latest.map(usageView),
       daily,
+      by_model: byModel,
+      by_key: byKey,
     };
   }
 
@@ -68,6 +90,8 @@ export class UsageService {
     if (f.kind) q = q.where('kind', '=', f.kind);
     if (f.key_id) q = q.where('key_id', '=', f.key_id);
     if (f.run_id) q = q.where('run_id', '=', f.run_id);
+    if (f.model) q = q.where('model', '=', f.model);
+    if (f.route) q = q.where('route', '=', f.route);
     if (since) q = q.where('created_at', '>=', since);
     if (until) q = q.where('created_at', '<', until);
     const rows = await q.orderBy('n', 'desc').limit(limit + 1).execute();

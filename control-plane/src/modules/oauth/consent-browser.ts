@@ -5,8 +5,7 @@
  * with `POST /v1/oauth/authorize/approve` and follows the `redirect_to` it returns. Same origin throughout, so
  * the cookie session passes the gateway's CSRF check.
  */
-import { keccak_256 } from '@noble/hashes/sha3';
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
+import { messageHex, siweMessage } from '../identity/siwe-message.ts';
 
 // The few browser APIs this script uses (the project compiles without the DOM library).
 interface Eip1193 {
@@ -48,13 +47,6 @@ const failure = async (r: Response) => {
   return body?.error?.message ?? `The gateway answered HTTP ${r.status}`;
 };
 
-/** EIP-55: the address with its checksum capitals (EIP-4361 messages carry it so). */
-function checksummed(address: string): string {
-  const a = address.toLowerCase().replace(/^0x/, '');
-  const h = bytesToHex(keccak_256(utf8ToBytes(a)));
-  return `0x${[...a].map((c, i) => (parseInt(h[i]!, 16) >= 8 ? c.toUpperCase() : c)).join('')}`;
-}
-
 async function checkSession(): Promise<void> {
   const r = await fetch('/v1/auth/me', { credentials: 'same-origin' });
   if (!r.ok) {
@@ -90,11 +82,8 @@ async function walletSignIn(): Promise<void> {
   if (!n.ok) throw new Error(await failure(n));
   const { nonce, expires_at } = (await n.json()) as { nonce: string; expires_at: string };
   // Issued now by the gateway's clock (its nonce lives 5 minutes), not the device's, which may be off.
-  const issuedAt = new Date(Date.parse(expires_at) - 5 * 60_000).toISOString();
-  const message =
-    `${root.dataset.domain} wants you to sign in with your Ethereum account:\n${checksummed(account)}\n\n` +
-    `Sign in to answer a connector's request.\n\nURI: ${root.dataset.origin}\nVersion: 1\nChain ID: ${chainId}\nNonce: ${nonce}\nIssued At: ${issuedAt}`;
-  const signature = await eth.request({ method: 'personal_sign', params: [`0x${bytesToHex(utf8ToBytes(message))}`, account] });
+  const message = siweMessage({ domain: root.dataset.domain!, origin: root.dataset.origin!, address: account, statement: "Sign in to answer a connector's request.", chainId, nonce, nonceExpiresAt: expires_at });
+  const signature = await eth.request({ method: 'personal_sign', params: [messageHex(message), account] });
   const r = await post('/v1/auth/verify', { message, signature });
   if (!r.ok) throw new Error(await failure(r));
 }

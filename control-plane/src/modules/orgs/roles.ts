@@ -72,6 +72,7 @@ export const ORG_ROUTE_ROLES: Readonly<Record<string, OrgRole>> = {
   'PUT /v1/billing/alerts': 'admin',
   'POST /v1/receipts/:id/share': 'admin',
   'DELETE /v1/receipts/:id/share': 'admin',
+  'GET /v1/nodes/mine': 'admin',
   'POST /v1/nodes/enroll': 'admin',
   'POST /v1/nodes/:id/:gate': 'admin',
   // Proof products: members read, commit and reveal sealed calls, prepare escrow claims; admins manage

@@ -15,7 +15,12 @@ Caller to gateway: binary frames are keystrokes (raw bytes, at most 64 KiB a fra
 
 Gateway to caller: a text frame {"type":"ready", ...limits} first, then binary frames of screen output, and at the end a text frame {"type":"exit","code","reason":"exited"|"closed"|"idle"|"timed_out","duration_ms","cost_micro_usd","receipt"} and close 1000, or {"type":"error","error":{type,message}} and close 1011.
 
+A browser, which cannot set headers on a WebSocket, offers the subprotocols "svc.terminal" and "svc.key.<sk-svc_ key>"; the answer selects "svc.terminal".
+
 Closing the connection kills the terminal's processes. A terminal with neither input nor output for the idle limit is closed (reason idle); one open past the wall-clock limit is killed (reason timed_out). A session has at most a few terminals open at once (409, reason terminal_limit). Screen output a slow caller does not read holds the terminal's program back; input past a window of 64 KiB not yet taken by the terminal pauses the caller's connection.`;
+
+/** The subprotocol a browser offers with its key (`svc.key.<sk-svc_...>`): the terminal's frames of DESCRIPTION. */
+export const TERMINAL_PROTOCOL = 'svc.terminal';
 
 const Query = z.object({
   cols: z.coerce.number().int().min(1).max(1000).default(80).describe('Initial width in columns'),
@@ -25,7 +30,8 @@ const Query = z.object({
 /** The interactive terminal of a session: `GET /v1/sandboxes/sessions/:id/terminal` as a WebSocket (SessionTerminals). */
 export function sessionTerminalRoutes(app: FastifyInstance, d: SandboxDeps): void {
   routeUpgrades(app);
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CALLER_FRAME, perMessageDeflate: false });
+  // A client that offers subprotocols (a browser, whose key comes as one: http/auth.ts) gets `svc.terminal` back, never the key's.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CALLER_FRAME, perMessageDeflate: false, handleProtocols: (offered) => (offered.has(TERMINAL_PROTOCOL) ? TERMINAL_PROTOCOL : false) });
   wss.on('headers', (headers: string[], req: IncomingMessage) => {
     const id = (req as IncomingMessage & { svcRequestId?: string }).svcRequestId;
     if (id) headers.push(`x-request-id: ${id}`);

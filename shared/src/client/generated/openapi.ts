@@ -4540,6 +4540,8 @@ export interface paths {
                                 endpoint: string | null;
                                 capabilities: unknown;
                                 agent_version: string | null;
+                                /** @description Jobs the node reported running at its last heartbeat (its load). */
+                                running_jobs: number;
                                 created_at: string;
                             };
                             /** @description The nk-svc_ node key; shown once, stored as sha256. */
@@ -4706,6 +4708,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/nodes/mine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's own nodes as their owner sees them: gates, approval, load, capabilities (bare array) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            type: "node";
+                            name: string | null;
+                            kinds: string[];
+                            models: string[];
+                            speed_factor: number;
+                            clamp_count: number;
+                            /** @enum {string} */
+                            status: "online" | "offline" | "draining" | "disabled" | "pending_approval";
+                            /** @description Share of finished jobs that ended well: succeeded / (succeeded + failed, timed out or lost); jobs the caller canceled do not count. Null before any. */
+                            reliability: number | null;
+                            jobs_dispatched: number;
+                            /** @description Moving average of dispatch round-trip latency. */
+                            latency_ms: number | null;
+                            last_heartbeat_at: string | null;
+                            approved: boolean;
+                            disabled: boolean;
+                            draining: boolean;
+                            house: boolean;
+                            key_prefix: string;
+                            model_map: {
+                                [key: string]: string;
+                            };
+                            declared_speed_factor: number;
+                            endpoint: string | null;
+                            capabilities: unknown;
+                            agent_version: string | null;
+                            /** @description Jobs the node reported running at its last heartbeat (its load). */
+                            running_jobs: number;
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/nodes/{id}/{gate}": {
         parameters: {
             query?: never;
@@ -4769,6 +4839,8 @@ export interface paths {
                             endpoint: string | null;
                             capabilities: unknown;
                             agent_version: string | null;
+                            /** @description Jobs the node reported running at its last heartbeat (its load). */
+                            running_jobs: number;
                             created_at: string;
                         };
                     };
@@ -4851,6 +4923,8 @@ export interface paths {
                                 endpoint: string | null;
                                 capabilities: unknown;
                                 agent_version: string | null;
+                                /** @description Jobs the node reported running at its last heartbeat (its load). */
+                                running_jobs: number;
                                 created_at: string;
                             };
                             /** @description The nk-svc_ node key; shown once, stored as sha256. */
@@ -4929,12 +5003,82 @@ export interface paths {
                             endpoint: string | null;
                             capabilities: unknown;
                             agent_version: string | null;
+                            /** @description Jobs the node reported running at its last heartbeat (its load). */
+                            running_jobs: number;
                             created_at: string;
                         };
                     };
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every enrolled node as its owner sees it, house nodes included: approval, gates, load (bare array) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @enum {string} */
+                            type: "node";
+                            name: string | null;
+                            kinds: string[];
+                            models: string[];
+                            speed_factor: number;
+                            clamp_count: number;
+                            /** @enum {string} */
+                            status: "online" | "offline" | "draining" | "disabled" | "pending_approval";
+                            /** @description Share of finished jobs that ended well: succeeded / (succeeded + failed, timed out or lost); jobs the caller canceled do not count. Null before any. */
+                            reliability: number | null;
+                            jobs_dispatched: number;
+                            /** @description Moving average of dispatch round-trip latency. */
+                            latency_ms: number | null;
+                            last_heartbeat_at: string | null;
+                            approved: boolean;
+                            disabled: boolean;
+                            draining: boolean;
+                            house: boolean;
+                            key_prefix: string;
+                            model_map: {
+                                [key: string]: string;
+                            };
+                            declared_speed_factor: number;
+                            endpoint: string | null;
+                            capabilities: unknown;
+                            agent_version: string | null;
+                            /** @description Jobs the node reported running at its last heartbeat (its load). */
+                            running_jobs: number;
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5002,6 +5146,8 @@ export interface paths {
                             endpoint: string | null;
                             capabilities: unknown;
                             agent_version: string | null;
+                            /** @description Jobs the node reported running at its last heartbeat (its load). */
+                            running_jobs: number;
                             created_at: string;
                         };
                     };
@@ -5860,6 +6006,8 @@ export interface paths {
          *     Caller to gateway: binary frames are keystrokes (raw bytes, at most 64 KiB a frame); text frames are JSON, {"type":"resize","cols":C,"rows":R} or {"type":"signal","name":"INT"|"QUIT"|"TSTP"|"HUP"|"TERM"|"KILL"} (INT, QUIT, TSTP as the terminal's control characters; HUP, TERM, KILL sent to the shell's process group). Any other text frame closes the connection (1008).
          *
          *     Gateway to caller: a text frame {"type":"ready", ...limits} first, then binary frames of screen output, and at the end a text frame {"type":"exit","code","reason":"exited"|"closed"|"idle"|"timed_out","duration_ms","cost_micro_usd","receipt"} and close 1000, or {"type":"error","error":{type,message}} and close 1011.
+         *
+         *     A browser, which cannot set headers on a WebSocket, offers the subprotocols "svc.terminal" and "svc.key.<sk-svc_ key>"; the answer selects "svc.terminal".
          *
          *     Closing the connection kills the terminal's processes. A terminal with neither input nor output for the idle limit is closed (reason idle); one open past the wall-clock limit is killed (reason timed_out). A session has at most a few terminals open at once (409, reason terminal_limit). Screen output a slow caller does not read holds the terminal's program back; input past a window of 64 KiB not yet taken by the terminal pauses the caller's connection.
          */
@@ -8397,7 +8545,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Lifetime totals, the 25 latest events and 14 daily buckets (UTC) */
+        /** Lifetime totals, the 25 latest events and 14 daily buckets (UTC), and those 14 days by model and by key */
         get: {
             parameters: {
                 query?: never;
@@ -8446,6 +8594,18 @@ export interface paths {
                                 events: number;
                                 cost_micro_usd: number;
                             }[];
+                            /** @description The days of `daily` by model (null: events without one), most spent first. */
+                            by_model: {
+                                model: string | null;
+                                events: number;
+                                cost_micro_usd: number;
+                            }[];
+                            /** @description The days of `daily` by API key (null: events without one), most spent first. */
+                            by_key: {
+                                key_id: string | null;
+                                events: number;
+                                cost_micro_usd: number;
+                            }[];
                         };
                     };
                 };
@@ -8475,6 +8635,10 @@ export interface paths {
                     kind?: string;
                     key_id?: string;
                     run_id?: string;
+                    /** @description Only events of this model. */
+                    model?: string;
+                    /** @description Only events of this route, as events name it (e.g. POST /v1/chat/completions). */
+                    route?: string;
                     /** @description ISO 8601 date-time (1970 to 9999). */
                     since?: string;
                     /** @description ISO 8601 date-time (1970 to 9999). */
@@ -25214,6 +25378,102 @@ export interface paths {
                                 signer: string;
                             };
                         };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The web console (HTML) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The console (HTML): a single-page app; every client-side route answers the same page. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description An HTML page: the console is not built on this gateway (npm run build:console). */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The console's hashed assets (cached for good) under /console/assets/, and its client-side routes (the console's page, never cached) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    path: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The console (HTML): a single-page app; every client-side route answers the same page. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                        "text/javascript": string;
+                        "text/css": string;
+                    };
+                };
+                /** @description An HTML page: the console is not built on this gateway (npm run build:console). */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                        "text/javascript": string;
+                        "text/css": string;
                     };
                 };
             };
