@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { expectOneLineError, svc as runSvc, type CliRun } from './support/cli.ts';
 
 /**
@@ -12,8 +12,7 @@ import { expectOneLineError, svc as runSvc, type CliRun } from './support/cli.ts
  * agent and a real Docker engine (the small busybox image). Output streams as it comes; the program's exit
  * code is the CLI's.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`svc run tests skipped: Docker engine or image ${SMALL_IMAGE} missing (.ci/run builds it: installers/sandbox-image/build.sh --small)`);
+const enabled = sandboxImage();
 
 let t: TestGateway;
 let agent: TestAgent;

@@ -13,7 +13,7 @@ import { TEST_DB_KIND } from './support/database.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
 import { startMcpUpstream, type McpUpstream } from './support/mcp-upstream.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 
 /**
  * MCP end to end with the stock SDK client (Client + StreamableHTTPClientTransport): the remote server at
@@ -27,7 +27,7 @@ const FUND = 10_000_000;
 const CREDENTIAL = 'upstream-secret-credential-0123456789';
 const SESSIONS_PER_KEY = 3;
 const IDLE_S = 600;
-const docker = dockerAvailable() && imageExists(SMALL_IMAGE);
+const docker = sandboxImage(SMALL_IMAGE, 'the sandbox tool call');
 
 let t: TestGateway;
 let lone: TestGateway; // stateless sessions, private upstream addresses refused (the production default)

@@ -4,15 +4,14 @@ import { RECEIPT_HEADERS } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { expectApiError } from './support/expect-error.ts';
 
 /**
  * Sandboxes end to end: a real control plane, a real svc-node agent and a real Docker engine, with the
  * small busybox image for speed (test/sandboxes-python.test.ts runs Python in the real image).
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`sandbox tests skipped: Docker engine or image ${SMALL_IMAGE} missing (.ci/run builds it: installers/sandbox-image/build.sh --small)`);
+const enabled = sandboxImage();
 const PRICE = 1000; // micro-USD per second
 
 let t: TestGateway;

@@ -4,9 +4,9 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SANDBOX_JOBS, type ExecResult } from '@svc/shared';
 import { startSandbox, type Sandbox } from './index.ts';
-import { call, capture, dockerForTests, FULL_IMAGE, imageExists, LIMITS, SMALL_IMAGE, tempDataDir } from './testkit.ts';
+import { call, capture, FULL_IMAGE, LIMITS, sandboxImage, SMALL_IMAGE, tempDataDir } from './testkit.ts';
 
-const up = await dockerForTests();
+const up = sandboxImage();
 const run = (sb: Sandbox, job: Record<string, unknown>, c = capture()) =>
   call<ExecResult>(sb.handlers[SANDBOX_JOBS.run], { language: 'sh', timeout_ms: 10_000, limits: LIMITS, ...job }, c);
 
@@ -135,7 +135,7 @@ describe.skipIf(!up)('sandbox.run against the real Docker engine (small busybox 
     await expect(run(sb, { code: 'sleep 20' }, c)).rejects.toThrow(/canceled/);
   });
 
-  it.skipIf(!imageExists(FULL_IMAGE))('runs Python and Node in the real image (svc-sandbox:latest)', async () => {
+  it.skipIf(!sandboxImage(FULL_IMAGE, 'Python and Node in the real image'))('runs Python and Node in the real image (svc-sandbox:latest)', async () => {
     const s = await startSandbox({ image: FULL_IMAGE, poolSize: 0, dataDir: tempDataDir(), log: () => undefined });
     if ('unavailable' in s) throw new Error(s.unavailable);
     try {
