@@ -39,7 +39,7 @@ export interface Missing {
   enable: string;
 }
 
-export const underCi = () => /^(1|true)$/i.test(process.env.CI ?? '');
+const underCi = () => /^(1|true)$/i.test(process.env.CI ?? '');
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8' });
