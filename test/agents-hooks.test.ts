@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 
 /**
  * Inbound hooks end to end (a real node agent and Docker): a signed call queues a run with the raw body as
@@ -10,8 +10,7 @@ import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
  * are refused and write nothing; max_runs_per_hour and the key's cap hold under bursts; the hook token never
  * reaches the request log.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`agent hook tests skipped: Docker engine or image ${SMALL_IMAGE} missing`);
+const enabled = sandboxImage();
 const PRICE = 1000;
 const SECRET = 'hook-secret-0123456789';
 

@@ -4,15 +4,14 @@ import { agentById } from '../control-plane/src/modules/agents/store.ts';
 import { startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { TEST_DB_KIND } from './support/database.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 
 /**
  * The queue of hook and mailbox runs is rows, not memory: a queued run is claimed once however many processes
  * drain at once (for update skip locked; Postgres, two processes), a run queued by a process that stopped is
  * run by the next one on the same data, and a run whose process died mid-run ends as interrupted, never twice.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`agent queue tests skipped: Docker engine or image ${SMALL_IMAGE} missing`);
+const enabled = sandboxImage();
 const ENV = { SVC_SANDBOX_MEMORY_MB: '64', SVC_SANDBOX_PIDS: '64' };
 
 const cleanups: Array<() => Promise<void>> = [];

@@ -3,7 +3,7 @@ import { RECEIPT_HEADERS } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { expectApiError } from './support/expect-error.ts';
 
 /**
@@ -12,8 +12,7 @@ import { expectApiError } from './support/expect-error.ts';
  * the leader's loop), by a mailbox message; receipted (verified with POST /v1/receipts/verify) and listed; the
  * key's cap and max_runs_per_hour hold.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`agent run tests skipped: Docker engine or image ${SMALL_IMAGE} missing`);
+const enabled = sandboxImage();
 const PRICE = 1000; // micro-USD per second
 
 let t: TestGateway;

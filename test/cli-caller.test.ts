@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from 'viem/accounts';
 import { ENFORCED_BILLING, freePort, startTestGateway, type TestGateway } from './support/gateway.ts';
-import { startUpstream, type TestUpstream } from './support/upstream.ts';
+import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
 import { expectOneLineError, secretFile, svc as runSvc, type CliRun } from './support/cli.ts';
 
 /**
@@ -44,8 +44,8 @@ afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-const svc = (args: string[], opts: { dir?: string; env?: Record<string, string>; input?: string; url?: string | false } = {}): Promise<CliRun> =>
-  runSvc(args, { dir: opts.dir ?? dir, url: opts.url === false ? undefined : (opts.url ?? t.url), env: opts.env, input: opts.input });
+const svc = (args: string[], opts: { dir?: string; env?: Record<string, string>; input?: string; url?: string | false; onStdout?: (sofar: string) => void } = {}): Promise<CliRun> =>
+  runSvc(args, { dir: opts.dir ?? dir, url: opts.url === false ? undefined : (opts.url ?? t.url), env: opts.env, input: opts.input, onStdout: opts.onStdout });
 const withKey = (k = key) => ({ SVC_KEY: k });
 
 /** Signs in with `svc login` and creates an API key with `svc keys create`, as a person would. */
@@ -119,18 +119,21 @@ describe('refusals: one line that says what to do next, and an exit code per cau
 
 describe('svc chat', () => {
   it('streams the answer to stdout as it comes, and the receipt id and cost to stderr', async () => {
-    up.switches.chunkDelayMs = 120;
+    // The upstream sends the first word, then holds the rest until the CLI has printed something: a CLI that
+    // printed only at the end would never print, and the call would not end.
+    let release!: () => void;
+    up.switches.holdAfter = { pieces: 1, until: new Promise<void>((r) => (release = r)) };
     let r: CliRun;
     try {
-      r = await svc(['chat', 'Say', 'hello'], { env: withKey() });
+      r = await svc(['chat', 'Say', 'hello'], { env: withKey(), onStdout: () => release() });
     } finally {
-      up.switches.chunkDelayMs = 0;
+      release();
+      up.switches.holdAfter = null;
     }
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(`${up.switches.reply}\n`);
-    // Streamed: the words came in several reads, the first long before the end.
-    expect(r.chunks.length).toBeGreaterThanOrEqual(3);
-    expect(r.exitedAt - r.chunks[0]!.at).toBeGreaterThan(300);
+    // Streamed: the first word alone came in the first read, before the upstream sent the rest.
+    expect(r.chunks[0]!.text).toBe(words(up.switches.reply)[0]);
     const sent = up.requests.at(-1)!;
     expect(sent.body).toMatchObject({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Say hello' }] });
     // The only model served is the default.

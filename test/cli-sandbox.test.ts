@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
 import { batchEnv, chatLine, jsonl } from './support/batches.ts';
 import { expectOneLineError, svc as runSvc, type CliRun } from './support/cli.ts';
@@ -17,8 +17,7 @@ import { expectOneLineError, svc as runSvc, type CliRun } from './support/cli.ts
  * plane with a real svc-node agent and Docker (the small busybox image) and a local model upstream. `svc sandbox
  * shell` runs on a pseudo-terminal (node-pty), as a person would use it: typing, a window resize, ^C.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`svc sandbox tests skipped: Docker engine or image ${SMALL_IMAGE} missing (installers/sandbox-image/build.sh --small)`);
+const enabled = sandboxImage();
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 let t: TestGateway;

@@ -5,7 +5,7 @@ import { SvcClient } from '@svc/shared/client';
 import { agentWithKey, untilOnline, type TestAgent } from './support/agent.ts';
 import { launchChromium } from './support/browser.ts';
 import { axeSerious, consoleProblems, downloadedText, ensureConsoleBuilt, injectWallet, screenshots } from './support/console.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
 
 /**
@@ -15,7 +15,7 @@ import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gatew
  * sandbox session and a terminal in the browser (a command, a resize, Ctrl-C, exit), and the admin drains the
  * node. Figures are compared with the API; axe-core runs on each page; screenshots go to .ci/out/console/.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
+const enabled = sandboxImage();
 if (!enabled) console.warn(`console fleet tests skipped: Docker engine or image ${SMALL_IMAGE} missing (installers/sandbox-image/build.sh --small)`);
 
 let t: TestGateway;

@@ -3,7 +3,7 @@ import { RECEIPT_HEADERS } from '@svc/shared';
 import { sseFrames } from '@svc/shared/client';
 import { until, type TestAgent } from './support/agent.ts';
 import { TEST_DB_KIND } from './support/database.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { RelayPair } from './support/relay-pair.ts';
 
 /**
@@ -12,7 +12,7 @@ import { RelayPair } from './support/relay-pair.ts';
  * the stopped program comes back the same way, and A charges the seconds it ran, with a receipt. The stop counts
  * neither for nor against the node. Postgres and Docker only.
  */
-const enabled = TEST_DB_KIND === 'postgres' && dockerAvailable() && imageExists(SMALL_IMAGE);
+const enabled = TEST_DB_KIND === 'postgres' && sandboxImage();
 const FUND = 10_000_000;
 
 describe.skipIf(!enabled)('a streamed run relayed between processes', () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SvcClient } from '@svc/shared/client';
 import { until, type TestAgent } from './support/agent.ts';
 import { TEST_DB_KIND } from './support/database.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { RelayPair } from './support/relay-pair.ts';
 import { TerminalClient, isRefusal } from './support/terminal-client.ts';
 
@@ -12,7 +12,7 @@ import { TerminalClient, isRefusal } from './support/terminal-client.ts';
  * input, the screen comes back B -> A; a caller on A that stops reading holds the terminal's program back
  * through B (the relay's hold and go) instead of the screen piling up on the way. Postgres and Docker only.
  */
-const enabled = TEST_DB_KIND === 'postgres' && dockerAvailable() && imageExists(SMALL_IMAGE);
+const enabled = TEST_DB_KIND === 'postgres' && sandboxImage();
 
 describe.skipIf(!enabled)('a terminal relayed between processes', () => {
   const pair = new RelayPair();

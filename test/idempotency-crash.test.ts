@@ -3,7 +3,7 @@ import { SvcClient, type ApiError } from '@svc/shared/client';
 import { OWNER_GONE_AFTER_MS } from '../control-plane/src/http/idempotency.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { expectApiError } from './support/expect-error.ts';
 
 /**
@@ -13,8 +13,7 @@ import { expectApiError } from './support/expect-error.ts';
  * On Postgres the owner is a second control-plane process on the same database, then closed; the embedded
  * database serves one process, so there the owner is a process that is not connected.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`idempotency crash tests skipped: Docker engine or image ${SMALL_IMAGE} missing`);
+const enabled = sandboxImage();
 
 let t: TestGateway & { databaseUrl: string | undefined; dataDir: string };
 let agent: TestAgent;

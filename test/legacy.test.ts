@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SvcClient } from '@svc/shared/client';
 import { startTestGateway } from './support/gateway.ts';
 import { expectApiError } from './support/expect-error.ts';
@@ -52,6 +52,10 @@ beforeAll(async () => {
   [owner, heir, heir2, att1, att2, att3, stranger] = who as [Who, Who, Who, Who, Who, Who, Who];
 });
 afterAll(async () => t?.close());
+// Each test's plans have their own owner: the live-plan limit (3) counts per account, and no test sees another's.
+beforeEach(async () => {
+  owner = await t.signIn();
+});
 
 const fileA = randomBytes(3000);
 const fileB = Buffer.from('%PDF-1.7 pretend\n');
@@ -82,6 +86,25 @@ const tick = async () => expect(await t.gw.leader.runAllOnce()).toBe(true);
 const advance = (seconds: number) => t.clock.advance(seconds * 1000);
 const db = () => t.gw.database.db;
 
+/** Moves the clock past `plan`'s deadline and runs the lifecycle: the plan warns. */
+async function toWarning(plan: Plan): Promise<void> {
+  advance((new Date(plan.deadline_at).getTime() - t.clock.now().getTime()) / 1000 + 1);
+  await tick();
+  expect((await detail(plan.id)).status).toBe('warning');
+}
+
+/** Releases `plan`: it warns, att1 and att2 confirm (the quorum of 2), the grace period runs out. */
+async function release(plan: Plan): Promise<void> {
+  await toWarning(plan);
+  for (const a of [att1, att2]) await attest(a.client, plan.id);
+  advance(2 * DAY + 1);
+  await tick();
+  expect((await detail(plan.id)).status).toBe('released');
+}
+
+/** The beneficiary's claims on `plan` (other tests' plans name the same wallets). */
+const claimsOn = async (c: SvcClient, planId: string) => (await c.request<{ claims: Array<{ plan_id: string; wallet: string; claimed_at: string | null; objects: number }> }>('GET', '/v1/legacy/claims')).claims.filter((x) => x.plan_id === planId);
+
 /** The chain as a third party checks it: each record's sha256, its seq and its link to the previous hash. */
 function expectChain(p: Plan) {
   let prev = `0x${'0'.repeat(64)}`;
@@ -95,11 +118,9 @@ function expectChain(p: Plan) {
   expect(p.head_hash).toBe(prev);
 }
 
-describe('a plan through warning, check-in, quorum and release', () => {
-  let plan: Created;
-
+describe('a plan through warning, check-in, quorum and release (each test takes its own plan as far as it needs)', () => {
   it('creates the plan: content sealed, claim links shown once and stored hashed, a created event chained', async () => {
-    plan = await create(planBody());
+    const plan = await create(planBody());
     expect(plan).toMatchObject({ status: 'active', name: 'For the family', quorum: 2, beneficiary_count: 2, attester_count: 3, object_count: 2, confirmations: 0 });
     expect(plan.note_bytes).toBe(Buffer.byteLength(note));
     expect(new Date(plan.deadline_at).getTime()).toBe(t.clock.now().getTime() + 30 * DAY * 1000);
@@ -129,19 +150,26 @@ describe('a plan through warning, check-in, quorum and release', () => {
   });
 
   it('answers the public claim link with plan name, wallet required and status', async () => {
+    const plan = await create(planBody());
     const res = await publicClaim(plan.claim_links[0]!.token);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ plan_name: 'For the family', wallet_required: heir.account.address, status: 'active' });
   });
 
-  it('refuses confirmations while active, and from a wallet that is not a named attester', async () => {
+  it('refuses confirmations while active, and from a wallet that is not a named attester: nothing recorded', async () => {
+    const plan = await create(planBody());
     const e = await expectApiError(attest(att1.client, plan.id), 409, 'conflict');
     expect(e.extra.reason).toBe('not_in_warning');
     await expectApiError(attest(stranger.client, plan.id), 404, 'not_found');
     await expectApiError(attest(heir.client, plan.id), 404, 'not_found'); // a beneficiary is no attester
+    const p = await detail(plan.id);
+    expect(p).toMatchObject({ status: 'active', confirmations: 0 });
+    expect(p.events.map((e) => e.type)).toEqual(['created']);
+    expect(p.attesters.every((a) => a.confirmed_at === null)).toBe(true);
   });
 
   it('warns at the deadline; a confirmation counts; a check-in clears warning and confirmations', async () => {
+    const plan = await create(planBody());
     advance(30 * DAY - 60);
     await tick();
     expect((await detail(plan.id)).status).toBe('active');
@@ -169,6 +197,7 @@ describe('a plan through warning, check-in, quorum and release', () => {
   });
 
   it('releases once the grace period has run and the quorum is met, exactly once', async () => {
+    const plan = await create(planBody());
     advance(30 * DAY + 1);
     await tick();
     expect((await detail(plan.id)).status).toBe('warning');
@@ -179,7 +208,7 @@ describe('a plan through warning, check-in, quorum and release', () => {
     expect(p).toMatchObject({ status: 'warning', confirmations: 1 });
     // Nothing to claim yet.
     await expectApiError(heir.client.request('POST', `/v1/legacy/claims/${plan.id}/open`), 404, 'not_found');
-    expect((await heir.client.request<{ claims: unknown[] }>('GET', '/v1/legacy/claims')).claims).toEqual([]);
+    expect(await claimsOn(heir.client, plan.id)).toEqual([]);
     expect((await attest(att2.client, plan.id)).confirmations).toBe(2);
     // Several ticks at once (on Postgres: concurrent transactions on the plan's row lock) release it once.
     const outcomes = await Promise.all([1, 2, 3].map(() => t.gw.legacy.lifecycle.tick()));
@@ -198,12 +227,14 @@ describe('a plan through warning, check-in, quorum and release', () => {
   });
 
   it('is opened by the beneficiary wallet session only; `claimed` chained once', async () => {
-    const claims = await heir.client.request<{ claims: Array<{ plan_id: string; wallet: string; claimed_at: string | null; objects: number }> }>('GET', '/v1/legacy/claims');
-    expect(claims.claims).toEqual([expect.objectContaining({ plan_id: plan.id, wallet: heir.account.address, claimed_at: null, objects: 2 })]);
+    const plan = await create(planBody());
+    await release(plan);
+    expect(await claimsOn(heir.client, plan.id)).toEqual([expect.objectContaining({ plan_id: plan.id, wallet: heir.account.address, claimed_at: null, objects: 2 })]);
     expect((await stranger.client.request<{ claims: unknown[] }>('GET', '/v1/legacy/claims')).claims).toEqual([]);
     // A wrong wallet (the owner's, a stranger's, an attester's) finds nothing.
     for (const w of [stranger, owner, att1]) await expectApiError(w.client.request('POST', `/v1/legacy/claims/${plan.id}/open`), 404, 'not_found');
     await expectApiError(stranger.client.request('GET', `/v1/legacy/claims/${plan.id}/objects/${plan.objects[0]!.id}`), 404, 'not_found');
+    expect((await detail(plan.id)).events.filter((e) => e.type === 'claimed')).toEqual([]); // the refusals chained nothing
 
     const opened = await heir.client.request<{ note: string; claimed_at: string; wallet: string; objects: Array<{ id: string; sha256: string }> }>('POST', `/v1/legacy/claims/${plan.id}/open`);
     expect(opened.note).toBe(note);
@@ -223,8 +254,13 @@ describe('a plan through warning, check-in, quorum and release', () => {
   });
 
   it('anchors every chained event: inclusion proofs recompute to the batch root', async () => {
+    const plan = await create(planBody());
+    await toWarning(plan);
+    await attest(att1.client, plan.id);
+    await owner.client.request('POST', `/v1/legacy/plans/${plan.id}/checkin`);
     await tick(); // the anchors loop gathers the queued event hashes into a batch
     const p = await detail(plan.id);
+    expect(p.events.map((e) => e.type)).toEqual(['created', 'warning', 'attested', 'checked_in']);
     for (const e of p.events) {
       expect(e.anchor.hash).toBe(e.hash);
       expect(e.anchor.root).not.toBeNull();
@@ -289,11 +325,16 @@ describe('owner routes', () => {
   });
 
   it("lists the account's plans with the live-plan limit and the custody model; another account's plan is not found", async () => {
-    const list = await owner.client.request<{ plans: Plan[]; max_active_plans: number; custody: string }>('GET', '/v1/legacy/plans');
+    const who = await t.signIn();
+    const body = planBody({ attesters: undefined, quorum: undefined });
+    const live = await create(body, who.client);
+    const gone = await create(body, who.client);
+    await who.client.request('POST', `/v1/legacy/plans/${gone.id}/cancel`);
+    const list = await who.client.request<{ plans: Plan[]; max_active_plans: number; custody: string }>('GET', '/v1/legacy/plans');
     expect(list.max_active_plans).toBe(3);
     expect(list.custody).toContain('AES-256-GCM');
-    expect(list.plans.map((p) => p.status)).toEqual(['cancelled', 'cancelled', 'released']);
-    const id = list.plans[2]!.id;
+    expect(list.plans.map((p) => [p.id, p.status])).toEqual([[gone.id, 'cancelled'], [live.id, 'active']]);
+    const id = live.id;
     await expectApiError(stranger.client.request('GET', `/v1/legacy/plans/${id}`), 404, 'not_found');
     await expectApiError(stranger.client.request('POST', `/v1/legacy/plans/${id}/cancel`), 404, 'not_found');
   });
@@ -309,7 +350,8 @@ describe('owner routes', () => {
   });
 
   it('refuses bad input with a 4xx naming the field, writing nothing', async () => {
-    const count = async () => Number((await db().selectFrom('legacy_plans').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    const rows = async (table: 'legacy_plans' | 'legacy_objects' | 'legacy_parties') => Number((await db().selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    const count = async () => [await rows('legacy_plans'), await rows('legacy_objects'), await rows('legacy_parties')];
     const before = await count();
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ quorum: 4 }, 'quorum'],
@@ -329,6 +371,6 @@ describe('owner routes', () => {
       const e = await expectApiError(create(planBody(extra)), 400, 'invalid_request');
       expect(e.param, JSON.stringify(extra).slice(0, 80)).toBe(param);
     }
-    expect(await count()).toBe(before);
+    expect(await count()).toEqual(before);
   });
 });

@@ -8,7 +8,7 @@ import { SvcClient } from '@svc/shared/client';
 import { ADMIN_TOKEN, freePort } from './support/gateway.ts';
 import { until } from './support/agent.ts';
 import { freshDatabase, type TestDatabase } from './support/database.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 
 /**
  * `npm start` as an operator runs it: the real control-plane process, which starts a local node agent where
@@ -16,7 +16,7 @@ import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
  * a SIGTERM or SIGINT (Ctrl-C) to the process group stops both in order, and the agent's containers and
  * volumes are gone when the gateway has exited.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
+const enabled = sandboxImage();
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterAll(async () => {

@@ -7,7 +7,7 @@ import { ENFORCED_BILLING, fundedKey, startTestGateway, type TestGateway } from 
 import { startMcpUpstream, type McpUpstream } from './support/mcp-upstream.ts';
 import { chatChunk, sse, startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.ts';
 import { enrollAgent, until, untilOnline, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { call } from './support/call.ts';
 import { connect, post, rpc } from './support/mcp-client.ts';
 
@@ -23,7 +23,7 @@ const SESSIONS_PER_KEY = 3;
 const MODEL = 'test-chat';
 /** The model's own count of its answer's tokens, unlike any estimate of a part of it: a call billed for it ran to its end. */
 const OUTPUT_TOKENS = 7;
-const docker = dockerAvailable() && imageExists(SMALL_IMAGE);
+const docker = sandboxImage();
 
 let t: TestGateway;
 let models: ScriptedUpstream;

@@ -14,7 +14,7 @@ import { startUpstream, type TestUpstream } from './support/upstream.ts';
 import { startMcpUpstream, type McpUpstream } from './support/mcp-upstream.ts';
 import { connect, post, rpc } from './support/mcp-client.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 
 /**
  * MCP end to end with the stock SDK client (Client + StreamableHTTPClientTransport): the remote server at
@@ -28,7 +28,7 @@ const FUND = 10_000_000;
 const CREDENTIAL = 'upstream-secret-credential-0123456789';
 const SESSIONS_PER_KEY = 3;
 const IDLE_S = 600;
-const docker = dockerAvailable() && imageExists(SMALL_IMAGE);
+const docker = sandboxImage(SMALL_IMAGE, 'the sandbox tool call');
 
 let t: TestGateway;
 let lone: TestGateway; // stateless sessions, private upstream addresses refused (the production default)
@@ -544,9 +544,8 @@ describe('the MCP gateway', () => {
     const garbage = (await user.client.request<{ id: string }>('POST', '/v1/mcp-servers', { body: { name: 'garbage', url: stateful.garbageUrl } })).id;
     const before = await balance(user.client);
     const events = (await usageEvents(user.client, 'mcp_call')).length;
-    const started = Date.now();
+    // Bounded by SVC_MCP_UPSTREAM_TIMEOUT_SECONDS (1 here): the gateway answers the timeout error itself.
     const hung = await post(`${t.url}/v1/mcp/servers/${hang}`, user.key, toolsCall('echo', { text: 'x' }, 7));
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(hung.status).toBe(200);
     expect(hung.json).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32002, data: { type: 'upstream_timeout' } } });
     const junk = await post(`${t.url}/v1/mcp/servers/${garbage}`, user.key, toolsCall('echo', { text: 'x' }, 8));

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, tcpProxy, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { expectApiError } from './support/expect-error.ts';
 
 /**
@@ -10,7 +10,7 @@ import { expectApiError } from './support/expect-error.ts';
  * 503), and one whose agent came back without it (a restart) reads lost for good, with no exec and no
  * metering after; a session the agent still holds across a reconnect stays running.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
+const enabled = sandboxImage();
 
 let t: TestGateway;
 let agent: TestAgent;

@@ -4,7 +4,7 @@ import { RECEIPT_HEADERS } from '@svc/shared';
 import { SvcClient, sseFrames } from '@svc/shared/client';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startSandboxAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 
 /**
  * The money of streamed sandbox work, end to end (a real control plane with billing enforced, a real svc-node
@@ -13,7 +13,7 @@ import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
  * (no credit, a spend cap, the breaker, bad input, a missing session) is a plain HTTP answer in the error
  * envelope, never a 200 stream.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
+const enabled = sandboxImage();
 if (!enabled) console.warn(`sandbox stream money tests skipped: Docker engine or image ${SMALL_IMAGE} missing (.ci/run builds it: installers/sandbox-image/build.sh --small)`);
 const PRICE = 1000; // micro-USD per second
 const FUND = 10_000_000;

@@ -4,7 +4,7 @@ import { canonicalize } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { TerminalClient, isRefusal, type Refusal } from './support/terminal-client.ts';
 
 /**
@@ -13,8 +13,7 @@ import { TerminalClient, isRefusal, type Refusal } from './support/terminal-clie
  * signals, the ends (the shell exits, the caller leaves, idle by the clock), the limit per session, and metering
  * per second as an exec.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`terminal tests skipped: Docker engine or image ${SMALL_IMAGE} missing (installers/sandbox-image/build.sh --small)`);
+const enabled = sandboxImage();
 const PRICE = 1000; // micro-USD per second
 const IDLE_S = 120;
 

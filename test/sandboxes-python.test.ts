@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SvcClient } from '@svc/shared/client';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { REAL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { REAL_IMAGE, sandboxImage } from './support/needs.ts';
 
 /** Python in the real sandbox image (built by installers/sandbox-image/build.sh), through the whole stack. */
-const enabled = dockerAvailable() && imageExists(REAL_IMAGE);
-if (!enabled) console.warn(`skipped: Docker engine or image ${REAL_IMAGE} missing (.ci/run builds it)`);
+const enabled = sandboxImage(REAL_IMAGE);
 
 let t: TestGateway;
 let agent: TestAgent;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { enrollAgent, until, type TestAgent } from './support/agent.ts';
-import { SMALL_IMAGE, dockerAvailable, imageExists } from './support/docker.ts';
+import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
 import { startChain, type TestChain } from './support/chain.ts';
 import { deployEip3009Token, type Eip3009Token } from './support/eip3009.ts';
 import { x402Buyer } from './support/x402-buyer.ts';
@@ -16,8 +16,7 @@ import { x402Buyer } from './support/x402-buyer.ts';
  * module's run path under its own key (metered on the seller's account), with the request body as SVC_INPUT
  * and its stdout as the answer.
  */
-const enabled = dockerAvailable() && imageExists(SMALL_IMAGE);
-if (!enabled) console.warn(`hosted-agent service tests skipped: Docker engine or image ${SMALL_IMAGE} missing`);
+const enabled = sandboxImage();
 const PRICE = 100_000;
 
 let chain: TestChain;

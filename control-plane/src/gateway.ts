@@ -64,7 +64,7 @@ import { GhostService } from './modules/ghost/service.ts'; // mandates: ghost se
 import { StateService } from './modules/state/service.ts'; // state
 import { createLegacy } from './modules/legacy/deps.ts'; // legacy plans
 import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans: the gateway's handle for tests
-import { createDarkpool } from './modules/darkpool/deps.ts'; // dark pool
+import { createDarkpool, type Darkpool } from './modules/darkpool/deps.ts'; // dark pool
 import { SupportService } from './modules/support/service.ts'; // holder support claims
 import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
@@ -127,6 +127,8 @@ export interface Gateway {
   agents: Agents; // agents
   /** Legacy plans: tests drive the lifecycle loop directly, several ticks at once. */
   legacy: Legacy; // legacy plans
+  /** The dark pool: tests trace how its questions were answered. */
+  darkpool: Darkpool; // dark pool
   signerKey: `0x${string}`;
   sealKey: Uint8Array;
   /** Listens on config.host:config.port; returns the bound base URL. */
@@ -392,6 +394,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     memory, // memory
     agents, // agents
     legacy, // legacy plans
+    darkpool, // dark pool
     signerKey: signer,
     sealKey: seal,
     async listen() {

@@ -22,6 +22,8 @@ export interface TestAgent {
   /** Resolves with the exit code once the running agent exits by itself; rejects after timeoutMs. */
   exited(timeoutMs?: number): Promise<number | null>;
   output(): string;
+  /** The running agent's process id (its containers carry it as the svc.agent.pid label). */
+  pid(): number | undefined;
 }
 
 const run = (args: string[], env: Record<string, string> = {}) =>
@@ -85,6 +87,7 @@ export async function agentWithKey(url: string, nodeKey: string, nodeId = ''): P
       });
     },
     output: () => out,
+    pid: () => child?.pid,
   };
 }
 

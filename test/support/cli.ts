@@ -15,9 +15,8 @@ export interface CliRun {
   code: number;
   stdout: string;
   stderr: string;
-  /** stdout as it arrived: one entry per read, with the time it came. */
-  chunks: Array<{ at: number; text: string }>;
-  exitedAt: number;
+  /** stdout as it arrived: one entry per read. */
+  chunks: Array<{ text: string }>;
 }
 
 export interface CliOptions {
@@ -29,6 +28,8 @@ export interface CliOptions {
   /** Written to the CLI's stdin, which is then closed. */
   input?: string;
   timeoutMs?: number;
+  /** Called with all of stdout so far each time more arrives. */
+  onStdout?: (sofar: string) => void;
 }
 
 /** The real `svc` running in a child process (stdin, stdout and stderr are pipes, so never a terminal). */
@@ -50,14 +51,19 @@ export function startSvc(args: readonly string[], opts: CliOptions): CliProcess 
   const p = spawn(process.execPath, argv, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   const chunks: CliRun['chunks'] = [];
   let stderr = '';
-  p.stdout.setEncoding('utf8').on('data', (d: string) => chunks.push({ at: Date.now(), text: d }));
+  let sofar = '';
+  p.stdout.setEncoding('utf8').on('data', (d: string) => {
+    chunks.push({ text: d });
+    sofar += d;
+    opts.onStdout?.(sofar);
+  });
   p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const done = new Promise<CliRun>((resolve, reject) => {
     const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 40_000);
     p.on('error', reject);
     p.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code: code ?? (signal ? -1 : 0), stdout: chunks.map((c) => c.text).join(''), stderr, chunks, exitedAt: Date.now() });
+      resolve({ code: code ?? (signal ? -1 : 0), stdout: chunks.map((c) => c.text).join(''), stderr, chunks });
     });
   });
   p.stdin.on('error', () => undefined); // a CLI that exits before reading its stdin

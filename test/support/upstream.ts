@@ -19,6 +19,8 @@ export interface UpstreamSwitches {
   delayMs: number;
   /** Delay between streamed chunks. */
   chunkDelayMs: number;
+  /** A stream sends this many pieces of the reply, then waits for `until` before the rest. */
+  holdAfter: { pieces: number; until: Promise<unknown> } | null;
   reply: string;
   /**
    * Every call answers exactly this (status 200 unless given): the shapes real servers send when they fail
@@ -51,7 +53,7 @@ export interface TestUpstream {
   close(): Promise<void>;
 }
 
-const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, chunkDelayMs: 0, reply: 'Hello there! The quick brown fox jumps over the lazy dog.', raw: null, limitField: null };
+const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, chunkDelayMs: 0, holdAfter: null, reply: 'Hello there! The quick brown fox jumps over the lazy dog.', raw: null, limitField: null };
 export const words = (s: string) => s.split(/\s+/).filter(Boolean);
 
 function promptTokens(messages: Array<{ content?: unknown }>): number {
@@ -125,7 +127,8 @@ export async function startUpstream(): Promise<TestUpstream> {
     };
     const chunk = (delta: object, finish_reason: string | null = null) => ({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [{ index: 0, delta, finish_reason }] });
     send(chunk({ role: 'assistant', content: '' }));
-    for (const p of pieces) {
+    for (const [i, p] of pieces.entries()) {
+      if (switches.holdAfter?.pieces === i) await switches.holdAfter.until;
       if (switches.chunkDelayMs) await sleep(switches.chunkDelayMs);
       if (!send(chunk({ content: p }))) return;
     }

@@ -10,7 +10,7 @@ import { ChannelRecord } from './channel-record.ts';
 import { JobClaims } from './claims.ts';
 import { AgentReports } from './agent-reports.ts';
 import type { NodeRegistry } from './registry.ts';
-import { NodeLost, PendingJobs, later, older, type Pending } from './pending-jobs.ts';
+import { NodeLost, PendingJobs, later, older, type Pending, type Stopwatch } from './pending-jobs.ts';
 import { pickNode } from './scheduler.ts';
 import { idleLimit, type JobResult, type JobSpec } from './job-spec.ts';
 
@@ -74,6 +74,9 @@ export class AgentHub {
   /** Told which sandbox sessions an agent holds when its hello says (Hello.sessions); set by the gateway. */
   sessionsHeld: ((nodeId: string, sessions: string[]) => Promise<void>) | null = null;
 
+  /** Times the round trip of each job this process dispatches (the nodes' latency samples). */
+  readonly stopwatch: Stopwatch = { now: () => performance.now() };
+
   /** Set to the app's logger once it exists; silent until then. */
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'> = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -85,7 +88,7 @@ export class AgentHub {
     /** Dispatch through other processes (Postgres); null: this process is the only one (embedded database). */
     private readonly relay: FleetRelay | null = null,
   ) {
-    this.jobs = new PendingJobs({ db, clock, registry, log: () => this.log, reconnectGraceMs, cancel: (jobId, why) => this.cancel(jobId, why) });
+    this.jobs = new PendingJobs({ db, clock, registry, log: () => this.log, reconnectGraceMs, stopwatch: this.stopwatch, cancel: (jobId, why) => this.cancel(jobId, why) });
     const push = (nodeId: string, m: ServerMessage) => {
       const conn = this.conns.get(nodeId);
       conn?.queue.push(m);
@@ -286,14 +289,14 @@ export class AgentHub {
       }, spec.timeoutMs + 5_000);
       timer.unref();
       const conn = holder ? undefined : this.conns.get(nodeId)!;
-      const p: Pending = { jobId, nodeId, spec, sentAt: performance.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection: conn?.connection ?? null };
+      const p: Pending = { jobId, nodeId, spec, sentAt: this.stopwatch.now(), gotOutput: false, lastSeq: -1, timer, resolve, reject, holder, connection: conn?.connection ?? null };
       this.jobs.add(p);
       if (!holder) conn!.queue.push({ type: 'job', job_id: jobId, kind: spec.kind, payload: spec.payload, timeout_ms: spec.timeoutMs, ...idleLimit(spec) });
       else this.remote!.send(p);
       spec.onSent?.(jobId, nodeId);
       const giveUp = () => {
         if (this.jobs.get(jobId) !== p) return;
-        this.jobs.fail(p, 'canceled', 'caller went away', { outcome: 'canceled', durationMs: performance.now() - p.sentAt }, new ServiceError('conflict', 'Job canceled'));
+        this.jobs.fail(p, 'canceled', 'caller went away', { outcome: 'canceled', durationMs: this.stopwatch.now() - p.sentAt }, new ServiceError('conflict', 'Job canceled'));
       };
       onAbort = () => {
         if (!this.jobs.has(jobId) || p.canceled) return;

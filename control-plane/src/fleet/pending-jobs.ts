@@ -59,8 +59,18 @@ export interface PendingJobsDeps {
   registry: NodeRegistry;
   log: () => Pick<FastifyBaseLogger, 'error'>;
   reconnectGraceMs: number;
+  /** Times a job's round trip (its latency sample and duration), in ms. */
+  stopwatch: Stopwatch;
   /** Tells the job's node (or the process holding its channel) to stop it. */
   cancel(jobId: string, why: string): void;
+}
+
+/**
+ * A monotonic clock in ms (`performance.now()`), apart from the injected wall clock: a round trip is not a
+ * date. Tests set `now` to make the latency samples exact.
+ */
+export interface Stopwatch {
+  now: () => number;
 }
 
 /**
@@ -91,7 +101,7 @@ export class PendingJobs {
       if (!this.jobs.has(p.jobId)) return;
       if (p.held) return void p.idleTimer?.refresh();
       this.d.cancel(p.jobId, 'timed out');
-      this.fail(p, 'timed_out', 'timed out', { outcome: 'failed', durationMs: performance.now() - p.sentAt }, new ServiceError('upstream_timeout', `Job had no output for ${idle} ms`, { job_id: p.jobId }));
+      this.fail(p, 'timed_out', 'timed out', { outcome: 'failed', durationMs: this.d.stopwatch.now() - p.sentAt }, new ServiceError('upstream_timeout', `Job had no output for ${idle} ms`, { job_id: p.jobId }));
     }, idle + 5_000);
     p.idleTimer.unref();
   }
@@ -144,7 +154,7 @@ export class PendingJobs {
     // A job a slow caller held back gives no latency or speed sample: how long it took is partly the caller's
     // time, and how much of it is cannot be told (the node may go on generating while it waits). Its outcome counts.
     const sample = !p.heldBack;
-    const latencyMs = sample ? performance.now() - p.sentAt : undefined;
+    const latencyMs = sample ? this.d.stopwatch.now() - p.sentAt : undefined;
     const failed = f.ok ? (p.spec.failedResult?.(f.result) ?? null) : null; // a result that reports a failure counts as one
     if (p.canceled) {
       // Stopped because its caller left: says nothing about the node either way (as a cancel that does not wait).
@@ -163,7 +173,7 @@ export class PendingJobs {
   lose(p: Pending, why = `node ${p.nodeId} dropped`, counts = true): void {
     if (!this.jobs.has(p.jobId)) return;
     const err = p.gotOutput ? new ServiceError('upstream_error', `${why} after its output began; not re-run`, { job_id: p.jobId, reason: 'node_lost' }) : new NodeLost(why);
-    this.fail(p, 'failed', 'node lost', counts ? { outcome: 'failed', durationMs: performance.now() - p.sentAt } : null, err);
+    this.fail(p, 'failed', 'node lost', counts ? { outcome: 'failed', durationMs: this.d.stopwatch.now() - p.sentAt } : null, err);
   }
 
   /**

@@ -8,9 +8,9 @@ import { LABEL, OWNER } from './limits.ts';
 import { QUIET_MS, WarmPool } from './pool.ts';
 import { HALF_LIFE_MS, PoolSize, type PoolSizeOptions } from './pool-size.ts';
 import { reap } from './reaper.ts';
-import { call, docker, dockerForTests, LIMITS, SMALL_IMAGE, tempDataDir } from './testkit.ts';
+import { call, docker, LIMITS, sandboxImage, SMALL_IMAGE, tempDataDir } from './testkit.ts';
 
-const up = await dockerForTests();
+const up = sandboxImage();
 const RUNS = 20;
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -3,9 +3,9 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_FILE_BYTES, SANDBOX_JOBS, type ExecResult } from '@svc/shared';
 import { startSandbox, type Sandbox } from './index.ts';
-import { call, cancelOn, capture, docker, dockerForTests, LIMITS, SMALL_IMAGE, tempDataDir } from './testkit.ts';
+import { call, cancelOn, capture, docker, LIMITS, sandboxImage, SMALL_IMAGE, tempDataDir } from './testkit.ts';
 
-const up = await dockerForTests();
+const up = sandboxImage();
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 
 describe.skipIf(!up)('sandbox sessions, files and snapshots against the real Docker engine', () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_JOBS } from '@svc/shared';
 import { startSandbox } from './index.ts';
-import { call, dockerForTests, LIMITS, tempDataDir } from './testkit.ts';
+import { call, dockerEngine, LIMITS, tempDataDir } from './testkit.ts';
 
-const up = await dockerForTests();
+const up = dockerEngine('the missing-image test');
 
 describe('the sandbox without a usable engine or image', () => {
   it('reports why when Docker is unreachable (the agent then registers no sandbox jobs)', async () => {

@@ -17,6 +17,23 @@ const ASSET_LEG = 'UNAVAILABLE: this gateway does not verify delivery of the ass
 /** The one negative answer of POST /v1/matches, whatever the reason. */
 export const NO_MATCH = Object.freeze({ object: 'match_result' as const, matched: false as const, match: null });
 
+/**
+ * What answering one question did, for a test to compare the code paths of the negative answers (the dark
+ * pool's `traceAnswers` seam; nothing is traced without it): the lookups in order, the book searched (`none`:
+ * the dummy one, when there was nothing to look for), how many resting intents it scanned, and the route's hold
+ * of the answer to the floor (`elapsed_ms` before it, `held_ms` waited).
+ */
+export interface MatchTrace {
+  lookups: Array<'own_intent' | 'resting_book'>;
+  book: 'none' | 'counter_side' | null;
+  scanned: number;
+  answer: 'no_match' | 'matched';
+  floor_ms: number;
+  elapsed_ms: number;
+  held_ms: number;
+}
+export type AskTrace = Pick<MatchTrace, 'lookups' | 'book' | 'scanned'>;
+
 const matchNotFound = () => notFound('Match');
 const termsAad = (id: string) => `${id}:terms`;
 const instructionAad = (id: string) => `${id}:instruction`;
@@ -89,13 +106,19 @@ export class MatchesService {
    * every question runs the same lookups (the own intent, then one side of a book: the dummy one when there is
    * nothing to look for); the route holds every answer to the configured floor.
    */
-  async ask(accountId: string, intentId: string) {
+  async ask(accountId: string, intentId: string, trace?: AskTrace) {
     for (let attempt = 0; attempt < 3; attempt++) {
       const own = await ownedIntent(this.d.db, accountId, intentId);
+      trace?.lookups.push('own_intent');
       if (own?.state === 'matched' && own.match_id) return { object: 'match_result' as const, matched: true as const, match: await this.get(accountId, own.match_id) };
       const terms = own?.state === 'resting' ? this.intents.open(own) : null;
       const key = terms ? this.intents.book.book(terms.asset_id, opposite(terms.side)) : NO_BOOK;
       const rows = await restingIn(this.d.db, key, accountId, SCAN);
+      if (trace) {
+        trace.lookups.push('resting_book');
+        trace.book = key === NO_BOOK ? 'none' : 'counter_side';
+        trace.scanned += rows.length;
+      }
       const best = terms ? bestCounterparty(terms, accountId, rows.map((r) => ({ id: r.id, seq: r.seq, account_id: r.account_id, terms: this.intents.open(r) }))) : null;
       if (!own || !terms || !best) return NO_MATCH;
       const made = await this.make(own, best.id);

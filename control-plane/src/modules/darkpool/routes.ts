@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ServiceError } from '@svc/shared';
 import { requireSession } from '../../http/auth.ts';
 import type { Darkpool } from './deps.ts';
+import type { AskTrace } from './matches.ts';
 import { AssetParams, IdParams, IntentBody, IntentView, MarketStatus, MatchBody, MatchResult, MatchView, SettleBody } from './schemas.ts';
 
 /**
@@ -50,11 +51,14 @@ export function darkpoolRoutes(app: FastifyInstance, d: Darkpool): void {
       },
     },
     async (req, reply) => {
-      const answer = await d.matches.ask(who(req), req.body.intent_id);
+      const trace: AskTrace | undefined = d.traceAnswers ? { lookups: [], book: null, scanned: 0 } : undefined;
+      const answer = await d.matches.ask(who(req), req.body.intent_id, trace);
       // Every answer leaves no earlier than the floor after the request arrived: the time a search took says nothing.
-      const wait = d.config.matchFloorMs - reply.elapsedTime;
+      const elapsed = reply.elapsedTime;
+      const wait = d.config.matchFloorMs - elapsed;
+      if (trace) d.traceAnswers?.({ ...trace, answer: answer.matched ? 'matched' : 'no_match', floor_ms: d.config.matchFloorMs, elapsed_ms: elapsed, held_ms: Math.max(0, wait) });
       if (wait > 0) await sleep(wait);
-      else if (d.config.matchFloorMs > 0) req.log.warn({ elapsed_ms: Math.round(reply.elapsedTime) }, 'a match answer took longer than SVC_DARKPOOL_MATCH_FLOOR_MS: its timing is not hidden; raise the floor');
+      else if (d.config.matchFloorMs > 0) req.log.warn({ elapsed_ms: Math.round(elapsed) }, 'a match answer took longer than SVC_DARKPOOL_MATCH_FLOOR_MS: its timing is not hidden; raise the floor');
       return answer;
     },
   );

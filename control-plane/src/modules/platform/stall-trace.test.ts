@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { StallTrace } from './stall-trace.ts';
+import { SchedProbe, StallTrace, type SchedSample, type SchedSource } from './stall-trace.ts';
 
 describe('stall trace', () => {
   const t = new StallTrace();
@@ -40,22 +40,51 @@ describe('stall trace', () => {
     expect(t.report().slow.count).toBe(0);
   });
 
-  it.runIf(process.platform === 'linux')("splits a request's time into work on the main thread, waiting for a core, and waiting off it", async () => {
-    t.start();
-    t.reset();
-    const began = t.requestStart();
-    expect(began).not.toBeNull();
-    const t0 = performance.now();
-    const cpu0 = process.cpuUsage();
-    while (process.cpuUsage(cpu0).user < 20_000); // 20 ms of CPU, this thread's alone (nothing else of the process runs)
-    await new Promise((r) => setTimeout(r, 30)); // then at least 30 ms off it
-    t.request(performance.now() - t0, performance.now(), began);
-    const split = t.report().thread!;
-    const total = t.report().requests.max_ms;
-    // The spin ran on the thread; during the sleep it did not run (off it, or waiting for a core once the timer
-    // was due, on a busy machine). The three parts add up to the request's time.
-    expect(split.ran_ms).toBeGreaterThanOrEqual(5);
-    expect(split.off_thread_ms + split.waited_for_core_ms).toBeGreaterThanOrEqual(20); // less any turns the test runner took meanwhile
-    expect(Math.abs(split.ran_ms + split.waited_for_core_ms + split.off_thread_ms - total)).toBeLessThan(1);
+  it("splits a request's time into work on the main thread, waiting for a core, and waiting off it", () => {
+    // Scheduler counters as the thread would report them (ms on a core, ms runnable but waiting for one).
+    const samples: SchedSample[] = [{ ran: 100, waited: 40 }, { ran: 120, waited: 45 }, { ran: 121, waited: 45 }, { ran: 151, waited: 65 }];
+    const sched: SchedSource = { open: () => true, read: () => samples.shift() ?? null, close: () => undefined };
+    const s = new StallTrace({ sched });
+    s.start();
+    try {
+      const a = s.requestStart(); // 100 / 40
+      s.request(50, 1000, a); // 120 / 45: 20 ran, 5 waited for a core, 25 off the thread
+      const b = s.requestStart(); // 121 / 45
+      s.request(60, 2000, b); // 151 / 65: 30 ran, 20 waited, 10 off
+      const r = s.report();
+      expect(r.thread).toEqual({ ran_ms: 50, waited_for_core_ms: 25, off_thread_ms: 35 });
+      expect(r.slow.threshold_ms).toBe(60);
+      expect(r.slow.thread).toEqual({ ran_ms: 30, waited_for_core_ms: 20, off_thread_ms: 10 });
+    } finally {
+      s.stop();
+    }
+  });
+
+  it('gives no split when the counters cannot be read', () => {
+    const s = new StallTrace({ sched: { open: () => false, read: () => null, close: () => undefined } });
+    s.start();
+    try {
+      expect(s.requestStart()).toBeNull();
+      s.request(5, 10, null);
+      expect(s.report().requests.count).toBe(1);
+      expect(s.report().thread).toBeUndefined();
+    } finally {
+      s.stop();
+    }
+  });
+
+  it.runIf(process.platform === 'linux')("reads this thread's scheduler counters on Linux, which grow as the thread runs", () => {
+    const probe = new SchedProbe();
+    expect(probe.open()).toBe(true);
+    try {
+      const before = probe.read()!;
+      const cpu0 = process.cpuUsage();
+      while (process.cpuUsage(cpu0).user < 20_000); // this thread on a core
+      const after = probe.read()!;
+      expect(after.ran).toBeGreaterThan(before.ran);
+      expect(after.waited).toBeGreaterThanOrEqual(before.waited);
+    } finally {
+      probe.close();
+    }
   });
 });

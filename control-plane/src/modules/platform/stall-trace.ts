@@ -20,7 +20,15 @@ import { PerformanceObserver, constants, type PerformanceEntry, createHistogram,
 /** The main thread's scheduler counters (ms on a core, ms waiting for one), or null where Linux's schedstat is not readable. */
 export type SchedSample = { ran: number; waited: number };
 
-class SchedProbe {
+/** Where the scheduler counters come from: Linux's /proc/thread-self/schedstat, or a test's own figures. */
+export interface SchedSource {
+  /** Whether counters can be read here. */
+  open(): boolean;
+  read(): SchedSample | null;
+  close(): void;
+}
+
+export class SchedProbe implements SchedSource {
   private fd = -1;
   private readonly buf = Buffer.alloc(96);
 
@@ -122,11 +130,15 @@ export class StallTrace {
   private requestTimes: RecordableHistogram = createHistogram();
   private loop: IntervalHistogram | null = null;
   private gc: PerformanceObserver | null = null;
-  private readonly sched = new SchedProbe();
+  private readonly sched: SchedSource;
   private schedOn = false;
   /** Per kept request (same slot as its interval): main-thread ms on a core and waiting for one. */
   private readonly ran = new Float64Array(CAPACITY);
   private readonly waited = new Float64Array(CAPACITY);
+
+  constructor(opts: { sched?: SchedSource } = {}) {
+    this.sched = opts.sched ?? new SchedProbe();
+  }
 
   get enabled(): boolean {
     return this.on;
