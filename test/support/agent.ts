@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { PROTOCOL_VERSION, type ServerMessage } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import type { AgentRouter } from '../../control-plane/src/fleet/channel.ts';
-import { SMALL_IMAGE } from './docker.ts';
+import { SMALL_IMAGE } from './needs.ts';
 import { ADMIN_TOKEN, type TestGateway } from './gateway.ts';
 
 /** A real `svc-node` agent process, enrolled through the API and approved by the admin. */
