@@ -98,6 +98,6 @@ describe.skipIf(!enabled)('svc run', () => {
     expectOneLineError(noKey, 4, /^error: no API key given; set SVC_KEY/);
     expectOneLineError(nothing, 2, /^error: nothing to run; pass a FILE \(- for stdin\) or -c CODE$/);
     expectOneLineError(both, 2, /^error: give a file or -c, not both/);
-    expectOneLineError(missing, 2, /^error: cannot read code file .*nope\.sh: ENOENT$/);
+    expectOneLineError(missing, 2, /^error: cannot read code file .*nope\.sh: no such file or directory$/);
   });
 });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
@@ -69,4 +69,12 @@ export function secretFile(dir: string, name: string, content: string): string {
   const p = join(dir, name);
   writeFileSync(p, content, { mode: 0o600 });
   return p;
+}
+
+/** A session `svc login` saved in config directory `dir`: the one for `url`, else the default gateway's. */
+export function savedSession(dir: string, url?: string): { url: string; token: string; account_id: string; wallet_address: string; expires_at: string } {
+  const store = JSON.parse(readFileSync(join(dir, 'sessions.json'), 'utf8')) as { default: string; sessions: Record<string, ReturnType<typeof savedSession>> };
+  const s = store.sessions[url ?? store.default];
+  if (!s) throw new Error(`no session for ${url ?? store.default} in ${dir}`);
+  return s;
 }
