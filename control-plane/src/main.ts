@@ -15,7 +15,10 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const gw = await createGateway(config);
+  // Readable lines on a terminal (or SVC_LOG_FORMAT=pretty), JSON otherwise: the formatter is loaded only for a terminal.
+  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
+  const logger = pretty ? { level: config.logLevel, stream: (await import('./http/pretty-log.ts')).prettyDestination(process.stdout, !config.noColor && process.stdout.isTTY === true) } : undefined;
+  const gw = await createGateway(config, { logger });
   const readiness = gw.services.health.readiness;
   // Not ready until the local node agent (if one starts) is connected: the listener answers before it is.
   if (config.localAgent) readiness.require(LOCAL_AGENT_READY, () => 'the local node agent is starting');

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RECEIPT_HEADERS, ServiceError, type SignedReceipt } from '@svc/shared';
 import type { CallerSignal } from '../../http/caller-signal.ts';
 import { receiptEvent } from '../../http/receipt-headers.ts';
+import { noteStreamError } from '../../http/request-log.ts';
 import { SseStream } from '../../http/sse.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
 
@@ -70,7 +71,9 @@ export class LazySse {
   }
 }
 
+/** The error event of a stream that failed after it began (its request's log line records how it ended). */
 export function errorPayload(req: FastifyRequest, e: unknown): { type: string; message: string; [k: string]: unknown } {
+  noteStreamError(req, e instanceof ServiceError ? e.type : 'internal_error');
   if (e instanceof ServiceError) return { type: e.type, message: e.message, ...e.extra, request_id: req.id };
   req.log.error({ err: e }, 'inference stream failed');
   return { type: 'internal_error', message: 'Internal error; quote the request_id when reporting it', request_id: req.id };

@@ -4,6 +4,7 @@ import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { Idempotency } from '../../http/idempotency.ts';
 import { receiptEvent, setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { SseStream } from '../../http/sse.ts';
+import { noteStreamError } from '../../http/request-log.ts';
 import type { ExecContext } from './executor.ts';
 import type { RunResult } from './schemas.ts';
 
@@ -39,6 +40,7 @@ export async function respondExec(req: FastifyRequest, reply: FastifyReply, stre
   } catch (e) {
     const err = e instanceof ServiceError ? { type: e.type, message: e.message, ...e.extra } : { type: 'internal_error', message: 'Internal error' };
     if (!(e instanceof ServiceError)) req.log.error({ err: e }, 'sandbox stream failed');
+    noteStreamError(req, err.type);
     sse.send({ error: { ...err, request_id: req.id } }, { event: 'error' });
     return null;
   } finally {
