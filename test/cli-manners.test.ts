@@ -266,7 +266,7 @@ describe('10. what people reach for', () => {
 
   it('says "not a svc gateway" for a URL that answers something else', async () => {
     const dir = dirOf('other');
-    expectOneLineError(await svc(['status'], { dir, url: otherUrl }), 1, new RegExp(`^error: ${otherUrl.replace(/\./g, '\\.')} is not a svc gateway: it answered HTTP \\d+ without the gateway's error envelope; check --url`));
+    expectOneLineError(await svc(['status'], { dir, url: otherUrl }), 1, new RegExp(`^error: ${otherUrl.replace(/\./g, '\\.')} is not a svc gateway: its answer is not the gateway's JSON; check --url`));
     expectOneLineError(await svc(['keys', 'list'], { dir: dirOf('api'), url: otherUrl }), 4, /not signed in to/);
     expectOneLineError(await svc(['chat', 'hi', '--model', 'm'], { dir, url: otherUrl, env: { SVC_KEY: 'sk-svc_abcdefghijklmnopqrstuvwxyz' } }), 1, /is not a svc gateway: it answered HTTP 404/);
   });

@@ -95,8 +95,9 @@ function networkCause(err: unknown): string | undefined {
  * An answer without the gateway's error envelope, or a body that is not the JSON it promised: the URL answers,
  * but not as a gateway (another web server, a proxy's own error page).
  */
-function notAGateway(err: ApiError): boolean {
-  return err.body === undefined || /^gateway sent malformed JSON/.test(err.message);
+function notAGateway(err: ApiError): string | null {
+  if (/^gateway sent malformed JSON/.test(err.message)) return "its answer is not the gateway's JSON";
+  return err.body === undefined ? `it answered HTTP ${err.status} without the gateway's error envelope` : null;
 }
 
 /**
@@ -163,8 +164,9 @@ export function reportError(err: unknown, url: string | undefined, write: (s: st
     return err.exitCode;
   }
   if (err instanceof ApiError) {
-    if (notAGateway(err)) {
-      line(`${url ?? 'the server'} is not a svc gateway: it answered HTTP ${err.status} without the gateway's error envelope`, 'check --url (or SVC_URL): it takes the gateway\'s origin, such as http://localhost:8080');
+    const other = notAGateway(err);
+    if (other) {
+      line(`${url ?? 'the server'} is not a svc gateway: ${other}`, 'check --url (or SVC_URL): it takes the gateway\'s origin, such as http://localhost:8080');
       return EXIT_FAILURE;
     }
     const { hint, code } = apiHint(err);

@@ -60,10 +60,7 @@ export class ModelCatalog {
 
   /** The provider serving `id` now: a fixed list's, else the first discovering provider that lists it. */
   private provider(id: string): DiscoveredModel | undefined {
-    const fixed = this.byProvider.get(id);
-    if (fixed || !this.discovery.enabled) return fixed;
-    for (const [mid, m] of this.discovery.models()) if (mid === id) return m;
-    return undefined;
+    return this.byProvider.get(id) ?? this.discovery.get(id);
   }
 
   /** Every provider model now, each id once (see provider()). */

@@ -79,9 +79,22 @@ export class ModelDiscovery {
     else this.pending.push([level, obj, msg]);
   }
 
-  /** Every discovered model now, provider by provider in configuration order. */
-  *models(): Iterable<[string, DiscoveredModel]> {
-    for (const p of this.providers) yield* p.models;
+  /** Every discovered model now, each id once: the first provider in configuration order that lists it. */
+  private index = new Map<string, DiscoveredModel>();
+
+  models(): ReadonlyMap<string, DiscoveredModel> {
+    return this.index;
+  }
+
+  /** The discovered model of this id, if an upstream lists it now. */
+  get(id: string): DiscoveredModel | undefined {
+    return this.index.get(id);
+  }
+
+  private reindex(): void {
+    const index = new Map<string, DiscoveredModel>();
+    for (const p of this.providers) for (const [id, m] of p.models) if (!index.has(id)) index.set(id, m);
+    this.index = index;
   }
 
   /** Asks every discovering provider now, whatever is due. */
@@ -144,6 +157,7 @@ export class ModelDiscovery {
     const recovered = p.failure !== null && !first;
     p.models = next;
     p.failure = null;
+    this.reindex();
     if (!first && !recovered && added.length === 0 && removed.length === 0) return;
     const free = ids.filter((id) => !prices.has(id));
     const freeNote = free.length ? `; ${free.length === ids.length ? 'all' : free.length} priced at zero (${free.join(', ')}) until SVC_PROVIDERS prices them (docs/inference.md)` : '';
