@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from 'viem/accounts';
 import { ENFORCED_BILLING, freePort, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
-import { expectOneLineError, secretFile, svc as runSvc, type CliRun } from './support/cli.ts';
+import { expectOneLineError, savedSession, secretFile, svc as runSvc, type CliRun } from './support/cli.ts';
 
 /**
  * The caller commands of `svc` (chat, balance, usage, deposit, receipts verify, webhooks), run as the real
@@ -55,7 +55,7 @@ async function account(name: string): Promise<{ dir: string; key: string; accoun
   expect(login.code, login.stderr).toBe(0);
   const created = await svc(['keys', 'create', '--json', '--name', name, '--scope', 'inference'], { dir: d });
   expect(created.code, created.stderr).toBe(0);
-  const session = JSON.parse(readFileSync(join(d, 'session.json'), 'utf8')) as { account_id: string };
+  const session = savedSession(d);
   return { dir: d, key: (JSON.parse(created.stdout) as { key: string }).key, accountId: session.account_id };
 }
 
@@ -74,8 +74,8 @@ describe('refusals: one line that says what to do next, and an exit code per cau
   it('an expired session is refused before any call, with the time it expired', async () => {
     const stale = join(tmp, 'stale');
     mkdirSync(stale, { recursive: true, mode: 0o700 });
-    const session = JSON.parse(readFileSync(join(dir, 'session.json'), 'utf8')) as Record<string, string>;
-    writeFileSync(join(stale, 'session.json'), JSON.stringify({ ...session, expires_at: '2020-01-01T00:00:00.000Z' }), { mode: 0o600 });
+    const session = savedSession(dir);
+    writeFileSync(join(stale, 'sessions.json'), JSON.stringify({ default: session.url, sessions: { [session.url]: { ...session, expires_at: '2020-01-01T00:00:00.000Z' } } }), { mode: 0o600 });
     expectOneLineError(await svc(['balance'], { dir: stale }), 4, /^error: your session for http:\/\/127\.0\.0\.1:\d+ expired at 2020-01-01T00:00:00\.000Z; run `svc login`/);
   });
 
@@ -266,7 +266,7 @@ describe('svc receipts verify', () => {
   });
 
   it('verifies a stored receipt (GET /v1/receipts/{id}) with a given signer and no gateway at all', async () => {
-    const session = JSON.parse(readFileSync(join(dir, 'session.json'), 'utf8')) as { token: string };
+    const session = savedSession(dir);
     const stored = await t.client.withCredential({ kind: 'session', token: session.token }).receipt(chat.receipt.id);
     const file = join(tmp, 'stored.json');
     writeFileSync(file, JSON.stringify(stored));

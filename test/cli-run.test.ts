@@ -114,7 +114,7 @@ describe.skipIf(!enabled)('svc run', () => {
     expectOneLineError(noKey, 4, /^error: no API key given; set SVC_KEY/);
     expectOneLineError(nothing, 2, /^error: nothing to run; pass a FILE \(- for stdin\) or -c CODE$/);
     expectOneLineError(both, 2, /^error: give a file or -c, not both/);
-    expectOneLineError(missing, 2, /^error: cannot read code file .*nope\.sh: ENOENT$/);
+    expectOneLineError(missing, 2, /^error: cannot read code file .*nope\.sh: no such file or directory$/);
   });
 
   it('Ctrl-C after the first output stops the run: one line names its receipt, exit 130, and the seconds it ran are charged', async () => {

@@ -196,7 +196,7 @@ describe.skipIf(!enabled)('svc files and svc batches', () => {
     expectOneLineError(await svc(['batches', 'create', bad, '--model', 'test-chat']), 2, /^error: \S*bad\.jsonl is not JSONL: line 2 is not JSON/);
     const noModel = local('nomodel.jsonl', '{"messages":[{"role":"user","content":"hi"}]}\n');
     expectOneLineError(await svc(['batches', 'create', noModel]), 2, /^error: \S*nomodel\.jsonl line 1 names no model; pass --model M/);
-    expectOneLineError(await svc(['batches', 'create', join(tmp, 'absent.jsonl'), '--model', 'm']), 2, /^error: cannot read \S*absent\.jsonl: ENOENT/);
+    expectOneLineError(await svc(['batches', 'create', join(tmp, 'absent.jsonl'), '--model', 'm']), 2, /^error: cannot read \S*absent\.jsonl: no such file or directory/);
   });
 });
 

@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync }
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-/** What `svc login` saves: everything needed to call the gateway as the signed-in account. */
+/** What `svc login` saves per gateway: everything needed to call it as the signed-in account. */
 export interface Session {
   url: string;
   token: string;
@@ -12,9 +12,18 @@ export interface Session {
   expires_at: string;
 }
 
-/** A session file that is present but unusable is reported, not thrown: `login` replaces it, `logout` removes it. */
-export interface StoredSession {
-  session?: Session;
+/**
+ * sessions.json: one session per gateway origin (as gh keeps one per host), and the gateway commands use when
+ * neither --url nor SVC_URL names one (the last one signed in to).
+ */
+export interface SessionStore {
+  default: string | null;
+  sessions: Record<string, Session>;
+}
+
+/** A sessions file that is present but unusable is reported, not thrown: `login` replaces it, `logout --all` removes it. */
+export interface StoredSessions {
+  store: SessionStore;
   problem?: string;
 }
 
@@ -27,7 +36,11 @@ export function configDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(homedir(), '.config', 'svc');
 }
 
-export function sessionPath(dir: string): string {
+export function sessionsPath(dir: string): string {
+  return join(dir, 'sessions.json');
+}
+/** The single-session file of earlier versions, moved into sessions.json when first read. */
+function legacyPath(dir: string): string {
   return join(dir, 'session.json');
 }
 
@@ -37,33 +50,65 @@ function isSession(v: unknown): v is Session {
   return FIELDS.every((f) => typeof o[f] === 'string' && o[f] !== '');
 }
 
-export function readSession(dir: string): StoredSession {
-  const path = sessionPath(dir);
+const empty = (): SessionStore => ({ default: null, sessions: {} });
+
+function readJson(path: string): { missing: true } | { data: unknown } | { problem: string } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { missing: true };
     return { problem: `cannot read ${path}: ${(err as Error).message}` };
   }
-  let data: unknown;
   try {
-    data = JSON.parse(text);
+    return { data: JSON.parse(text) };
   } catch {
     return { problem: `${path} is not valid JSON` };
   }
-  return isSession(data) ? { session: data } : { problem: `${path} is missing session fields` };
 }
 
 /**
- * Writes session.json with mode 0600 (the directory is created 0700). The file is written beside the
- * target and renamed over it, so the token never sits in a file with looser permissions, even an old one.
+ * The saved sessions. An earlier version's session.json (one session) is moved in on first read: its session
+ * kept, its gateway the default, the old file removed once sessions.json holds it.
  */
-export function saveSession(dir: string, session: Session): string {
+export function readSessions(dir: string): StoredSessions {
+  const path = sessionsPath(dir);
+  const r = readJson(path);
+  if ('problem' in r) return { store: empty(), problem: r.problem };
+  if ('data' in r) {
+    const d = r.data as { default?: unknown; sessions?: unknown };
+    if (typeof d !== 'object' || d === null || typeof d.sessions !== 'object' || d.sessions === null) return { store: empty(), problem: `${path} has no sessions object` };
+    const sessions: Record<string, Session> = {};
+    for (const [url, s] of Object.entries(d.sessions as Record<string, unknown>)) if (isSession(s) && s.url === url) sessions[url] = s;
+    const def = typeof d.default === 'string' && sessions[d.default] ? d.default : (Object.keys(sessions)[0] ?? null);
+    return { store: { default: def, sessions } };
+  }
+  const old = readJson(legacyPath(dir));
+  if ('missing' in old) return { store: empty() };
+  if ('problem' in old) return { store: empty(), problem: old.problem };
+  if (!isSession(old.data)) return { store: empty(), problem: `${legacyPath(dir)} is missing session fields` };
+  const s = old.data;
+  const store: SessionStore = { default: s.url, sessions: { [s.url]: pick(s) } };
+  try {
+    saveSessions(dir, store);
+  } catch {
+    // A read-only config directory: the old file still serves, and the move is tried again next time.
+  }
+  return { store };
+}
+
+const pick = (s: Session): Session => Object.fromEntries(FIELDS.map((f) => [f, s[f]])) as unknown as Session;
+
+/**
+ * Writes sessions.json with mode 0600 (the directory is created 0700). The file is written beside the target
+ * and renamed over it, so a token never sits in a file with looser permissions, even an old one.
+ */
+export function saveSessions(dir: string, store: SessionStore): string {
   if (mkdirSync(dir, { recursive: true, mode: 0o700 }) !== undefined) chmodSync(dir, 0o700);
-  const path = sessionPath(dir);
+  const path = sessionsPath(dir);
   const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  const body = JSON.stringify(Object.fromEntries(FIELDS.map((f) => [f, session[f]])), null, 2) + '\n';
+  const sessions = Object.fromEntries(Object.entries(store.sessions).map(([url, s]) => [url, pick(s)]));
+  const body = JSON.stringify({ default: store.default, sessions }, null, 2) + '\n';
   try {
     writeFileSync(tmp, body, { mode: 0o600, flag: 'wx' });
     chmodSync(tmp, 0o600);
@@ -73,17 +118,26 @@ export function saveSession(dir: string, session: Session): string {
     throw err;
   }
   chmodSync(path, 0o600);
+  rmSync(legacyPath(dir), { force: true }); // sessions.json holds every session now
   return path;
 }
 
-/** Removes session.json; true when there was one. */
-export function deleteSession(dir: string): boolean {
-  const path = sessionPath(dir);
-  try {
-    rmSync(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
+/** The store with `session` in it, its gateway now the default. */
+export function withSession(store: SessionStore, session: Session): SessionStore {
+  return { default: session.url, sessions: { ...store.sessions, [session.url]: session } };
+}
+
+/** The store without the session of `url`; the default moves to another saved gateway, if any. */
+export function withoutSession(store: SessionStore, url: string): SessionStore {
+  const { [url]: _gone, ...sessions } = store.sessions;
+  const def = store.default !== url && store.default !== null && sessions[store.default] ? store.default : (Object.keys(sessions)[0] ?? null);
+  return { default: def, sessions };
+}
+
+/** Saves the store, or removes the file when no session is left; the path either way. */
+export function storeSessions(dir: string, store: SessionStore): string {
+  if (Object.keys(store.sessions).length > 0) return saveSessions(dir, store);
+  rmSync(sessionsPath(dir), { force: true });
+  rmSync(legacyPath(dir), { force: true });
+  return sessionsPath(dir);
 }

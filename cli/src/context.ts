@@ -1,8 +1,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { SvcClient } from '@svc/shared/client';
-import { configDir, readSession, type Session } from './config.ts';
-import { CliError, EXIT_AUTH, noteCredential, notSignedIn, usageError } from './errors.ts';
+import { configDir, readSessions, type Session, type SessionStore } from './config.ts';
+import { CliError, EXIT_AUTH, noteCredential, notSignedIn, usageError, fileProblem } from './errors.ts';
 import { createOutput, type Output } from './output.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
@@ -13,12 +13,15 @@ export interface GlobalOptions {
   apiKeyFile?: string;
 }
 
-/** What every command works with: the resolved gateway, the state directory, the saved session and the output. */
+/** What every command works with: the resolved gateway, the state directory, the saved sessions and the output. */
 export interface Context {
   url: string;
   dir: string;
+  /** The saved session for this gateway, if any. */
   session: Session | undefined;
-  /** Why a session file that exists could not be used. */
+  /** Every saved session (one per gateway) and the default gateway. */
+  store: SessionStore;
+  /** Why a sessions file that exists could not be used. */
   sessionProblem: string | undefined;
   out: Output;
   /** An anonymous client for the resolved gateway. */
@@ -41,8 +44,8 @@ export function normalizeUrl(raw: string): string {
 }
 
 /**
- * The gateway is --url, else SVC_URL, else the one the saved session belongs to, else localhost:8080.
- * A saved session is only used for the gateway it was issued by.
+ * The gateway is --url, else SVC_URL, else the default of the saved sessions (the last signed in to), else
+ * localhost:8080. A saved session is only used for the gateway it was issued by.
  */
 let lastUrl: string | undefined;
 /** The gateway the running command resolved, for error messages. */
@@ -53,14 +56,15 @@ export function resolvedUrl(): string | undefined {
 export function context(cmd: Command, env: NodeJS.ProcessEnv = process.env): Context {
   const g = cmd.optsWithGlobals<GlobalOptions>();
   const dir = configDir(env);
-  const stored = readSession(dir);
+  const stored = readSessions(dir);
   const explicit = g.url || env.SVC_URL || undefined;
-  const url = normalizeUrl(explicit ?? stored.session?.url ?? DEFAULT_URL);
+  const url = normalizeUrl(explicit ?? stored.store.default ?? DEFAULT_URL);
   lastUrl = url;
   return {
     url,
     dir,
-    session: stored.session,
+    session: stored.store.sessions[url],
+    store: stored.store,
     sessionProblem: stored.problem,
     out: createOutput(g.json === true),
     client: new SvcClient({ baseUrl: url }),
@@ -73,8 +77,8 @@ export function context(cmd: Command, env: NodeJS.ProcessEnv = process.env): Con
 export function usableSession(ctx: Context, now = Date.now()): { session: Session } | { why: string } {
   if (ctx.sessionProblem) return { why: `the saved session is unusable: ${ctx.sessionProblem}` };
   const s = ctx.session;
-  if (!s) return { why: `not signed in to ${ctx.url}` };
-  if (s.url !== ctx.url) return { why: `not signed in to ${ctx.url} (the saved session is for ${s.url})` };
+  const others = Object.keys(ctx.store.sessions);
+  if (!s) return { why: `not signed in to ${ctx.url}${others.length ? ` (signed in to ${others.join(', ')})` : ''}` };
   const exp = Date.parse(s.expires_at);
   if (Number.isFinite(exp) && exp <= now) return { why: `your session for ${ctx.url} expired at ${s.expires_at}` };
   return { session: s };
@@ -103,7 +107,7 @@ export function apiKey(ctx: Context): string {
       mode = statSync(file).mode;
       raw = readFileSync(file, 'utf8');
     } catch (err) {
-      throw usageError(`cannot read ${source}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, KEY_HINT);
+      throw usageError(`cannot read ${source}: ${fileProblem(err)}`, KEY_HINT);
     }
     if ((mode & 0o077) !== 0) ctx.out.note(`warning: ${source} is readable by other users; chmod 600 it`);
     token = raw.trim();

@@ -1,5 +1,7 @@
 import { CommanderError } from 'commander';
+import { ERROR_TYPES } from '@svc/shared';
 import { ApiError, type PaymentTerms } from '@svc/shared/client';
+import { paint } from './colour.ts';
 
 /**
  * Exit codes. A script branches on these; `svc run` passes the program's own exit code through instead on a
@@ -51,10 +53,64 @@ export function noteCredential(kind: CredentialUsed): void {
   credentialUsed = kind;
 }
 
+/** What the system said about a file or a connection, in words: never a bare `ENOENT`. */
+const SYSTEM_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a part of the path is not a directory',
+  EEXIST: 'it already exists',
+  EMFILE: 'too many open files',
+  ENOSPC: 'no space left on the device',
+  EROFS: 'the file system is read-only',
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'the connection was reset',
+  ETIMEDOUT: 'the connection timed out',
+  EHOSTUNREACH: 'the host is unreachable',
+  ENETUNREACH: 'the network is unreachable',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'the host name could not be resolved now',
+  UND_ERR_CONNECT_TIMEOUT: 'the connection timed out',
+  UND_ERR_SOCKET: 'the connection closed unexpectedly',
+};
+
+/** Why a file could not be read or written, for a message: "no such file or directory", not "ENOENT". */
+export function fileProblem(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code && SYSTEM_ERRORS[e.code]) return SYSTEM_ERRORS[e.code]!;
+  // Node's own text is `ENOENT: no such file or directory, open 'x'`: the words without the code or the call.
+  const m = /^[A-Z][A-Z0-9_]+: (.*?)(?:, \w+ '.*')?$/.exec(e?.message ?? '');
+  return m ? m[1]! : (e?.message ?? String(err));
+}
+
 function networkCause(err: unknown): string | undefined {
   if (!(err instanceof TypeError) || err.message !== 'fetch failed') return undefined;
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? 'network error';
+  if (cause?.code && SYSTEM_ERRORS[cause.code]) return SYSTEM_ERRORS[cause.code];
+  return cause?.message ?? 'network error';
+}
+
+/**
+ * An answer without the gateway's error envelope, or a body that is not the JSON it promised: the URL answers,
+ * but not as a gateway (another web server, a proxy's own error page).
+ */
+function notAGateway(err: ApiError): string | null {
+  if (/^gateway sent malformed JSON/.test(err.message)) return "its answer is not the gateway's JSON";
+  return err.body === undefined ? `it answered HTTP ${err.status} without the gateway's error envelope` : null;
+}
+
+/**
+ * An error event inside a stream (the answer had begun, so it came with status 200), as the error the same
+ * refusal would be had it come first: a 402 exits 5 with its payment terms, a 429 exits 6, and so on. What the
+ * table has nothing particular for exits 1 with `retry` as the next step.
+ */
+export function streamedError(e: { type?: unknown; message?: unknown } | undefined, retry: string, what = 'the stream ended early'): Error {
+  const type = typeof e?.type === 'string' ? e.type : 'upstream_error';
+  const status = (ERROR_TYPES as Record<string, number>)[type] ?? 502;
+  const err = new ApiError(status, { error: { ...e, type, message: typeof e?.message === 'string' ? e.message : what } }, new Headers());
+  if (apiHint(err).code !== EXIT_FAILURE) return err;
+  return new CliError(`${type}: ${err.message} (${what})`, EXIT_FAILURE, retry);
 }
 
 /** Token base units as a decimal amount: 1500000 with 6 decimals -> "1.5". */
@@ -102,12 +158,17 @@ function apiHint(err: ApiError): { hint?: string; code: number } {
  */
 export function reportError(err: unknown, url: string | undefined, write: (s: string) => void = (s) => process.stderr.write(s)): number {
   if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
-  const line = (message: string, hint?: string) => write(`error: ${message.replace(/\s*\n\s*/g, ' ')}${hint ? `; ${hint}` : ''}\n`);
+  const line = (message: string, hint?: string) => write(`${paint('red', 'error:')} ${message.replace(/\s*\n\s*/g, ' ')}${hint ? `; ${hint}` : ''}\n`);
   if (err instanceof CliError) {
     line(err.message, err.hint);
     return err.exitCode;
   }
   if (err instanceof ApiError) {
+    const other = notAGateway(err);
+    if (other) {
+      line(`${url ?? 'the server'} is not a svc gateway: ${other}`, 'check --url (or SVC_URL): it takes the gateway\'s origin, such as http://localhost:8080');
+      return EXIT_FAILURE;
+    }
     const { hint, code } = apiHint(err);
     // A server error is the one worth reporting: its request id finds it in the gateway's logs.
     const id = err.status >= 500 && err.requestId ? ` (request ${err.requestId})` : '';
@@ -117,6 +178,11 @@ export function reportError(err: unknown, url: string | undefined, write: (s: st
   const cause = networkCause(err);
   if (cause) {
     line(`cannot reach the gateway at ${url ?? '(unknown url)'}: ${cause}`, 'check --url (or SVC_URL) and that the gateway is running');
+    return EXIT_FAILURE;
+  }
+  if ((err as NodeJS.ErrnoException)?.code && (err as NodeJS.ErrnoException).syscall) {
+    const e = err as NodeJS.ErrnoException;
+    line(`${e.path ? `${e.path}: ` : ''}${fileProblem(e)}`);
     return EXIT_FAILURE;
   }
   line(err instanceof Error ? err.message : String(err));

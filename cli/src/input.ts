@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
-import { usageError } from './errors.ts';
+import { usageError, fileProblem } from './errors.ts';
 
 /** All of stdin as text. */
 export async function readStdin(stdin: NodeJS.ReadStream = process.stdin): Promise<string> {
@@ -15,7 +15,7 @@ export async function readInput(path: string, what: string): Promise<string> {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
-    throw usageError(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw usageError(`cannot read ${what} ${path}: ${fileProblem(err)}`);
   }
 }
 

@@ -14,8 +14,12 @@ import { registerSandbox } from './commands/sandbox.ts';
 import { registerFiles } from './commands/files.ts';
 import { registerBatches } from './commands/batches.ts';
 import { registerVideos } from './commands/videos.ts';
+import { registerWallet } from './commands/wallet.ts';
+import { registerApi } from './commands/api.ts';
+import { registerCompletion } from './commands/completion.ts';
 import { DEFAULT_URL, resolvedUrl } from './context.ts';
 import { commandExitCode, reportError } from './errors.ts';
+import { configureHelp, wrapHelpOutput } from './help.ts';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -27,7 +31,9 @@ function buildProgram(): Command {
     .option('--json', 'machine-readable JSON output')
     .option('--api-key-file <path>', 'file holding the API key for key routes (chat, run, ...); default: env SVC_KEY')
     .exitOverride();
+  configureHelp(program); // before the subcommands: they copy it
   registerLogin(program);
+  registerWallet(program);
   registerStatus(program);
   registerKeys(program);
   registerNodes(program);
@@ -41,6 +47,8 @@ function buildProgram(): Command {
   registerFiles(program);
   registerBatches(program);
   registerVideos(program);
+  registerApi(program);
+  registerCompletion(program);
   oneLineErrors(program);
   return program;
 }
@@ -51,6 +59,7 @@ function oneLineErrors(cmd: Command): void {
   for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
   const help = `run \`${names.join(' ')} --help\` for usage`;
   cmd.configureOutput({ outputError: (str, write) => write(`${str.trimEnd().replace(/\s*\n\s*/g, ' ')}; ${help}\n`) });
+  wrapHelpOutput(cmd);
   for (const sub of cmd.commands) oneLineErrors(sub);
 }
 

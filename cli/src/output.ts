@@ -1,3 +1,5 @@
+import { paint } from './colour.ts';
+
 /** Everything the CLI prints goes through here: stdout for results, stderr for notes and errors. */
 export interface Output {
   json: boolean;
@@ -14,7 +16,8 @@ export function createOutput(json: boolean): Output {
       process.stdout.write(text.endsWith('\n') ? text : text + '\n');
     },
     note(text) {
-      process.stderr.write(text.endsWith('\n') ? text : text + '\n');
+      const line = text.replace(/^warning:/, () => paint('yellow', 'warning:'));
+      process.stderr.write(line.endsWith('\n') ? line : line + '\n');
     },
   };
 }
@@ -27,7 +30,7 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
       .map((w, i) => (cells[i] ?? '').padEnd(w))
       .join('  ')
       .trimEnd();
-  return [line(headers), ...rows.map(line)].join('\n');
+  return [paint('bold', line(headers), process.stdout), ...rows.map(line)].join('\n');
 }
 
 /** Micro-USD as dollars, without float rounding: 1234567 -> "$1.234567", 1500000 -> "$1.50". */

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
 import { PREFIX, randomId, type Clock } from '@svc/shared';
 import type { Config } from './config.ts';
@@ -109,7 +109,8 @@ import { postRoutes } from './modules/post/routes.ts'; // agent post
 import type { PostService } from './modules/post/service.ts'; // agent post
 import { relaysRoutes } from './modules/relays/routes.ts'; // relays
 import type { RelaysService } from './modules/relays/service.ts'; // relays
-import { withUrlRedaction } from './http/log-redaction.ts'; // agents: hook tokens kept out of request logs
+import { withUrlRedaction } from './http/log-redaction.ts';
+import { registerRequestLog } from './http/request-log.ts'; // agents: hook tokens kept out of request logs
 import { legacyRoutes } from './modules/legacy/routes.ts'; // legacy plans
 import type { Legacy } from './modules/legacy/deps.ts'; // legacy plans
 import { darkpoolRoutes } from './modules/darkpool/routes.ts'; // dark pool
@@ -198,6 +199,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   const errors = errorHandling({ drainBytes: d.config.bodyDrainBytes, newRequestId });
   const app = Fastify({
     logger: withUrlRedaction(d.logger ?? { level: d.config.logLevel }), // path tokens (agent hooks, invites) never reach a log
+    logController: new LogController({ disableRequestLogging: true }), // one line per request instead, at its end (http/request-log.ts)
     bodyLimit: d.config.bodyLimitBytes,
     genReqId: newRequestId,
     trustProxy: d.config.trustedProxies.length ? d.config.trustedProxies : false,
@@ -218,6 +220,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
 
   errors.register(app);
   refuseNulInPathParams(app); // before authentication: no route, however it answers its errors, sees a NUL in its path
+  registerRequestLog(app);
   registerBodyParsers(app, d.denylist);
   registerAuth(app, {
     resolvers: { apiKey: (s) => d.keys.authenticate(s), session: async (t) => d.orgs.service.resolveSession(await d.identity.authenticate(t)), nodeKey: (s) => d.registry.authenticate(s), oauthAccessToken: (t) => d.oauth.service.authenticate(t) },

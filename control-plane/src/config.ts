@@ -93,6 +93,8 @@ const EnvSchema = z.object({
   SVC_TERMINAL_DAILY_BUDGET_MICRO_USD: intWithDefault(1_000_000, 0),
   SVC_LOCAL_AGENT: z.enum(['auto', 'off']).default('auto'),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SVC_LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  NO_COLOR: z.string().optional(),
   SVC_STALL_TRACE_SECONDS: intWithDefault(0, 0),
   ...billingChainsEnv, // billing chains
   ...inferenceEnv, // inference
@@ -154,6 +156,10 @@ export interface Config {
   leaderRetrySeconds: number;
   healthSampleSeconds: number;
   logLevel: string;
+  /** auto: readable lines when stdout is a terminal, JSON otherwise; json or pretty: always that. */
+  logFormat: 'auto' | 'json' | 'pretty';
+  /** NO_COLOR is set: readable log lines without colour. */
+  noColor: boolean;
   /** Log the main thread's stall trace this often (0: no trace); see modules/platform/stall-trace.ts. */
   stallTraceSeconds: number;
   billing: BillingConfig;
@@ -264,6 +270,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     leaderRetrySeconds: e.SVC_LEADER_RETRY_SECONDS,
     healthSampleSeconds: e.SVC_HEALTH_SAMPLE_SECONDS,
     logLevel: e.SVC_LOG_LEVEL,
+    logFormat: e.SVC_LOG_FORMAT,
+    noColor: e.NO_COLOR !== undefined,
     stallTraceSeconds: e.SVC_STALL_TRACE_SECONDS,
     localAgent: e.SVC_LOCAL_AGENT === 'auto',
     sandbox: {

@@ -85,6 +85,9 @@ import { NavService } from './modules/nav/service.ts'; // nav
 import { ChainRegistry } from './modules/billing/chains.ts'; // nav: chains of the on-chain supply
 import { BenchmarksService } from './modules/benchmarks/service.ts'; // benchmarks
 
+/** How long boot waits for the discovering providers' first model lists. */
+const DISCOVERY_BOOT_WAIT_MS = 3_000;
+
 export interface GatewayOptions {
   clock?: Clock;
   /** Run the leader's loops on timers (production). Tests drive them with `leader.runAllOnce()`. */
@@ -240,6 +243,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const agents = createAgents({ db, clock, sealKey: seal, keys, identity, executor, sandbox: config.sandbox, publicUrl: config.publicUrl, processId: database.processId, stepFault: opts.stepFault, log: { warn: (o, m) => app.log.warn(o, m), error: (o, m) => app.log.error(o, m) } }); // agents
   explorer.register('agents', agents.explorerSource()); // agents
   const inference = createInference(config.inference, { hub, registry, metering, clock }); // inference
+  const discovery = inference.catalog.discovery; // inference: providers given by base URL alone list their upstreams' models
+  const discovered = discovery.refresh(); // asked while the rest boots
   const engine = new EngineService({ db, clock, sealKey: seal, catalog: inference.catalog, policies }); // engine builds
   inference.engines = engine; // engine builds: engine/<slug> on the chat completions, Messages and Responses routes
   // webhooks, balance alerts, plans and subscriptions
@@ -342,6 +347,10 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     if ('rotatedSigner' in c) app.log.warn(c.rotatedSigner, `receipt signer rotated from ${c.rotatedSigner.from} to ${c.rotatedSigner.to}; remove SVC_SIGNER_ROTATE_FROM and give every replica the new SVC_SIGNER_KEY`);
     if ('replacedSeal' in c) app.log.warn(c.replacedSeal, `seal key replaced (fingerprint ${c.replacedSeal.from} to ${c.replacedSeal.to}); content sealed under the old key cannot be opened`);
   }
+  discovery.log = app.log;
+  // The first listing, waited for a few seconds at most: an upstream that hangs does not hold the boot (it is listed once it answers).
+  await Promise.race([discovered, new Promise((r) => setTimeout(r, DISCOVERY_BOOT_WAIT_MS).unref())]);
+  if (opts.loopTimers ?? true) discovery.start();
   await memory.start((m) => app.log.info(m)); // memory: how vectors are searched here, logged once
   sandboxes.terminals.log = app.log; // sandbox terminals
   hub.sessionsHeld = (nodeId, held) => sandboxes.sessions.held(nodeId, held);
@@ -408,6 +417,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       await batches.runner.stop(); // files and batches: lines in flight end before the database closes
       await agents.runner.stop(); // agents: runs under way end before the database closes
       await leader.stop();
+      discovery.stop(); // inference
       await detachChannel(); // agents see their connection drop and dial again (another process, or this one restarted)
       await hub.close();
       await app.close();

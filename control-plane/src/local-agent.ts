@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { request } from 'node:http';
+import { createInterface } from 'node:readline';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Gateway } from './gateway.ts';
@@ -19,6 +20,20 @@ export function dockerAnswers(socketPath = '/var/run/docker.sock'): Promise<bool
     });
     req.end();
   });
+}
+
+/** The agent's own line prefix (`[svc-node] <ISO time> <message>`): the gateway's log gives the time and the source. */
+const AGENT_LINE = /^\[svc-node\] \S+ (.*)$/;
+
+/** The agent's lines as records of the gateway's log, so they read as its own do (on a terminal or as JSON). */
+function forwardLines(child: ChildProcess, log: { info(msg: string): void; warn(msg: string): void }): void {
+  for (const [stream, level] of [[child.stdout, 'info'], [child.stderr, 'warn']] as const) {
+    if (!stream) continue;
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+      if (line.trim() === '') return;
+      log[level](AGENT_LINE.exec(line)?.[1] ?? line.replace(/^svc-node: /, ''));
+    });
+  }
 }
 
 /** The readiness condition the local node agent holds (`/readyz`). */
@@ -64,7 +79,8 @@ export async function startLocalAgent(gw: Gateway, url: string): Promise<LocalAg
     if (cfg.url !== url) writeFileSync(cfgPath, JSON.stringify({ ...cfg, url }, null, 2), { mode: 0o600 });
   }
   const cli = fileURLToPath(new URL('../../node-agent/src/cli.ts', import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--config-dir', dir], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--config-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  forwardLines(child, gw.app.log.child({ component: 'agent' }));
   let stopping: Promise<void> | null = null;
   const exited = new Promise<void>((done) =>
     child.once('exit', (code, signal) => {

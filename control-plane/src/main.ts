@@ -9,7 +9,10 @@ async function main(): Promise<void> {
   let gw;
   try {
     config = loadConfig(process.env);
-    gw = await createGateway(config); // refuses keys other than the ones the database records (a ConfigError)
+    // Readable lines on a terminal (or SVC_LOG_FORMAT=pretty), JSON otherwise: the formatter is loaded only for a terminal.
+    const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
+    const logger = pretty ? { level: config.logLevel, stream: (await import('./http/pretty-log.ts')).prettyDestination(process.stdout, !config.noColor && process.stdout.isTTY === true) } : undefined;
+    gw = await createGateway(config, { logger }); // refuses keys other than the ones the database records (a ConfigError)
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(`svc: ${e.message}`);

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawn as ptySpawn } from 'node-pty';
 import { expect } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -91,4 +92,29 @@ export function secretFile(dir: string, name: string, content: string): string {
   const p = join(dir, name);
   writeFileSync(p, content, { mode: 0o600 });
   return p;
+}
+
+/** A session `svc login` saved in config directory `dir`: the one for `url`, else the default gateway's. */
+export function savedSession(dir: string, url?: string): { url: string; token: string; account_id: string; wallet_address: string; expires_at: string } {
+  const store = JSON.parse(readFileSync(join(dir, 'sessions.json'), 'utf8')) as { default: string; sessions: Record<string, ReturnType<typeof savedSession>> };
+  const s = store.sessions[url ?? store.default];
+  if (!s) throw new Error(`no session for ${url ?? store.default} in ${dir}`);
+  return s;
+}
+
+/** Runs the real `svc` under a terminal (a pty of `cols` columns): stdout and stderr arrive together, as a person sees them. */
+export function svcTty(args: readonly string[], opts: CliOptions & { cols?: number }): Promise<{ code: number; screen: string }> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !CLI_ENV.includes(k) && k !== 'NO_COLOR') env[k] = v;
+  Object.assign(env, { SVC_CONFIG_DIR: opts.dir, TERM: 'xterm-256color' }, opts.env);
+  const term = ptySpawn(process.execPath, [BIN, ...(opts.url ? ['--url', opts.url] : []), ...args], { name: 'xterm-256color', cols: opts.cols ?? 80, rows: 40, cwd: ROOT, env });
+  let screen = '';
+  term.onData((d) => (screen += d));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => term.kill('SIGKILL'), opts.timeoutMs ?? 40_000);
+    term.onExit((e) => {
+      clearTimeout(timer);
+      resolve({ code: e.exitCode, screen });
+    });
+  });
 }

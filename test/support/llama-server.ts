@@ -34,7 +34,9 @@ export interface LlamaServer {
   /** Base URL ending in /v1. */
   url: string;
   /** The name this server serves its model under (like an Ollama tag). */
-  modelName: string;
+  readonly modelName: string;
+  /** Serves the model under another name from now on (as an Ollama whose model was swapped): listed and answered only by it. */
+  serveAs(name: string): void;
   completions: EngineCompletion[];
   engine: Engine;
   close(): Promise<void>;
@@ -146,9 +148,9 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 };
 const error = (res: ServerResponse, status: number, message: string, type = 'invalid_request_error') => json(res, status, { error: { message, type, code: null } });
 
-export async function startLlamaServer(opts: { modelPath?: string; modelName?: string; threads?: number; contextSize?: number } = {}): Promise<LlamaServer> {
+export async function startLlamaServer(opts: { modelPath?: string; modelName?: string; threads?: number; contextSize?: number; port?: number } = {}): Promise<LlamaServer> {
   const engine = await loadEngine(opts);
-  const modelName = opts.modelName ?? 'tiny-llama:test';
+  let modelName = opts.modelName ?? 'tiny-llama:test';
   const completions: EngineCompletion[] = [];
   let queue: Promise<unknown> = Promise.resolve();
   let n = 0;
@@ -220,11 +222,16 @@ export async function startLlamaServer(opts: { modelPath?: string; modelName?: s
       else res.destroy();
     }
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(opts.port ?? 0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
   return {
     url: `http://127.0.0.1:${port}/v1`,
-    modelName,
+    get modelName() {
+      return modelName;
+    },
+    serveAs(name: string) {
+      modelName = name;
+    },
     completions,
     engine,
     async close() {

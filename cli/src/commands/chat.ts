@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError, sseFrames, type ChatCompletionInput, type SvcClient } from '@svc/shared/client';
 import { context, keyClient, type Context } from '../context.ts';
-import { CliError, EXIT_FAILURE, usageError } from '../errors.ts';
+import { CliError, EXIT_FAILURE, streamedError, usageError } from '../errors.ts';
 import { readStdin } from '../input.ts';
 import { progress } from '../progress.ts';
 import { usd } from '../output.ts';
@@ -60,10 +60,10 @@ async function prompt(words: readonly string[]): Promise<string> {
 }
 
 /** An error chunk inside the stream (the upstream failed after the answer began). */
-function streamError(chunk: Record<string, unknown>): CliError | null {
+function streamError(chunk: Record<string, unknown>): Error | null {
   const e = chunk.error as { type?: string; message?: string } | undefined;
   if (!e || typeof e !== 'object') return null;
-  return new CliError(`${e.type ?? 'upstream_error'}: ${e.message ?? 'the answer stopped'} (the stream ended early)`, EXIT_FAILURE, 'retry the request');
+  return streamedError({ message: 'the answer stopped', ...e }, 'retry the request');
 }
 
 /** Streams the answer: text to `write` as it arrives; the receipt from the final event. */
@@ -87,7 +87,7 @@ async function streamChat(client: SvcClient, body: ChatCompletionInput, write: (
     } catch {
       continue;
     }
-    const failed = streamError(chunk) ?? (f.event === 'error' ? new CliError('upstream_error: the answer stopped (the stream ended early)', EXIT_FAILURE, 'retry the request') : null);
+    const failed = streamError(chunk) ?? (f.event === 'error' ? streamedError({ message: 'the answer stopped' }, 'retry the request') : null);
     if (failed) throw failed;
     if (typeof chunk.id === 'string') out.id = chunk.id;
     if (typeof chunk.model === 'string') out.model = chunk.model;
@@ -126,7 +126,8 @@ export function registerChat(program: Command): void {
       const text = await prompt(words);
       const model = await chooseModel(ctx, opts.model);
       const messages: ChatCompletionInput['messages'] = [...(opts.system ? [{ role: 'system', content: opts.system }] : []), { role: 'user', content: text }];
-      const body: ChatCompletionInput = { model, messages, ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}) };
+      // The usage chunk before [DONE] carries the metered token counts, for --json and the receipt line.
+      const body: ChatCompletionInput = { model, messages, stream_options: { include_usage: true }, ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}) };
 
       const spin = progress(`waiting for ${model}`, { plain: false });
       let result: ChatResult;

@@ -2,7 +2,7 @@ import { createReadStream, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Option, type Command } from 'commander';
 import { context, keyClient } from '../context.ts';
-import { usageError } from '../errors.ts';
+import { usageError, fileProblem } from '../errors.ts';
 import { fields } from '../output.ts';
 import { uploadBatchFile, type FileObject } from '../upload.ts';
 
@@ -12,7 +12,7 @@ export function localSize(path: string): number {
   try {
     st = statSync(path);
   } catch (err) {
-    throw usageError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw usageError(`cannot read ${path}: ${fileProblem(err)}`);
   }
   if (!st.isFile()) throw usageError(`${path} is not a file`);
   return st.size;

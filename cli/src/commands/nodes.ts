@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { EnrolledNode, NodeEnrollInput, NodeKindName, NodeRegistryEntry, OwnerNode, PublicNode } from '@svc/shared/client';
 import { context, sessionClient, type Context } from '../context.ts';
-import { noteCredential, usageError } from '../errors.ts';
+import { noteCredential, usageError, fileProblem } from '../errors.ts';
 import { fields, table } from '../output.ts';
 
 const KINDS: readonly NodeKindName[] = ['sandbox', 'inference'];
@@ -109,7 +109,7 @@ function adminToken(ctx: Context, file: string | undefined, env: NodeJS.ProcessE
       mode = statSync(file).mode;
       raw = readFileSync(file, 'utf8');
     } catch (err) {
-      throw usageError(`cannot read admin token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, ADMIN_HINT);
+      throw usageError(`cannot read admin token file ${file}: ${fileProblem(err)}`, ADMIN_HINT);
     }
     if ((mode & 0o077) !== 0) ctx.out.note(`warning: admin token file ${file} is readable by other users; chmod 600 it`);
     const token = raw.trim();

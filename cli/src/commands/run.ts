@@ -3,7 +3,7 @@ import { Option, type Command } from 'commander';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { sseFrames, type SandboxRun, type SandboxRunInput } from '@svc/shared/client';
 import { context, keyClient } from '../context.ts';
-import { CliError, EXIT_FAILURE, setExitCode, usageError } from '../errors.ts';
+import { CliError, EXIT_FAILURE, setExitCode, streamedError, usageError } from '../errors.ts';
 import { collectEnv, readInput, wholeSeconds } from '../input.ts';
 import { leaveOnInterrupt } from '../interrupt.ts';
 import { progress } from '../progress.ts';
@@ -86,8 +86,8 @@ export function registerRun(program: Command): void {
           } else if (f.event === 'result') meta = JSON.parse(f.data) as RunMeta;
           else if (f.event === 'receipt') receipt = JSON.parse(f.data) as Receipt;
           else if (f.event === 'error') {
-            const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error ?? {};
-            throw new CliError(`${e.type ?? 'internal_error'}: ${e.message ?? 'the run failed'}`, EXIT_FAILURE, 'retry the run');
+            const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error;
+            throw streamedError({ type: 'internal_error', message: 'the run failed', ...e }, 'retry the run', 'the run did not finish');
           }
         }
       } finally {

@@ -6,7 +6,7 @@ import { Option, type Command } from 'commander';
 import { RECEIPT_HEADERS } from '@svc/shared';
 import { ApiError, sseFrames, type SvcClient } from '@svc/shared/client';
 import { context, keyClient } from '../context.ts';
-import { CliError, EXIT_FAILURE, setExitCode, usageError } from '../errors.ts';
+import { CliError, EXIT_FAILURE, fileProblem, setExitCode, streamedError, usageError } from '../errors.ts';
 import { collectEnv, readStdin, wholeSeconds } from '../input.ts';
 import { fields, table, usd } from '../output.ts';
 import { leaveOnInterrupt } from '../interrupt.ts';
@@ -94,8 +94,9 @@ async function runExec(client: SvcClient, id: string, body: Record<string, unkno
         else (f.event === 'stdout' ? process.stdout : process.stderr).write(data);
       } else if (f.event === 'result') meta = JSON.parse(f.data) as ExecMeta;
       else if (f.event === 'error') {
-        const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error ?? {};
-        throw sessionError(id, new ApiError(e.type === 'conflict' ? 409 : 502, { error: e }, new Headers()));
+        const e = (JSON.parse(f.data) as { error?: { type?: string; message?: string } }).error;
+        const err = streamedError({ type: 'internal_error', message: 'the exec failed', ...e }, 'check the session with `svc sandbox status`, then retry', 'the exec did not finish');
+        throw e?.type === 'conflict' ? sessionError(id, new ApiError(409, { error: e }, new Headers())) : err;
       }
     }
   } finally {
@@ -255,7 +256,7 @@ function readLocal(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (err) {
-    throw usageError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw usageError(`cannot read ${path}: ${fileProblem(err)}`);
   }
 }
 

@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { readDateTime } from '@svc/shared';
 import type { SvcClient, Usage, UsageEvent } from '@svc/shared/client';
 import { context, sessionClient } from '../context.ts';
+import { usageError } from '../errors.ts';
 import { fields, table, usd } from '../output.ts';
 import { progress, type Progress } from '../progress.ts';
 
@@ -85,6 +86,7 @@ export function registerUsage(program: Command): void {
     .option('--limit <n>', `at most this many events (default ${10 * PAGE})`, positiveInt)
     .action(async (opts: { since?: string; csv?: boolean; limit?: number }, cmd: Command) => {
       const ctx = context(cmd);
+      if (opts.csv && ctx.out.json) throw usageError('--csv and --json ask for two different outputs', 'pass one of them');
       const { client } = sessionClient(ctx);
       if (!opts.since && !opts.csv && opts.limit === undefined) {
         const u = await client.usage();

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError } from '@svc/shared/client';
 import { context, keyClient } from '../context.ts';
-import { CliError, EXIT_FAILURE, usageError } from '../errors.ts';
+import { CliError, EXIT_FAILURE, usageError, fileProblem } from '../errors.ts';
 import { fields, usd } from '../output.ts';
 import { pollSeconds, pollUntil } from '../poll.ts';
 import { progressBar } from '../progress-bar.ts';
@@ -42,7 +42,7 @@ function imageDataUrl(path: string): string {
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    throw usageError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw usageError(`cannot read ${path}: ${fileProblem(err)}`);
   }
   return `data:${type};base64,${bytes.toString('base64')}`;
 }

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError, type SignedReceipt } from '@svc/shared';
 import { receiptEvent } from '../../http/receipt-headers.ts';
+import { noteStreamError } from '../../http/request-log.ts';
 import type { LazySse } from '../../http/sse.ts';
 import type { ChatSink, Chunk, StreamEnd } from './service.ts';
 
@@ -29,7 +30,9 @@ export function callerSignal(reply: FastifyReply): AbortSignal {
   return ac.signal;
 }
 
+/** The error event of a stream that failed after it began (its request's log line records how it ended). */
 export function errorPayload(req: FastifyRequest, e: unknown): { type: string; message: string; [k: string]: unknown } {
+  noteStreamError(req, e instanceof ServiceError ? e.type : 'internal_error');
   if (e instanceof ServiceError) return { type: e.type, message: e.message, ...e.extra, request_id: req.id };
   req.log.error({ err: e }, 'inference stream failed');
   return { type: 'internal_error', message: 'Internal error; quote the request_id when reporting it', request_id: req.id };

@@ -5,6 +5,7 @@ import { Idempotency } from '../../http/idempotency.ts';
 import { callerGone } from '../../http/caller-signal.ts';
 import { receiptEvent, setReceiptHeaders } from '../../http/receipt-headers.ts';
 import { LazySse } from '../../http/sse.ts';
+import { noteStreamError } from '../../http/request-log.ts';
 import type { ExecContext } from './executor.ts';
 import type { RunResult } from './schemas.ts';
 
@@ -47,6 +48,7 @@ export async function respondExec(req: FastifyRequest, reply: FastifyReply, stre
     if (!out.opened) throw e; // before the stream opened: the error's own status and envelope
     const err = e instanceof ServiceError ? { type: e.type, message: e.message, ...e.extra } : { type: 'internal_error', message: 'Internal error' };
     if (!(e instanceof ServiceError)) req.log.error({ err: e }, 'sandbox stream failed');
+    noteStreamError(req, err.type);
     out.send({ error: { ...err, request_id: req.id } }, 'error');
     return null;
   } finally {
