@@ -47,6 +47,7 @@ export const BACKEND_TESTS = [
   'test/legacy.test.ts', // several lifecycle ticks at once release a plan once (the plan's row lock)
   'test/darkpool.test.ts', // two questions racing for one counterparty make one match (both intents' row locks)
   'test/asset-proofs-races.test.ts', // concurrent attestation and NAV refreshes numbering versions (account lock, row lock), submissions bringing a cohort to k making one release (advisory lock)
+  'test/production-tree.test.ts', // the image's production tree (built JavaScript, production dependencies) booted on the server it is deployed against
 ];
 
 const backendOnly = process.env.SVC_TEST_SET === 'backend';
