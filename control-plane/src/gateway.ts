@@ -51,7 +51,6 @@ import { OrgSessionEnds } from './modules/orgs/session-ends.ts';
 import { SourcesService } from './modules/sources/service.ts'; // source sets
 import { OAuthService } from './modules/oauth/service.ts'; // oauth
 import { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
-import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 import { PassportsService } from './modules/passports/service.ts'; // passports
 import { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
 import { GuardrailsService } from './modules/guardrails/service.ts'; // guardrails
@@ -155,7 +154,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const orgSessionEnds = new OrgSessionEnds();
   await orgSessionEnds.start(database);
   const orgs = { service: new OrgsService(db, clock, identity, orgSessionEnds), invites: new OrgInvites(db, clock, identity), sessionEnds: orgSessionEnds };
-  const passkeys = config.passkeys ? new PasskeysService(db, clock, identity, config.passkeys) : null; // passkeys
+  // passkeys: the WebAuthn library loads only where SVC_PASSKEY_* configure them (the routes answer 404 elsewhere)
+  const passkeys = config.passkeys ? new (await import('./modules/passkeys/service.ts')).PasskeysService(db, clock, identity, config.passkeys) : null;
   const sources = new SourcesService(db, clock, config.publicUrl); // source sets
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
