@@ -160,8 +160,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
-  const signerSvc = new ReceiptSigner(signer, { preparedNonces: config.preparedNonces });
-  void signerSvc.warm(); // nonces prepared before the first receipts
+  // The signer's worker and its prepared nonces start with the first receipt, not at boot: an idle process holds no worker thread.
+  const signerSvc = new ReceiptSigner(signer, { preparedNonces: config.preparedNonces, warmOnFirstUse: true });
   const journal = config.billing.settleBehind ? new SettleJournal<SettleItem>(join(config.dataDir, 'settle-journal')) : null;
   const metering = new Metering(db, clock, signerSvc, config.billing, journal, { error: (o, m) => app.log.error(o, m) });
   try {
