@@ -44,11 +44,24 @@ const entryOutputs = new Map(TARGETS.flatMap((t) => Object.entries(t.entries).ma
 
 const BANNER = '// Built by scripts/build.mjs from the TypeScript sources; do not edit.';
 
-/** Bare imports stay external, except the workspaces' own packages (@svc/*), which are bundled. */
+/**
+ * Pure-JavaScript packages bundled with the project's code instead of loaded from node_modules: the build
+ * keeps only the parts the code uses (viem's index alone loads its whole library: every chain, ABI and
+ * action). What they import is bundled with them, resolved from where they are installed.
+ */
+const INLINE = ['viem'];
+const pkgName = (spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+/** Only INLINE packages' files are ever read from node_modules, so what they import is theirs to bundle. */
+const inlined = (importer) => importer.includes(`${sep}node_modules${sep}`);
+
+/** Bare imports stay external, except the workspaces' own packages (@svc/*) and INLINE, which are bundled. */
 const externalPackages = {
   name: 'external-packages',
   setup(build) {
-    build.onResolve({ filter: /^[^./]/ }, (a) => (a.path.startsWith('@svc/') || a.path.startsWith('node:') ? undefined : { path: a.path, external: true }));
+    build.onResolve({ filter: /^[^./]/ }, (a) => {
+      if (a.path.startsWith('@svc/') || a.path.startsWith('node:') || INLINE.includes(pkgName(a.path)) || inlined(a.importer)) return undefined;
+      return { path: a.path, external: true };
+    });
   },
 };
 
