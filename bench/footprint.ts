@@ -89,7 +89,7 @@ async function boot(env: Record<string, string>): Promise<{ child: ChildProcess;
 }
 
 async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await exited;
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
       rows.push(await measureGateway('this gateway, embedded (PGlite)', { SVC_DATA_DIR: dataDir, SVC_PROVIDERS: providers }));
     }
   } finally {
-    for (const c of cleanups.reverse()) await c();
+    for (const c of cleanups.reverse()) await Promise.resolve().then(c).catch((e: unknown) => console.error(`cleanup: ${e instanceof Error ? e.message : e}`));
   }
   print(rows);
 }
