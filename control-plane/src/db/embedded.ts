@@ -21,6 +21,13 @@ export const pgliteBytea = {
   parse: (v: string): Buffer => Buffer.from(v.slice(2), 'hex'),
 };
 
+/**
+ * The embedded server's buffer cache. Postgres's default (128MB) is allocated and touched in full as the
+ * embedded server starts, in this process's memory; a cache miss here is a read from the data directory's
+ * files (the operating system's page cache), so a smaller one costs little at an embedded deployment's sizes.
+ */
+const SHARED_BUFFERS = '32MB';
+
 /** Embedded PGlite in the data directory (in memory without one). */
 export async function openPglite(dataDir: string | undefined): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
@@ -30,6 +37,7 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     parsers: { [pgliteTypes.INT8]: parseBigint, [pgliteTypes.BYTEA]: pgliteBytea.parse },
     serializers: { [pgliteTypes.BYTEA]: pgliteBytea.serialize },
     extensions: { vector }, // memory: pgvector, created by the memory migration
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`],
   });
   await pglite.waitReady;
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
