@@ -110,8 +110,9 @@ async function main() {
     const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port), '--proxy', PROXY, '--proxy-work', arg('proxy-work', '0')]);
     children.push(proxy.child);
     const profile = arg('profile', '');
-    // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it.
-    const gatewayNode = [`--max-semi-space-size=${arg('semi-space', '64')}`, ...arg('gateway-flags', '').split(' ').filter(Boolean), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
+    // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it (none); `--semi-space MB` adds one.
+    const semiSpace = arg('semi-space', '');
+    const gatewayNode = [...(semiSpace ? [`--max-semi-space-size=${semiSpace}`] : []), ...arg('gateway-flags', '').split(' ').filter(Boolean), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
     const reference = GATEWAY_ONLY ? null : await startReference(upstreamUrl);
     if (reference) children.push(reference.child);
     const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : []), ...(STALL_TRACE ? ['--stall-trace'] : [])], gatewayNode);
