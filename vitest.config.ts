@@ -50,6 +50,7 @@ export const BACKEND_TESTS = [
   'test/asset-proofs-races.test.ts', // concurrent attestation and NAV refreshes numbering versions (account lock, row lock), submissions bringing a cohort to k making one release (advisory lock)
   'test/replica-keys.test.ts', // replicas on one Postgres with other keys refused at boot, processes racing the first boot agreeing on one record
   'test/leader-steps.test.ts', // a leader killed between two steps of a loop (a fault injected there), the next process leading: nothing lost, nothing run twice
+  'test/production-tree.test.ts', // the image's production tree (built JavaScript, production dependencies) booted on the server it is deployed against
 ];
 
 const backendOnly = process.env.SVC_TEST_SET === 'backend';

@@ -31,16 +31,13 @@
  * `--profile DIR` writes a V8 CPU profile of the gateway process into DIR (open it in Chrome DevTools),
  * sampled every `--profile-interval` µs (V8's default 1000).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { machineCpuSeconds, postgresCpuSeconds, processCpuSeconds, threadSchedSeconds } from './cpu.ts';
 import { hostStallsLine, measureHostStalls } from './host-stalls.ts';
 import { arg } from './args.ts';
-import { MODEL, PROXY, freePort } from './inference-roles.ts';
+import { MODEL, PROXY } from './inference-roles.ts';
+import { startPortkey, startRole, type Reference } from './reference.ts';
 import { loadNode, loadWrk, median, type LoadRow } from './load.ts';
 import type { StallReport } from '../control-plane/src/modules/platform/stall-trace.ts';
 
@@ -77,67 +74,11 @@ const TARGET_REFERENCE_RATIO = 4;
 const targetLine = (conc: number, what: string, value: string, met: boolean) => `${String(conc).padStart(4)} | ${what}: ${value} ${met ? 'met' : 'NOT met'}`;
 const BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi' }], max_tokens: 16 });
 
-type Role = { child: ChildProcess; info: Record<string, any>; ask(line: string): Promise<any> };
-
-/** A child role: its first JSON line is `info`; `ask` writes a line to its stdin and resolves with its next JSON line. */
-function startRole(name: string, extra: string[], node: string[] = []): Promise<Role> {
-  const child = spawn(process.execPath, [...node, '--import', 'tsx', fileURLToPath(new URL('./inference-roles.ts', import.meta.url)), '--role', name, ...extra], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const waiting: Array<(o: any) => void> = [];
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    let first = true;
-    child.stdout!.on('data', (d) => {
-      buf += d;
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const o = JSON.parse(buf.slice(0, nl));
-        buf = buf.slice(nl + 1);
-        if (first) {
-          first = false;
-          resolve({ child, info: o, ask: (line) => new Promise((r) => (waiting.push(r), child.stdin!.write(`${line}\n`))) });
-        } else waiting.shift()?.(o);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
-  });
-}
-
-type Reference = { child: ChildProcess; url: string; headers: Record<string, string>; label: string };
-
-/**
- * The reference gateway: Portkey's AI gateway on its own Node server (`build/start-server.js`, as its
- * `start:node` script runs it), sent to the upstream with its custom-host header, the way its documentation
- * points it at an OpenAI-compatible server. Null with `--reference none` or when the package is not installed.
- */
+/** The reference gateway's row (see startPortkey): null with `--reference none` or when it is not installed. */
 async function startReference(upstreamUrl: string): Promise<Reference | null> {
   if (REFERENCE === 'none') return null;
   if (REFERENCE !== 'portkey') throw new Error(`--reference ${REFERENCE}: expected portkey or none`);
-  let pkg: string;
-  try {
-    pkg = createRequire(import.meta.url).resolve('@portkey-ai/gateway/package.json');
-  } catch {
-    console.error('the reference gateway (@portkey-ai/gateway) is not installed: its row is left out');
-    return null;
-  }
-  const version = (JSON.parse(readFileSync(pkg, 'utf8')) as { version: string }).version;
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(dirname(pkg), 'build', 'start-server.js'), `--port=${port}`, '--headless'], { stdio: 'ignore' });
-  const url = `http://127.0.0.1:${port}/v1`;
-  const headers = { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstreamUrl, authorization: 'Bearer sk-bench' };
-  try {
-    for (let i = 0; ; i++) {
-      if (child.exitCode !== null) throw new Error(`the reference gateway exited with ${child.exitCode}`);
-      const ok = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: BODY })
-        .then((r) => r.ok)
-        .catch(() => false);
-      if (ok) break;
-      if (i >= 300) throw new Error('the reference gateway did not answer within 30 s');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  } catch (e) {
-    child.kill();
-    throw e;
-  }
-  return { child, url, headers, label: `Portkey's AI gateway ${version} (@portkey-ai/gateway), its Node server, provider openai with x-portkey-custom-host` };
+  return startPortkey(upstreamUrl, BODY);
 }
 
 /** One round's stall trace: the slow requests, each cause's share of their time, and the loop's delay. */
@@ -169,8 +110,9 @@ async function main() {
     const proxy = await startRole('proxy', ['--upstream-port', String(upstream.info.port), '--proxy', PROXY, '--proxy-work', arg('proxy-work', '0')]);
     children.push(proxy.child);
     const profile = arg('profile', '');
-    // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it.
-    const gatewayNode = [`--max-semi-space-size=${arg('semi-space', '64')}`, ...arg('gateway-flags', '').split(' ').filter(Boolean), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
+    // The gateway runs with the V8 flags `npm start`, the Dockerfile and the systemd unit give it (none); `--semi-space MB` adds one.
+    const semiSpace = arg('semi-space', '');
+    const gatewayNode = [...(semiSpace ? [`--max-semi-space-size=${semiSpace}`] : []), ...arg('gateway-flags', '').split(' ').filter(Boolean), ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-interval=${arg('profile-interval', '1000')}`] : [])];
     const reference = GATEWAY_ONLY ? null : await startReference(upstreamUrl);
     if (reference) children.push(reference.child);
     const gateway = await startRole('gateway', ['--upstream-url', upstreamUrl, '--database-url', dbUrl.toString(), '--settle-behind', arg('settle-behind', 'true'), ...(FLOOR ? ['--floor'] : []), ...(STALL_TRACE ? ['--stall-trace'] : [])], gatewayNode);

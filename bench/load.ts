@@ -31,9 +31,10 @@ const wrkMs = (v: string) => {
  * JSON POSTs of `body` (with `headers`) to `<url>/chat/completions` from wrk (C, epoll; Debian package `wrk`) in its own
  * process: one thread, `conc` keep-alive connections, for `secs` seconds after a 1 s warm-up. A Node client
  * spends more CPU per request than the proxy it measures, and on 2 cores that CPU is taken from the servers;
- * wrk is the method behind the inference targets' reference figures. `around` runs just before and after the measured run.
+ * wrk is the method behind the inference targets' reference figures. `around` runs just before and after the measured run;
+ * `wrkArgs` go to wrk as they are (e.g. `--timeout 10s`).
  */
-export async function loadWrk(url: string, body: string, headers: Record<string, string>, conc: number, secs: number, around?: { before(): void; after(): void }): Promise<LoadRow> {
+export async function loadWrk(url: string, body: string, headers: Record<string, string>, conc: number, secs: number, around?: { before(): void; after(): void }, wrkArgs: string[] = []): Promise<LoadRow> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
   const script = join(dir, 'post.lua');
   writeFileSync(
@@ -49,7 +50,7 @@ export async function loadWrk(url: string, body: string, headers: Record<string,
   const target = `${url.replace(/\/$/, '')}/chat/completions`;
   const run = (d: number) =>
     new Promise<string>((resolve, reject) => {
-      const c = spawn('wrk', ['-t1', `-c${conc}`, `-d${d}s`, '--latency', '-s', script, target], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const c = spawn('wrk', ['-t1', `-c${conc}`, `-d${d}s`, '--latency', ...wrkArgs, '-s', script, target], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
       c.stdout!.on('data', (x) => (out += x));
       c.once('error', reject);

@@ -148,14 +148,15 @@ describe('node-agent install.sh into a temporary root', () => {
     expect(readdirSync(at('etc/svc-node'))).toEqual(['agent.json']);
   });
 
-  it('copies only the agent\'s run-time closure, read-only to the agent, without tests or dev tools', () => {
+  it('copies only the built agent and its run-time closure, read-only to the agent, without sources, tests or dev tools', () => {
     const opt = at('opt/svc-node');
-    expect(readdirSync(opt).sort()).toEqual(['INSTALL-INFO', 'node-agent', 'node_modules', 'shared']);
+    expect(readdirSync(opt).sort()).toEqual(['INSTALL-INFO', 'node-agent', 'node_modules']);
+    expect(readdirSync(join(opt, 'node-agent')).sort()).toEqual(['bin', 'dist', 'package.json']);
     const modules = readdirSync(join(opt, 'node_modules'));
-    for (const m of ['commander', 'tsx', 'ws', 'zod', 'systeminformation', '@trpc', '@svc']) expect(modules).toContain(m);
-    for (const m of ['vitest', 'typescript', 'fastify', '@electric-sql', 'solc', 'ethers']) expect(modules).not.toContain(m);
+    for (const m of ['commander', 'ws', 'zod', 'systeminformation', '@trpc', 'node-pty', 'secp256k1']) expect(modules).toContain(m);
+    for (const m of ['tsx', 'esbuild', '@svc', 'vitest', 'typescript', 'fastify', '@electric-sql', 'solc', 'ethers']) expect(modules).not.toContain(m);
     const files = walk(opt);
-    expect(files.filter((f) => f.endsWith('.test.ts'))).toEqual([]);
+    expect(files.filter((f) => f.includes('/node-agent/') && /\.ts$/.test(f))).toEqual([]);
     expect(files.filter((f) => (statSync(f).mode & 0o022) !== 0)).toEqual([]);
   });
 

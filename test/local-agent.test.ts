@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { SvcClient } from '@svc/shared/client';
 import { ADMIN_TOKEN, freePort } from './support/gateway.ts';
@@ -17,6 +17,15 @@ import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
  * volumes are gone when the gateway has exited.
  */
 const enabled = sandboxImage();
+/** `npm start`'s command (after its `prestart` build): node and its arguments, the built control plane. */
+const START = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ');
+
+beforeAll(() => {
+  if (!enabled) return;
+  // What `npm start`'s prestart does: the build, when a source is newer than it.
+  const built = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale', 'control-plane', 'node-agent'], { encoding: 'utf8' });
+  expect(built.status, built.stderr).toBe(0);
+}, 120_000);
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
@@ -44,7 +53,8 @@ async function startGateway(): Promise<{ url: string; child: ChildProcess; outpu
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // `npm start`'s command, in its own process group (as a terminal runs it).
-  const child = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', 'control-plane/src/main.ts'], {
+  expect(START[0]).toBe('node');
+  const child = spawn(process.execPath, START.slice(1), {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -102,9 +112,14 @@ describe.skipIf(!enabled)('npm start with a local node agent', () => {
     const session = await api.request<{ id: string; status: string }>('POST', '/v1/sandboxes/sessions', { body: {} });
     expect(session.status).toBe('running');
 
-    // The gateway's child running node-agent/src/cli.ts (tsx has a child of its own too).
-    const children = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(gw.child.pid)], { encoding: 'utf8' }).stdout.trim().split('\n');
-    const agentPid = Number(children.find((l) => l.includes('node-agent/src/cli.ts'))?.trim().split(/\s+/)[0]);
+    // Built JavaScript in both processes, as ps shows them: the gateway and its child running the built agent.
+    const ps = (...args: string[]) => spawnSync('ps', ['-o', 'pid=,args=', ...args], { encoding: 'utf8' }).stdout.trim().split('\n');
+    expect(ps('-p', String(gw.child.pid))[0]).toMatch(/ control-plane\/dist\/main\.js$/);
+    const children = ps('--ppid', String(gw.child.pid));
+    expect(children).toHaveLength(1);
+    expect(children[0]).toMatch(/node-agent\/dist\/svc-node\.js run --config-dir /);
+    for (const line of [...ps('-p', String(gw.child.pid)), ...children]) expect(line).not.toMatch(/tsx|\.ts\b/);
+    const agentPid = Number(children[0]!.trim().split(/\s+/)[0]);
     expect(agentPid).toBeGreaterThan(0);
     expect(leftovers(agentPid).containers).not.toBe(''); // the session's container (and the warm one)
     expect(leftovers(agentPid).volumes).not.toBe('');

@@ -54,7 +54,6 @@ import { OrgSessionEnds } from './modules/orgs/session-ends.ts';
 import { SourcesService } from './modules/sources/service.ts'; // source sets
 import { OAuthService } from './modules/oauth/service.ts'; // oauth
 import { OAuthGrants } from './modules/oauth/grants.ts'; // oauth
-import { PasskeysService } from './modules/passkeys/service.ts'; // passkeys
 import { PassportsService } from './modules/passports/service.ts'; // passports
 import { KyaService } from './modules/kya/service.ts'; // passports: KYA credentials
 import { GuardrailsService } from './modules/guardrails/service.ts'; // guardrails
@@ -179,13 +178,14 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const orgSessionEnds = new OrgSessionEnds();
   await orgSessionEnds.start(database);
   const orgs = { service: new OrgsService(db, clock, identity, orgSessionEnds), invites: new OrgInvites(db, clock, identity), sessionEnds: orgSessionEnds };
-  const passkeys = config.passkeys ? new PasskeysService(db, clock, identity, config.passkeys) : null; // passkeys
+  // passkeys: the WebAuthn library loads only where SVC_PASSKEY_* configure them (the routes answer 404 elsewhere)
+  const passkeys = config.passkeys ? new (await import('./modules/passkeys/service.ts')).PasskeysService(db, clock, identity, config.passkeys) : null;
   const sources = new SourcesService(db, clock, config.publicUrl); // source sets
   const denylist = new DenylistService(db, clock);
   await denylist.start(database);
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
-  const signerSvc = new ReceiptSigner(signer, { preparedNonces: config.preparedNonces });
-  void signerSvc.warm(); // nonces prepared before the first receipts
+  // The signer's worker and its prepared nonces start with the first receipt, not at boot: an idle process holds no worker thread.
+  const signerSvc = new ReceiptSigner(signer, { preparedNonces: config.preparedNonces, warmOnFirstUse: true });
   const journal = config.billing.settleBehind ? new SettleJournal<SettleItem>(join(config.dataDir, 'settle-journal')) : null;
   const metering = new Metering(db, clock, signerSvc, config.billing, journal, { error: (o, m) => app.log.error(o, m) });
   try {
@@ -251,7 +251,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const self: SelfAddress = { publicUrl: config.publicUrl, port: config.port, host: config.host, allowPrivate: config.webhooks.allowPrivate }; // listening: set once the server listens
   const webhooks = new WebhookService(db, clock, seal, self);
   const webhookSender = new WebhookSender(db, clock, seal, { timeoutMs: config.webhooks.timeoutMs, self });
-  const services = createServices({ db, clock, sealKey: seal, signer: signerSvc, identity, passports: passportsSvc, agents, config: config.market, self, publicUrl: config.publicUrl }); // marketplace: services paid by x402
+  const services = await createServices({ db, clock, sealKey: seal, signer: signerSvc, identity, passports: passportsSvc, agents, config: config.market, self, publicUrl: config.publicUrl }); // marketplace: services paid by x402
   const post = createPost({ db, clock, sealKey: seal, signer: signerSvc, billing: config.billing, metering, cursors, identity, passports: passportsSvc, config: config.market, publicUrl: config.publicUrl }); // agent post: postage through the ledger
   const relays = new RelaysService({ db, clock, sealKey: seal, publicUrl: config.publicUrl, pinAttempts: config.market.relayPinAttempts }); // relays
   const oauth = { service: new OAuthService({ db, clock, keys, publicUrl: config.publicUrl, self }), grants: new OAuthGrants(db, clock, config.publicUrl, seal) }; // oauth

@@ -78,8 +78,10 @@ export async function startLocalAgent(gw: Gateway, url: string): Promise<LocalAg
     nodeId = cfg.node_id;
     if (cfg.url !== url) writeFileSync(cfgPath, JSON.stringify({ ...cfg, url }, null, 2), { mode: 0o600 });
   }
+  // The built gateway names the built agent here (scripts/build.mjs rewrites the URL); from the sources, tsx runs it.
   const cli = fileURLToPath(new URL('../../node-agent/src/cli.ts', import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--config-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const run = cli.endsWith('.ts') ? ['--import', 'tsx', cli] : ['--enable-source-maps', cli];
+  const child: ChildProcess = spawn(process.execPath, [...run, 'run', '--config-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
   forwardLines(child, gw.app.log.child({ component: 'agent' }));
   let stopping: Promise<void> | null = null;
   const exited = new Promise<void>((done) =>

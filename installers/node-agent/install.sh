@@ -5,12 +5,14 @@
 #   sudo SVC_NODE_KEY=nk-svc_... installers/node-agent/install.sh --url https://gateway.example
 #
 # What it does (each step is printed; --dry-run prints them and writes nothing):
-#   1. checks its inputs: Node 20.19+, the checkout (with `npm ci` done), the URL and the node key;
+#   1. checks its inputs: Node 20.19+, the checkout (with `npm ci` done, which builds the agent), the URL
+#      and the node key;
 #   2. creates the system user and group svc-node (not under a --prefix other than /: see below; a dry
 #      run prints the useradd command either way);
-#   3. copies the agent into <prefix>/opt/svc-node: node-agent/ and shared/ (sources, without tests) and
-#      the agent's run-time dependency closure from the checkout's node_modules (runtime-deps.mjs lists
-#      it: ~30 MB, not the workspace's 300+ MB), owned by root and read-only to the agent;
+#   3. copies the agent into <prefix>/opt/svc-node: the built agent (node-agent/dist, JavaScript with source
+#      maps, from `npm run build`), its launcher and package.json, and its run-time dependency closure from
+#      the checkout's node_modules (runtime-deps.mjs lists it: ~30 MB, not the workspace's 300+ MB), owned by
+#      root and read-only to the agent;
 #   4. writes the wrapper <prefix>/usr/local/bin/svc-node;
 #   5. creates <prefix>/etc/svc-node (0700) and the data dir <prefix>/var/lib/svc-node (0700), and writes
 #      <prefix>/etc/svc-node/agent.json (0600) by running the agent's own `svc-node enroll`, then hands
@@ -25,7 +27,7 @@
 #
 # Dependencies are copied from the checkout rather than fetched with `npm ci --omit=dev` in /opt: the host
 # needs no registry access at install time and gets exactly the versions the checkout was tested with.
-# Run `npm ci` in the checkout first (on the same OS and CPU architecture: esbuild ships a native binary).
+# Run `npm ci` in the checkout first (on the same OS and CPU architecture: node-pty and secp256k1 are native).
 #
 # --prefix <dir> installs into a staging root (the tests do): every path written is under <dir>; the
 # wrapper and agent.json name the prefixed paths so the tree runs in place; the unit is copied verbatim.
@@ -155,10 +157,11 @@ fi
 if [[ -z $source_dir ]]; then source_dir=$(cd "$here/../.." && pwd -P); fi
 [[ -d $source_dir ]] || usage_error "--source $source_dir is not a directory"
 source_dir=$(cd "$source_dir" && pwd -P)
-for f in node-agent/package.json node-agent/bin/svc-node.js node-agent/src/cli.ts shared/package.json shared/src/index.ts; do
+for f in node-agent/package.json node-agent/bin/svc-node.js node-agent/src/cli.ts; do
   [[ -f $source_dir/$f ]] || die 1 "$source_dir is not a checkout of the svc repository (no $f)"
 done
 [[ -d $source_dir/node_modules ]] || die 1 "$source_dir/node_modules is missing: run \`npm ci\` in $source_dir first"
+[[ -f $source_dir/node-agent/dist/svc-node.js ]] || die 1 "$source_dir/node-agent/dist is missing: run \`npm run build\` in $source_dir first"
 
 if [[ -z $node_bin ]]; then node_bin=$(command -v node || true); fi
 [[ -n $node_bin ]] || die 1 "node is not on PATH: install Node.js $MIN_NODE or newer (or give --node <path>)"
@@ -219,7 +222,7 @@ fi
 say "copying the agent and ${#deps[@]} run-time packages into $opt_dir"
 stage=$opt_dir.new.$$
 if ((dry_run)); then
-  note "would copy node-agent/{package.json,bin,src} and shared/{package.json,src} (without *.test.ts) and:"
+  note "would copy node-agent/{package.json,bin,dist} and:"
   note "${deps[*]}"
 else
   trap 'rm -rf -- "$stage"' EXIT
@@ -227,11 +230,9 @@ else
   mkdir -p -- "$stage"
   # Owned by root and not writable by the agent: it runs with docker-group rights, so its code must not
   # be modifiable by the user it runs as (nor by whoever owns the checkout).
-  tar -C "$source_dir" --exclude='*.test.ts' --owner=0 --group=0 --mode='u+rwX,go+rX,go-w' -cf - \
-    node-agent/package.json node-agent/bin node-agent/src shared/package.json shared/src "${deps[@]}" |
+  tar -C "$source_dir" --exclude='build.json' --owner=0 --group=0 --mode='u+rwX,go+rX,go-w' -cf - \
+    node-agent/package.json node-agent/bin node-agent/dist "${deps[@]}" |
     tar -C "$stage" -xf -
-  mkdir -p -- "$stage/node_modules/@svc"
-  ln -s ../../shared "$stage/node_modules/@svc/shared"
   commit=$(git -C "$source_dir" rev-parse HEAD 2>/dev/null || echo unknown)
   printf 'source=%s\ncommit=%s\nnode=%s\n' "$source_dir" "$commit" "$node_bin" >"$stage/INSTALL-INFO"
   chmod -R u+rwX,go+rX,go-w -- "$stage"

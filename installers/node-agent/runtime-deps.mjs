@@ -1,24 +1,23 @@
 #!/usr/bin/env node
-// Prints the node_modules package directories (relative to a checkout, one per line) that the node agent
-// loads at run time. install.sh copies exactly these into /opt/svc-node, so the host gets the agent's
-// runtime closure (about 35 MB) rather than the whole workspace's node_modules (control plane, test tools,
+// Prints the node_modules package directories (relative to a checkout, one per line) that the built node
+// agent loads at run time. install.sh copies exactly these into /opt/svc-node, so the host gets the agent's
+// runtime closure (about 30 MB) rather than the whole workspace's node_modules (control plane, test tools,
 // Solidity compiler: 300+ MB), and needs no registry.
 //
-// How: walk the static import graph from node-agent/bin/svc-node.js and node-agent/src/cli.ts through
-// relative imports and the @svc/* workspace packages, collect the bare package names (type-only imports
-// are erased at run time and skipped), add node-agent's declared dependencies, then close over each
-// installed package's dependencies, optionalDependencies (when installed: the platform's esbuild binary)
-// and required peerDependencies, resolving like Node does (nearest node_modules first). Optional peers and
-// type-checking peers (typescript, @types/*) are never loaded at run time and are left out. A required
-// package that is not installed is an error: run `npm ci` in the checkout first.
+// How: read the agent's build output (node-agent/dist/*.js, written by scripts/build.mjs: the project's own
+// code is bundled in, every package it loads is left as an import), collect the bare package names it
+// imports (static and dynamic imports, and createRequire(...)('x') calls), then close over each installed
+// package's dependencies, optionalDependencies (when installed: the platform's esbuild binary) and required
+// peerDependencies, resolving like Node does (nearest node_modules first). Optional peers and type-checking
+// peers (typescript, @types/*) are never loaded at run time and are left out. A required package that is not
+// installed is an error: run `npm ci` in the checkout first (it builds the agent too).
 //
 // Usage: node runtime-deps.mjs <checkout>
-import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const root = resolve(process.argv[2] ?? '.');
-const WORKSPACES = { '@svc/shared': join(root, 'shared'), '@svc/node-agent': join(root, 'node-agent') };
 const builtins = new Set(builtinModules);
 
 const fail = (msg) => {
@@ -28,47 +27,21 @@ const fail = (msg) => {
 const readJson = (p) => JSON.parse(readFileSync(p, 'utf8'));
 const pkgName = (spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
 
-function resolveFile(p) {
-  for (const c of [p, `${p}.ts`, `${p}.js`, `${p}.mjs`, join(p, 'index.ts'), join(p, 'index.js')]) {
-    if (existsSync(c) && statSync(c).isFile()) return c;
-  }
-  return undefined;
-}
+const IMPORTS = [
+  /(?:^|[;\s}])(?:import|export)\s*(?:[\w*{}\s,$]*?\s*from\s*)?['"]([^'"]+)['"]/g,
+  /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+  /\bcreateRequire\([^)]*\)\(\s*['"]([^'"]+)['"]\s*\)/g,
+];
 
-/** A workspace import ('@svc/shared', '@svc/shared/client') to its source file, through its exports map. */
-function workspaceEntry(spec) {
-  const name = pkgName(spec);
-  const dir = WORKSPACES[name];
-  const sub = `.${spec.slice(name.length)}`;
-  const exp = readJson(join(dir, 'package.json')).exports ?? {};
-  const target = typeof exp === 'string' ? (sub === '.' ? exp : undefined) : exp[sub];
-  const file = typeof target === 'string' ? resolveFile(join(dir, target)) : undefined;
-  if (!file) fail(`cannot resolve ${spec} in ${dir}`);
-  return file;
-}
-
-const IMPORT = /(?:^|[;\s}])(import|export)\s+(type\s+)?(?:[\w*{}\s,$]*?\s*from\s*)?['"]([^'"]+)['"]/g;
-const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
-
-const bare = new Set(Object.keys(readJson(join(root, 'node-agent', 'package.json')).dependencies ?? {}));
-const seen = new Set();
-const queue = [join(root, 'node-agent', 'bin', 'svc-node.js'), join(root, 'node-agent', 'src', 'cli.ts')];
-while (queue.length) {
-  const file = queue.pop();
-  if (seen.has(file)) continue;
-  seen.add(file);
-  const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
-  const specs = [];
-  for (const m of text.matchAll(IMPORT)) if (!m[2]) specs.push(m[3]);
-  for (const m of text.matchAll(DYNAMIC)) specs.push(m[1]);
-  for (const spec of specs) {
-    if (spec.startsWith('.')) {
-      const f = resolveFile(resolve(dirname(file), spec));
-      if (f && !f.endsWith('.json')) queue.push(f);
-    } else if (pkgName(spec) in WORKSPACES) {
-      queue.push(workspaceEntry(spec));
-    } else if (!spec.startsWith('node:') && !builtins.has(spec)) {
-      bare.add(pkgName(spec));
+const dist = join(root, 'node-agent', 'dist');
+if (!existsSync(join(dist, 'svc-node.js'))) fail(`${dist}/svc-node.js is missing: build the agent first (npm run build; npm ci runs it)`);
+const bare = new Set();
+for (const name of readdirSync(dist).filter((f) => /\.m?js$/.test(f))) {
+  const text = readFileSync(join(dist, name), 'utf8');
+  for (const re of IMPORTS) {
+    for (const m of text.matchAll(re)) {
+      const spec = m[1];
+      if (!spec.startsWith('.') && !spec.startsWith('node:') && !builtins.has(spec)) bare.add(pkgName(spec));
     }
   }
 }
@@ -83,10 +56,9 @@ function locate(name, fromDir) {
 }
 
 const dirs = new Set();
-const todo = [...bare].filter((n) => !(n in WORKSPACES)).map((name) => ({ name, from: root, optional: false, by: 'the node agent' }));
+const todo = [...bare].map((name) => ({ name, from: root, optional: false, by: 'the node agent' }));
 while (todo.length) {
   const { name, from, optional, by } = todo.pop();
-  if (name in WORKSPACES) continue;
   const dir = locate(name, from);
   if (!dir) {
     if (optional) continue;

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// Launcher for `svc-node`: registers tsx's loader in this process, then runs the TypeScript entry point.
-import { register } from 'tsx/esm/api';
-
-register();
-await import(new URL('../src/cli.ts', import.meta.url).href);
+// Launcher for `svc-node`: runs the built agent (dist/, written by `npm run build`), with stack traces
+// mapped to the TypeScript sources.
+process.setSourceMapsEnabled(true);
+await import('../dist/svc-node.js');

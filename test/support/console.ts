@@ -7,7 +7,7 @@ import type { BrowserContext, Download, Page } from 'playwright-core';
 import type { PrivateKeyAccount } from 'viem/accounts';
 
 /**
- * The console in a real browser: its build (made here when console/dist is missing or older than its sources),
+ * The console in a real browser: its build (`scripts/build.mjs --if-stale console`, here before the tests),
  * an EIP-1193 wallet injected into its pages, axe-core run on a page, and screenshots at desktop and phone width
  * kept under .ci/out/console/.
  */
@@ -16,31 +16,11 @@ const CONSOLE = join(ROOT, 'console');
 const DIST = join(CONSOLE, 'dist');
 export const SHOTS = join(ROOT, '.ci', 'out', 'console');
 
-/** The files a console build is made from: its own sources and the gateway modules it bundles. */
-const SOURCES = [join(CONSOLE, 'src'), join(CONSOLE, 'index.html'), join(CONSOLE, 'vite.config.ts'), join(CONSOLE, 'package.json'), join(ROOT, 'control-plane/src/modules/pages/verify.ts'), join(ROOT, 'control-plane/src/modules/identity/siwe-message.ts'), join(ROOT, 'shared/src/scopes.ts')];
-
-function newest(path: string): number {
-  const s = statSync(path);
-  if (!s.isDirectory()) return s.mtimeMs;
-  return Math.max(s.mtimeMs, ...readdirSync(path).map((n) => newest(join(path, n))));
-}
-
-function builtAt(): number {
-  try {
-    return statSync(join(DIST, 'index.html')).mtimeMs;
-  } catch {
-    return -1;
-  }
-}
-
-const stale = () => builtAt() < Math.max(...SOURCES.map(newest));
-
 /**
  * Builds the console (vite build, a few seconds) unless console/dist is current. Test files running at once
  * take turns through a lock directory, so one builds and the others find the build current.
  */
 export async function ensureConsoleBuilt(): Promise<void> {
-  if (!stale()) return;
   const lock = join(CONSOLE, '.build-lock');
   const deadline = Date.now() + 120_000;
   for (;;) {
@@ -53,7 +33,8 @@ export async function ensureConsoleBuilt(): Promise<void> {
     }
   }
   try {
-    if (stale()) execFileSync(process.execPath, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], { cwd: CONSOLE, stdio: 'pipe' });
+    // The project's build of the console target, only when console/dist is missing or older than a source it was built from.
+    execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--if-stale', 'console'], { cwd: ROOT, stdio: 'pipe' });
   } finally {
     rmdirSync(lock);
   }

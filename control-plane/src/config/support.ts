@@ -1,4 +1,4 @@
-import { isAddress } from '@solana/kit';
+import { isAddress } from '@solana/addresses';
 import { z } from 'zod';
 import { ConfigError, intWithDefault } from './parse.ts';
 

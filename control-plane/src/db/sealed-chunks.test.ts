@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { Sealer } from '@svc/shared';
-import { openDatabase, pgliteBytea, type Database } from './database.ts';
+import { openDatabase, type Database } from './database.ts';
+import { pgliteBytea } from './embedded.ts';
 import { migrateToLatest } from './migrate.ts';
 import { CHUNK_BYTES, ChunkMissing, SealedChunks, firstRead } from './sealed-chunks.ts';
 

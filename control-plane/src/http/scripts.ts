@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ServiceError } from '@svc/shared';
+import { BROWSER_BUNDLE } from './browser-options.mjs';
 
 /**
  * Browser scripts of the gateway's pages: a TypeScript entry point bundled and minified by esbuild (with the
  * maintained libraries it imports) on first use, kept in memory for the life of the process, and served from
- * this origin under `?v=<content hash>` (immutable). A failed build is tried again on the next request.
+ * this origin under `?v=<content hash>` (immutable). A failed build is tried again on the next request. The
+ * production build bundles them ahead (the same options) and the gateway reads the result instead.
  */
 export interface Bundle {
   code: string;
@@ -75,20 +78,14 @@ export class BrowserScript {
   }
 }
 
+/** A `.js` entry is the production build's pre-bundled script (scripts/build.mjs): served as it is. */
 async function build(entry: URL): Promise<Bundle> {
+  if (entry.pathname.endsWith('.js')) return bundleOf(await readFile(entry, 'utf8'));
   const esbuild = await import('esbuild');
-  const out = await esbuild.build({
-    entryPoints: [fileURLToPath(entry)],
-    bundle: true,
-    format: 'iife',
-    platform: 'browser',
-    target: ['es2020'],
-    minify: true,
-    legalComments: 'none',
-    charset: 'utf8',
-    write: false,
-    logLevel: 'silent',
-  });
-  const code = out.outputFiles[0]!.text;
+  const out = await esbuild.build({ ...BROWSER_BUNDLE, entryPoints: [fileURLToPath(entry)], write: false });
+  return bundleOf(out.outputFiles[0]!.text);
+}
+
+function bundleOf(code: string): Bundle {
   return { code, gzip: gzipSync(code, { level: 9 }), version: createHash('sha256').update(code).digest('hex').slice(0, 16), bytes: Buffer.byteLength(code) };
 }

@@ -4,8 +4,6 @@ import type { Hex } from 'viem';
 import type { AnchorsConfig } from '../../config/anchors.ts';
 import type { DB } from '../../db/schema.ts';
 import type { AnchorBackend } from './backend.ts';
-import { EvmAnchorChain } from './evm.ts';
-import { SolanaAnchor } from './solana.ts';
 import { inclusionProof, merkleRoot } from './merkle.ts';
 import { AnchorStore, type SubmissionRow } from './store.ts';
 
@@ -241,9 +239,16 @@ function stateOf(anchors: ChainAnchor[], configured = true): AnchorState {
   return anchors.every((a) => a.state === 'failed') ? 'failed' : 'pending';
 }
 
-/** The backends the configuration names: each EVM chain (with the anchoring key) and the Solana cluster. */
+/**
+ * The backends the configuration names: each EVM chain (with the anchoring key) and the Solana cluster. Each
+ * backend's chain library loads only where it is configured.
+ */
 export async function anchorBackends(config: AnchorsConfig): Promise<AnchorBackend[]> {
-  const out: AnchorBackend[] = config.privateKey ? config.chains.map((c) => new EvmAnchorChain(c, config.privateKey!)) : [];
-  if (config.solana) out.push(await SolanaAnchor.create(config.solana));
+  const out: AnchorBackend[] = [];
+  if (config.privateKey && config.chains.length) {
+    const { EvmAnchorChain } = await import('./evm.ts');
+    for (const c of config.chains) out.push(new EvmAnchorChain(c, config.privateKey));
+  }
+  if (config.solana) out.push(await (await import('./solana.ts')).SolanaAnchor.create(config.solana));
   return out;
 }

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ServiceError, type SignedReceipt } from '@svc/shared';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
@@ -48,8 +47,20 @@ export function toolError(e: unknown, requestId: string, log: RemoteServerDeps['
  */
 export class RemoteMcpServer {
   readonly resource: string;
-  /** One JSON Schema validator for every per-request server (building one costs milliseconds). */
-  private readonly validator = new AjvJsonSchemaValidator();
+  /**
+   * The MCP SDK's server side, loaded with the first request that reaches it (a gateway serving no MCP never
+   * loads it), and one JSON Schema validator for every per-request server (building one costs milliseconds).
+   */
+  private sdk: Promise<{ McpServer: typeof McpServer; Transport: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js').WebStandardStreamableHTTPServerTransport; validator: AjvJsonSchemaValidator }> | null = null;
+
+  private loadSdk() {
+    this.sdk ??= Promise.all([
+      import('@modelcontextprotocol/sdk/server/mcp.js'),
+      import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+      import('@modelcontextprotocol/sdk/validation/ajv'),
+    ]).then(([mcp, http, ajv]) => ({ McpServer: mcp.McpServer, Transport: http.WebStandardStreamableHTTPServerTransport, validator: new ajv.AjvJsonSchemaValidator() }));
+    return this.sdk;
+  }
 
   constructor(private readonly d: RemoteServerDeps) {
     this.resource = new URL('/v1/mcp', d.publicUrl).toString();
@@ -110,8 +121,9 @@ export class RemoteMcpServer {
    * what ran is settled and receipted, so leaving mid-call never avoids the charge.
    */
   private async serve(req: FastifyRequest, p: KeyPrincipal, msg: RpcMessage, notify: ((n: object) => void) | null, receipted: (r: SignedReceipt) => void): Promise<Response> {
-    const server = this.build(req, p, notify, receipted);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const sdk = await this.loadSdk();
+    const server = this.build(sdk, req, p, notify, receipted);
+    const transport = new sdk.Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {
       await server.connect(transport);
       const headers = new Headers();
@@ -125,12 +137,12 @@ export class RemoteMcpServer {
     }
   }
 
-  private build(req: FastifyRequest, p: KeyPrincipal, notify: ((n: object) => void) | null, receipted: (r: SignedReceipt) => void): McpServer {
-    const server = new McpServer(
+  private build(sdk: Awaited<ReturnType<RemoteMcpServer['loadSdk']>>, req: FastifyRequest, p: KeyPrincipal, notify: ((n: object) => void) | null, receipted: (r: SignedReceipt) => void): McpServer {
+    const server = new sdk.McpServer(
       { name: 'svc-gateway', title: 'svc gateway', version: this.d.version },
       {
         capabilities: { tools: {} },
-        jsonSchemaValidator: this.validator,
+        jsonSchemaValidator: sdk.validator,
         instructions: 'Tools of the svc gateway. Every call is metered under your API key; the signed receipt of a call is in its result\'s _meta ("svc/receipt").',
       },
     );

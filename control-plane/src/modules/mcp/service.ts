@@ -4,7 +4,6 @@ import { Sealer, ServiceError, invalid, newId, notFound, type Clock } from '@svc
 import type { McpConfig } from '../../config/mcp.ts';
 import type { DB, McpServersTable } from '../../db/schema.ts';
 import { checkWebhookUrl, type SelfAddress } from '../webhooks/url.ts';
-import { probeTools } from './probe.ts';
 import { destroyServer, insertServer, listServers, ownServer, updateServer, type ServerRow } from './store.ts';
 
 export interface ServerInput {
@@ -214,7 +213,7 @@ export class McpServersService {
   async test(accountId: string, id: string): Promise<{ id: string; object: 'mcp_server.test'; tools: string[] }> {
     const target = await this.target(accountId, id);
     try {
-      return { id, object: 'mcp_server.test', tools: await probeTools(target, this.d.self, this.d.config.upstreamTimeoutMs) };
+      return { id, object: 'mcp_server.test', tools: await (await import('./probe.ts')).probeTools(target, this.d.self, this.d.config.upstreamTimeoutMs) }; // the SDK's client loads with the first probe
     } catch (e) {
       if (e instanceof ServiceError) throw e;
       throw new ServiceError('upstream_error', `The MCP server did not answer initialize and tools/list: ${(e as Error).message}`);

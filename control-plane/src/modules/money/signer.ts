@@ -58,10 +58,14 @@ export class ReceiptSigner {
   /** Signatures made inline with a prepared nonce. */
   signedPrepared = 0;
 
-  /** `preparedNonces: false`: every signature uses an RFC 6979 nonce, inline and on the worker. */
+  /**
+   * `preparedNonces: false`: every signature uses an RFC 6979 nonce, inline and on the worker.
+   * `warmOnFirstUse`: the first signature starts `warm` (the worker thread and its nonces), so an idle
+   * process holds no worker; that signature and those before the first nonces arrive use RFC 6979's.
+   */
   constructor(
     private readonly key: Hex,
-    private readonly opts: { preparedNonces?: boolean } = {},
+    private readonly opts: { preparedNonces?: boolean; warmOnFirstUse?: boolean } = {},
   ) {
     this.address = privateKeyToAddress(key);
   }
@@ -72,6 +76,7 @@ export class ReceiptSigner {
 
   /** A receipt signed on the worker thread together with the others of this turn. */
   signLater(payload: Omit<ReceiptPayload, 'signer'>): Promise<SignedReceipt> | SignedReceipt {
+    if (this.opts.warmOnFirstUse && !this.warmed) void this.warm();
     const worker = this.closed ? null : this.ensureWorker();
     if (!worker) return this.signReceipt(payload);
     const full = withSigner(payload, this.address);
@@ -89,7 +94,7 @@ export class ReceiptSigner {
 
   /**
    * Starts preparing nonces (until then, and without it, inline signatures use RFC 6979 nonces); resolves
-   * once some are ready or the worker cannot run. The gateway starts this at boot.
+   * once some are ready or the worker cannot run. The gateway has it start with the first signature.
    */
   warm(): Promise<void> {
     if (this.nonces.length > 0 || this.opts.preparedNonces === false || this.closed) return Promise.resolve();
@@ -108,6 +113,7 @@ export class ReceiptSigner {
 
   /** Inline EIP-191 signature: with a prepared nonce while the pool has one (only after `warm`), else RFC 6979's. */
   private readonly signText = (text: string): Hex => {
+    if (this.opts.warmOnFirstUse && !this.warmed) void this.warm();
     const nonce = this.nonces.pop();
     if (this.nonces.length < POOL_LOW && this.warmed) this.ask();
     const signature = nonce ? signPersonalMessagePrepared(text, nonce) : null;

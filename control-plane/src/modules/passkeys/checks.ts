@@ -2,6 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { decodeAttestationObject, decodeClientDataJSON, isoBase64URL, parseAuthenticatorData, type ClientDataJSON } from '@simplewebauthn/server/helpers';
 import type { Uint8Array_ } from '@simplewebauthn/server';
 import { ServiceError, invalid } from '@svc/shared';
+import { MAX_PASSKEYS } from './limits.ts';
+
+export { CONTROL_CHARS, MAX_PASSKEYS, NAME_MAX } from './limits.ts';
 
 /**
  * The checks of a WebAuthn response that name what is wrong, run before the library's full verification
@@ -13,9 +16,6 @@ export const refuse = (reason: Refusal, message: string) => new ServiceError('in
 
 /** How long a challenge (and so the browser's ceremony) stays usable. */
 export const CHALLENGE_TTL_MS = 5 * 60_000;
-
-/** Most passkeys one account holds (spec, document 3: limits). */
-export const MAX_PASSKEYS = 20;
 
 /** The authenticator transports the gateway keeps (and hands back to browsers in allow/exclude lists). */
 const TRANSPORTS = new Set(['ble', 'cable', 'hybrid', 'internal', 'nfc', 'smart-card', 'usb']);
@@ -88,7 +88,4 @@ export function counterAdvances(stored: number, reported: number): boolean {
   return reported > stored || (reported === 0 && stored === 0);
 }
 
-/** A passkey's name: trimmed, 1-64 characters, no control characters (zod refines to this). */
-export const NAME_MAX = 64;
-// eslint-disable-next-line no-control-regex
-export const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireSession } from '../../http/auth.ts';
 import { SessionOut, sessionCookie } from '../identity/routes.ts';
-import { CONTROL_CHARS, MAX_PASSKEYS, NAME_MAX } from './checks.ts';
+import { CONTROL_CHARS, MAX_PASSKEYS, NAME_MAX } from './limits.ts';
 import type { PasskeysService } from './service.ts';
 
 const B64 = (max: number) => z.string().min(1).max(max).regex(/^[A-Za-z0-9_-]+={0,2}$/, 'must be base64url');

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ServiceError, type Clock } from '@svc/shared';
@@ -98,7 +98,13 @@ export function platformRoutes(app: FastifyInstance, deps: { health: HealthServi
     async () => ({ verified: false, backend: null, error: 'no TEE attestation backend is configured on this deployment', checked_at: deps.clock.now().toISOString() }),
   );
 
-  const openapi = async () => app.swagger() as unknown as Record<string, unknown>;
+  // Generated on the first request (not at boot) and kept as its JSON text: later requests send the text as
+  // it is, with no validation or serialization of a document this size.
+  let docText: string | null = null;
+  const openapi = async (_req: unknown, reply: FastifyReply) => {
+    docText ??= JSON.stringify(app.swagger());
+    return reply.type('application/json; charset=utf-8').send(docText);
+  };
   const docSchema = { tags, summary: 'OpenAPI 3.1 document of every wired route', response: { 200: z.record(z.string(), z.unknown()) } };
   r.get('/openapi.json', { config: { auth: 'public' }, schema: docSchema }, openapi);
   r.get('/v1/openapi.json', { config: { auth: 'public' }, schema: { ...docSchema, hide: true } }, openapi);

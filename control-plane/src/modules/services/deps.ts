@@ -7,7 +7,6 @@ import type { IdentityService } from '../identity/service.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import type { PassportsService } from '../passports/service.ts';
 import type { SelfAddress } from '../webhooks/url.ts';
-import { Facilitator } from './facilitator.ts';
 import { Invoker } from './invoke.ts';
 import { ServicesService } from './service.ts';
 import { Terms } from './terms.ts';
@@ -17,8 +16,11 @@ export interface Services {
   invoker: Invoker;
 }
 
-/** Wires the marketplace: terms and the facilitator only where SVC_MARKET_X402 is configured. */
-export function createServices(d: {
+/**
+ * Wires the marketplace: terms and the facilitator only where SVC_MARKET_X402 is configured, and only there
+ * are the x402 libraries loaded (x402.ts).
+ */
+export async function createServices(d: {
   db: Kysely<DB>;
   clock: Clock;
   sealKey: Uint8Array;
@@ -29,10 +31,11 @@ export function createServices(d: {
   config: MarketConfig;
   self: SelfAddress;
   publicUrl: URL;
-}): Services {
+}): Promise<Services> {
   const x = d.config.x402;
-  const terms = x ? new Terms(x, d.publicUrl, d.config.paymentWindowSeconds) : null;
-  const facilitator = x && d.config.facilitatorKey ? new Facilitator(x, d.config.facilitatorKey, d.config.settleTimeoutMs) : null;
+  const x402 = x ? await import('./x402.ts') : null;
+  const terms = x && x402 ? new Terms(x, d.publicUrl, d.config.paymentWindowSeconds, x402.v1Network(x.chain.chainId)) : null;
+  const facilitator = x && x402 && d.config.facilitatorKey ? new x402.Facilitator(x, d.config.facilitatorKey, d.config.settleTimeoutMs) : null;
   const deps = { db: d.db, clock: d.clock, identity: d.identity, passports: d.passports, config: d.config, self: d.self, terms, facilitator };
   return { service: new ServicesService(deps), invoker: new Invoker({ ...deps, agents: d.agents, signer: d.signer, sealKey: d.sealKey }) };
 }

@@ -5,23 +5,11 @@ import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { ServiceError } from '@svc/shared';
 import type { MarketX402Config } from '../../config/market.ts';
 import type { Payment } from './payment.ts';
-import { PaymentRefused, reasonOf } from './payment.ts';
+import { PaymentRefused, reasonOf, SettlementUnconfirmed, type Settlement } from './payment.ts';
 import { v2Network, type RequirementsV2 } from './terms.ts';
-
-export interface Settlement {
-  txHash: Hex;
-  blockNumber: number;
-}
 
 /** @x402/evm's settle answer when its wait for the receipt timed out (its ErrSettlementPending, not exported). */
 const LIBRARY_SETTLEMENT_PENDING = 'settlement_pending';
-
-/** The settlement could not be confirmed: the transaction may still be mined (the call stays claimed). */
-export class SettlementUnconfirmed extends Error {
-  constructor(readonly txHash: Hex, message: string) {
-    super(message);
-  }
-}
 
 /**
  * The gateway as x402 facilitator on the configured chain, through @x402/evm's `exact` scheme: it verifies a

@@ -4,11 +4,11 @@ import type { Agents } from '../agents/deps.ts';
 import { agentOf } from '../agents/store.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { forward, runAgent, type Delivered } from './delivery.ts';
-import { SettlementUnconfirmed, type Facilitator, type Settlement } from './facilitator.ts';
-import { PaymentRefused, checkAgainstTerms, readPayment, type Payment } from './payment.ts';
+import type { Facilitator } from './facilitator.ts';
+import { PaymentRefused, SettlementUnconfirmed, checkAgainstTerms, readPayment, type Payment, type Settlement } from './payment.ts';
 import type { ServicesDeps } from './service.ts';
 import { UNCONFIRMED, callByAuthorization, callByPaymentId, dropClaim, insertCall, serviceBySlug, takeUnconfirmed, updateCall, type CallRow, type ServiceRow } from './store.ts';
-import { headerValue, v1Network, v2Network, type Terms } from './terms.ts';
+import { headerValue, type Terms } from './terms.ts';
 
 /** An answer of invoke: status, headers and JSON body, exactly as sent (and as replayed under the same payment identifier). */
 export interface Answer {
@@ -74,7 +74,7 @@ export class Invoker {
     if (presented && resumable(presented, p, requestSha)) return this.resume(presented, s, p, requestId, body);
     try {
       if (presented) throw new PaymentRefused('payment_reused', 'this authorization (payer and nonce) was already presented; sign a new payment');
-      checkAgainstTerms(p, { network: p.version === 1 ? v1Network(x.chain.chainId) : v2Network(x.chain.chainId), asset: x.asset, payee: s.payee, amount, nowSeconds: Math.floor(this.d.clock.now().getTime() / 1000) });
+      checkAgainstTerms(p, { network: terms.network(p.version), asset: x.asset, payee: s.payee, amount, nowSeconds: Math.floor(this.d.clock.now().getTime() / 1000) });
       await fac.verify(p, req);
     } catch (e) {
       if (e instanceof PaymentRefused) return this.required(terms, s, e.reason, e.message, requestId, p.version);
@@ -166,7 +166,7 @@ export class Invoker {
     const x = this.d.config.x402!;
     const now = this.d.clock.now();
     const responseSha = sha256Hex(delivered.body);
-    const network = p.version === 1 ? v1Network(x.chain.chainId) : v2Network(x.chain.chainId);
+    const network = this.d.terms!.network(p.version);
     const payment = {
       x402_version: p.version,
       network,

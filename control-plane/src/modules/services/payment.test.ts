@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PaymentRefused, checkAgainstTerms, readPayment, reasonOf, type Payment } from './payment.ts';
-import { v1Network } from './terms.ts';
+import { v1Network } from './x402.ts';
 
 const auth = { from: `0x${'a'.repeat(40)}`, to: `0x${'b'.repeat(40)}`, value: '1000', validAfter: '0', validBefore: '2000', nonce: `0x${'c'.repeat(64)}` };
 const v2 = { x402Version: 2, accepted: { scheme: 'exact', network: 'eip155:84532', asset: `0x${'d'.repeat(40)}`, payTo: auth.to, amount: '1000' }, payload: { authorization: auth, signature: '0x1234' } };

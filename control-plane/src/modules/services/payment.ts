@@ -17,6 +17,22 @@ export class PaymentRefused extends Error {
   }
 }
 
+/** A mined settlement of an authorization. */
+export interface Settlement {
+  txHash: `0x${string}`;
+  blockNumber: number;
+}
+
+/** The settlement could not be confirmed: the transaction may still be mined (the call stays claimed). */
+export class SettlementUnconfirmed extends Error {
+  constructor(
+    readonly txHash: `0x${string}`,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 const hex = (bytes: number) => z.string().regex(new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`));
 const uint = z.string().regex(/^\d{1,78}$/);
 const Authorization = z.object({ from: hex(20), to: hex(20), value: uint, validAfter: uint, validBefore: uint, nonce: hex(32) });

@@ -1,4 +1,3 @@
-import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
 import type { MarketX402Config } from '../../config/market.ts';
 import { microToBase } from '../billing/units.ts';
 
@@ -62,21 +61,22 @@ const PAYMENT_IDENTIFIER_DECLARATION = {
   },
 };
 
-/** The x402 version 1 name of a chain (`base`, `base-sepolia`, ...), else its CAIP-2 id. */
-export function v1Network(chainId: number): string {
-  const name = Object.entries(EVM_NETWORK_CHAIN_ID_MAP).find(([, id]) => id === chainId)?.[0];
-  return name ?? `eip155:${chainId}`;
-}
-
 export const v2Network = (chainId: number) => `eip155:${chainId}`;
 
 /** The terms of one service in both x402 versions: pay exactly the price to the seller's payee in the configured EIP-3009 token. */
 export class Terms {
+  /** `v1Name`: the chain's x402 version 1 network name (x402.ts's v1Network). */
   constructor(
     private readonly x: MarketX402Config,
     private readonly publicUrl: URL,
     private readonly windowSeconds: number,
+    private readonly v1Name: string,
   ) {}
+
+  /** The network of a payment in x402 `version`: the version 1 name, or the CAIP-2 id. */
+  network(version: 1 | 2): string {
+    return version === 1 ? this.v1Name : v2Network(this.x.chain.chainId);
+  }
 
   get chainId(): number {
     return this.x.chain.chainId;
@@ -97,7 +97,7 @@ export class Terms {
   v1(s: TermsInput): RequirementsV1 {
     return {
       scheme: 'exact',
-      network: v1Network(this.x.chain.chainId),
+      network: this.v1Name,
       maxAmountRequired: this.amount(s.price_micro_usd).toString(),
       resource: this.resource(s.slug),
       description: s.description,

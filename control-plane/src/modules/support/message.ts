@@ -1,5 +1,6 @@
 import { ed25519 } from '@noble/curves/ed25519';
-import { getAddressEncoder, getBase58Encoder, type Address } from '@solana/kit';
+import { getAddressEncoder, type Address } from '@solana/addresses';
+import { getBase58Encoder } from '@solana/codecs-strings';
 import { checksumAddress, recoverPersonalMessage } from '@svc/shared';
 
 /** What a registration is and is not; every claim answer carries it. */

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
-import { isAddress } from '@solana/kit';
+import { isAddress } from '@solana/addresses';
 import { ServiceError, checksumAddress, invalid, newId, notFound, sha256Hex, type Clock } from '@svc/shared';
 import type { SupportConfig } from '../../config/support.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { DB } from '../../db/schema.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { REGISTRATION_ONLY, base58Bytes, supportMessage, verifyEvm, verifySolana } from './message.ts';
-import { SolanaReader } from './solana.ts';
+import type { SolanaReader } from './solana.ts';
 import { claimByAddress, claimByTx, insertClaim, insertNonce, nonceRow, purgeNonces, useNonce, type ClaimRow } from './store.ts';
 
 export interface SupportDeps {
@@ -35,11 +35,10 @@ const solanaAddress = (s: string, param: string) => {
  * never approved: nothing is promised. Without a configured Solana RPC every route answers 501.
  */
 export class SupportService {
-  private readonly reader: SolanaReader | null;
+  /** The cluster's reader (@solana/kit's RPC client), loaded on the first claim that needs it. */
+  private reader: Promise<SolanaReader> | null = null;
 
-  constructor(private readonly d: SupportDeps) {
-    this.reader = d.config.solana ? new SolanaReader(d.config.solana.rpcUrl) : null;
-  }
+  constructor(private readonly d: SupportDeps) {}
 
   /** 501 where no Solana RPC is configured. */
   assertConfigured(): { rpcUrl: string; mint: string } {
@@ -82,7 +81,9 @@ export class SupportService {
     if (!base58Bytes(input.tx_signature, 64)) throw invalid('body.tx_signature: not a Solana transaction signature (base58 of 64 bytes)', 'tx_signature');
     if (await claimByAddress(this.d.db, n.solana_address)) throw new ServiceError('conflict', `A claim is already registered for ${n.solana_address}`, { reason: 'already_registered' });
     if (await claimByTx(this.d.db, input.tx_signature)) throw new ServiceError('conflict', `Transaction ${input.tx_signature} backs another registered claim`, { reason: 'transaction_used' });
-    const raise = await this.reader!.raise(input.tx_signature, n.solana_address, mint);
+    const rpcUrl = this.d.config.solana!.rpcUrl;
+    this.reader ??= import('./solana.ts').then((m) => new m.SolanaReader(rpcUrl));
+    const raise = await (await this.reader).raise(input.tx_signature, n.solana_address, mint);
     const doc = this.d.signer.signDocument({
       v: 1,
       kind: 'support_claim_registration',
