@@ -60,7 +60,7 @@ export default defineConfig({
     include: backendOnly ? BACKEND_TESTS : ALL_TESTS,
     // Tests that need the machine's Docker engine, sandbox images or tools (test/support/needs.ts) fail under
     // CI=true when it lacks them; elsewhere they skip, and this prints one line at the end naming them.
-    globalSetup: ['test/support/needs-report.ts'],
+    globalSetup: ['test/support/build-setup.ts', 'test/support/needs-report.ts'],
     // Limits that catch a hang, not a slow machine: the slowest tests take 10-15 s on an idle 2-core machine
     // and more than twice that on a loaded one.
     testTimeout: 90_000,

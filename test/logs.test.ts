@@ -11,6 +11,7 @@ import { until } from './support/agent.ts';
 import { freshDatabase } from './support/database.ts';
 import { seedEmbeddedDatabase } from './support/database-templates.ts';
 import { SMALL_IMAGE, sandboxImage } from './support/needs.ts';
+import { GATEWAY_ARGS } from './support/built.ts';
 import { freePort } from './support/gateway.ts';
 import { startScriptedUpstream, type ScriptedUpstream } from './support/scripted-upstream.ts';
 
@@ -71,7 +72,7 @@ async function startGateway(opts: { tty: boolean; env?: Record<string, string> }
     SVC_PROVIDERS: JSON.stringify([{ name: 'up', base_url: up.url, models: ['ok', 'broken', 'slow'].map((id) => ({ id, input_micro_usd_per_mtok: 0 })) }]),
     ...opts.env,
   };
-  const args = ['--import', 'tsx', 'control-plane/src/main.ts'];
+  const args = GATEWAY_ARGS;
   let out = '';
   let stop: () => Promise<void>;
   if (opts.tty) {

@@ -8,6 +8,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { sha256Hex } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import { ADMIN_TOKEN, METRICS_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { GATEWAY_ARGS } from './support/built.ts';
 import { TEST_DB_KIND } from './support/database.ts';
 import { expectApiError } from './support/expect-error.ts';
 import { tool } from './support/needs.ts';
@@ -210,7 +211,7 @@ describe('leader election', () => {
 
 describe('boot', () => {
   it('a bad configuration value stops boot with a message naming the variable', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'control-plane/src/main.ts'], {
+    const r = spawnSync(process.execPath, GATEWAY_ARGS, {
       env: { PATH: process.env.PATH, PORT: 'not-a-port', SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-boot-')) },
       encoding: 'utf8',
     });

@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { PROTOCOL_VERSION, type ServerMessage } from '@svc/shared';
 import { SvcClient } from '@svc/shared/client';
 import type { AgentRouter } from '../../control-plane/src/fleet/channel.ts';
+import { AGENT_ARGS } from './built.ts';
 import { SMALL_IMAGE } from './needs.ts';
 import { ADMIN_TOKEN, type TestGateway } from './gateway.ts';
 
@@ -28,7 +29,7 @@ export interface TestAgent {
 
 const run = (args: string[], env: Record<string, string> = {}) =>
   new Promise<{ code: number | null; out: string }>((resolve) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', 'node-agent/src/cli.ts', ...args], { env: { PATH: process.env.PATH, ...env } });
+    const p = spawn(process.execPath, [...AGENT_ARGS, ...args], { env: { PATH: process.env.PATH, ...env } });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
@@ -62,7 +63,7 @@ export async function agentWithKey(url: string, nodeKey: string, nodeId = ''): P
     configDir,
     start(env: Record<string, string> = {}, args: string[] = []) {
       // No warm sandbox pool unless a test asks for one: fleet tests need no containers.
-      child = spawn(process.execPath, ['--import', 'tsx', 'node-agent/src/cli.ts', 'run', '--config-dir', configDir, ...args], { env: { PATH: process.env.PATH, SVC_SANDBOX_POOL: '0', ...env } });
+      child = spawn(process.execPath, [...AGENT_ARGS, 'run', '--config-dir', configDir, ...args], { env: { PATH: process.env.PATH, SVC_SANDBOX_POOL: '0', ...env } });
       child.stdout!.on('data', (d) => (out += d));
       child.stderr!.on('data', (d) => (out += d));
     },

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { GATEWAY_ARGS } from './built.ts';
 import { ADMIN_TOKEN, freePort } from './gateway.ts';
 
 type Share = { dataDir: string; databaseUrl: string | undefined };
 
-/** `control-plane/src/main.ts` in a child process on the given data dir and database. */
+/** The built control plane in a child process on the given data dir and database. */
 function spawnGateway(share: Share, env: Record<string, string>, port: number, stderr: 'ignore' | 'pipe'): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'control-plane/src/main.ts'], {
+  return spawn(process.execPath, GATEWAY_ARGS, {
     env: {
       PATH: process.env.PATH,
       PORT: String(port),
@@ -37,7 +38,7 @@ async function killed(child: ChildProcess): Promise<void> {
 }
 
 /**
- * A control plane in a real child process (`control-plane/src/main.ts`) on a data dir and database another
+ * A control plane in a real child process (the built `control-plane/dist/main.js`) on a data dir and database another
  * gateway of the test created, for tests that kill it (SIGKILL). Resolves once it answers /healthz.
  */
 export async function startChildGateway(share: Share, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; kill(): Promise<void> }> {
