@@ -59,7 +59,7 @@ describe('public anchors on a local chain', () => {
         SVC_ANCHOR_KEY_FILE: join(dir, 'anchor.key'),
       },
     });
-  }, 60_000);
+  });
   afterAll(async () => {
     await t?.close();
     await chain?.stop();

@@ -19,7 +19,7 @@ beforeAll(async () => {
   chain = await startChain();
   token = await deployToken(chain, 'Race Dollar', 'RACE');
   t = await startTestGateway({ env: { SVC_CHAINS: JSON.stringify([{ name: 'anvil', chain_id: chain.chainId, rpc_url: chain.rpcUrl, usdt: token.address, decimals: 6, confirmations: 1 }]) } });
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await chain?.stop();

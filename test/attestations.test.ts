@@ -56,7 +56,7 @@ beforeAll(async () => {
   });
   receiver = await WebhookReceiver.open('/hooks/attestations');
   signer = ((await (await fetch(`${t.url}/v1/receipts/pubkey`)).json()) as { address: string }).address;
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await receiver?.close();

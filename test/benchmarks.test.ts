@@ -20,7 +20,7 @@ let signer: string;
 beforeAll(async () => {
   t = await startTestGateway({ env: { SVC_BENCHMARK_PRICE_MICRO_USD: String(PRICE) } });
   signer = ((await (await fetch(`${t.url}/v1/receipts/pubkey`)).json()) as { address: string }).address;
-}, 60_000);
+});
 afterAll(async () => t?.close());
 
 type Account = Awaited<ReturnType<typeof account>>;

@@ -28,7 +28,7 @@ beforeAll(async () => {
       SVC_CHAINS: JSON.stringify([{ name: 'anvil', chain_id: chain.chainId, rpc_url: chain.rpcUrl, usdt: upper(usdt.address), decimals: 6, confirmations: 1 }]),
     },
   });
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await chain?.stop();

@@ -29,7 +29,7 @@ beforeAll(async () => {
       SVC_CHAINS: JSON.stringify([{ name: 'anvil', chain_id: chain.chainId, rpc_url: chain.rpcUrl, usdt: usdt.address, decimals: 6, confirmations: CONFIRMATIONS }]),
     },
   });
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await chain?.stop();

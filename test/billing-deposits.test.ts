@@ -38,7 +38,7 @@ beforeAll(async () => {
       ]),
     },
   });
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await chain?.stop();

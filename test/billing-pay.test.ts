@@ -62,7 +62,7 @@ beforeAll(async () => {
   };
   [api, otherApi, noScopeApi] = [await mk(['billing']), await mk(), await mk(['proofs'])];
   signer = ((await (await fetch(`${t.url}/v1/receipts/pubkey`)).json()) as { address: Address }).address;
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await chain?.stop();

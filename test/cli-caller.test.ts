@@ -37,7 +37,7 @@ beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'svc-cli-caller-'));
   [{ dir, key, accountId }, broke] = await Promise.all([account('funded'), account('broke')]);
   await t.gw.services.metering.credit(accountId, 10_000_000, 'grant', 'cli-caller-tests');
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await up?.close();

@@ -36,7 +36,7 @@ beforeAll(async () => {
   await chain.pub.request({ method: 'anvil_setBalance' as never, params: [wallet.address, '0xde0b6b3a7640000'] as never });
   const login = await svc(['login', '--key-file', secretFile(tmp, 'wallet.key', key)]);
   expect(login.code, login.stderr).toBe(0);
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await chain?.stop();

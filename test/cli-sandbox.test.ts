@@ -99,7 +99,7 @@ describe.skipIf(!enabled)('svc sandbox', () => {
     expect(streamed.stdout).toBe('a\r\nb\r\n'); // under a terminal: stderr merged, CRLF
     const missing = await svc(['sandbox', 'get', id, 'nope.txt']);
     expectOneLineError(missing, 1, /^error: not_found: /);
-  }, 60_000);
+  });
 
   it('shell: a real terminal; typing, a resize that stty follows, ^C reaching the sandbox, the exit code passed through', async () => {
     const term = ptySpawn(process.execPath, [join(ROOT, 'cli/bin/svc.js'), '--url', t.url, 'sandbox', 'shell', id], {
@@ -150,7 +150,7 @@ describe.skipIf(!enabled)('svc sandbox', () => {
     expectOneLineError(await svc(['sandbox', 'open'], { key: null }), 4, /^error: no API key given; set SVC_KEY/);
     const shell = await svc(['sandbox', 'shell', 'sbx_missing']);
     expectOneLineError(shell, 2, /^error: svc sandbox shell needs a terminal/);
-  }, 60_000);
+  });
 });
 
 describe.skipIf(!enabled)('svc files and svc batches', () => {
@@ -173,7 +173,7 @@ describe.skipIf(!enabled)('svc files and svc batches', () => {
     expect(await screen.exit).toBe(0);
     expect(screen.text).toMatch(/uploading big\.jsonl \[#{30}\] 100% {2}\d\.\d MiB of \d\.\d MiB/);
     expect(screen.text).toMatch(/\x1b\[2Kfile-[\w-]+\r\n/); // the bar erased, then the id
-  }, 60_000);
+  });
 
   it('batches create --wait runs bare request bodies as a batch and writes its output file', async () => {
     const input = local('questions.jsonl', ['one', 'two', 'three'].map((q) => JSON.stringify({ messages: [{ role: 'user', content: q }] })).join('\n') + '\n');

@@ -16,7 +16,7 @@ describe('generated client types', () => {
   beforeAll(async () => {
     doc = await openApiDocument();
     fresh = await clientTypes(doc);
-  }, 60_000);
+  });
 
   it('match the router: the committed shared/src/client/generated/openapi.ts is current', () => {
     const why = staleness(readCommitted(), fresh);

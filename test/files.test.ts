@@ -87,7 +87,7 @@ describe('upload and read back (openai SDK)', () => {
     expect((await c.files.list({ purpose: 'batch_output' })).data).toEqual([]);
     const last = await upload(jsonl([chat('newest')]), c);
     expect((await c.files.list()).data[0]!.id).toBe(last.id);
-  }, 60_000);
+  });
 });
 
 describe('checks at upload', () => {

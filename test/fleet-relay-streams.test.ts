@@ -26,7 +26,7 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('node streams relayed between process
     const s = await pair.a.signIn();
     await pair.a.gw.services.metering.credit(s.accountId, 100_000_000, 'grant', `relay-streams-${s.accountId}`);
     oa = new OpenAI({ apiKey: (await s.client.createKey()).key, baseURL: `${pair.a.url}/v1`, maxRetries: 0 });
-  }, 60_000);
+  });
   afterAll(async () => {
     await up?.close();
   });
@@ -45,7 +45,7 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('node streams relayed between process
     expect(text).toBe(Array.from({ length: N }, (_, i) => `c${i} `).join(''));
     // One write per message of the agent's outputs, not one per output (which took 3,000 writes, one after another).
     expect(pair.b.gw.fleet.hub.relayWrites - writes).toBeLessThan(N / 10);
-  }, 60_000);
+  });
 
   it("a caller on A that reads nothing holds back the node whose channel B holds: its local server stops early", async () => {
     up.seen.length = 0;
@@ -64,7 +64,7 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('node streams relayed between process
     req.destroy();
     await until('local request aborted', async () => up.seen[0]?.aborted, 10_000);
     expect(agent.nodeId).toBeTruthy();
-  }, 60_000);
+  });
 
   it('a job held back that moves on to another process is held back there too', async () => {
     up.seen.length = 0;
@@ -91,5 +91,5 @@ describe.skipIf(TEST_DB_KIND === 'pglite')('node streams relayed between process
       await x.close();
       await dx.close();
     }
-  }, 60_000);
+  });
 });

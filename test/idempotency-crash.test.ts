@@ -106,5 +106,5 @@ describe.skipIf(!enabled)('an Idempotency-Key whose process died', () => {
     await expectApiError(run(body, 'alive-1'), 409, 'idempotency_conflict');
     expect(await runs()).toBe(before);
     expect((await row('alive-1')).owner_missed_at).toBeNull();
-  }, 60_000);
+  });
 });

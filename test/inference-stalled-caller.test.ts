@@ -33,7 +33,7 @@ beforeAll(async () => {
   agent = await enrollAgent(t, owner.client, { kinds: ['inference'], models: [MODEL], model_map: { [MODEL]: LOCAL } });
   agent.start({ SVC_INFERENCE_URL: up.url, SVC_DOCKER_SOCKET: '/nonexistent/docker.sock' });
   await untilOnline(t, agent.nodeId);
-}, 60_000);
+});
 
 afterAll(async () => {
   await agent?.kill();

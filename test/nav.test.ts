@@ -43,7 +43,7 @@ beforeAll(async () => {
     },
   });
   signer = ((await (await fetch(`${t.url}/v1/receipts/pubkey`)).json()) as { address: string }).address;
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   prices?.closeAllConnections();

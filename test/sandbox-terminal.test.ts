@@ -189,5 +189,5 @@ describe.skipIf(!enabled)('the terminal of a session', () => {
     expect(((await plain.json()) as Refusal['body']).error?.type).toBe('invalid_request');
     await api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
     expect(await TerminalClient.open(t.url, key, s.id)).toMatchObject({ status: 409, body: { error: { type: 'conflict' } } });
-  }, 60_000);
+  });
 });

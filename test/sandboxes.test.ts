@@ -121,7 +121,7 @@ describe.skipIf(!enabled)('one-shot runs', () => {
     expect(mem.oom_killed || !mem.stdout.includes('survived') || mem.exit_code !== 0).toBe(true);
     const h = await run({ code: 'echo host alive' });
     expect(h.stdout).toBe('host alive\n');
-  }, 60_000);
+  });
 
   it('refuses network when the deployment does not allow it, and `..` in files', async () => {
     await expectApiError(run({ code: 'true', network: true }), 403, 'forbidden');
@@ -194,7 +194,7 @@ describe.skipIf(!enabled)('sessions', () => {
     await expectApiError(api.request('GET', `/v1/sandboxes/sessions/${s.id}/files`, { query: { path: '/etc' } }), 400, 'invalid_request');
     await expectApiError(api.request('GET', `/v1/sandboxes/sessions/${s.id}/files`, { query: { path: '../x' } }), 400, 'invalid_request');
     await api.request('DELETE', `/v1/sandboxes/sessions/${s.id}`);
-  }, 60_000);
+  });
 });
 
 describe.skipIf(!enabled)('metering and the terminal', () => {

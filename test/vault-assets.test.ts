@@ -29,7 +29,7 @@ beforeAll(async () => {
   t = await startTestGateway({ env: await anchoringEnv(chain) });
   issuer = await t.signIn();
   stranger = await t.signIn();
-}, 60_000);
+});
 afterAll(async () => {
   await t?.close();
   await chain?.stop();

@@ -142,5 +142,5 @@ describe('one delivery per event per webhook at a time', () => {
     expect(await row()).toEqual({ status: 'delivered', attempts: 1, claim_token: null });
     const d = (await call<any[]>(s.client, 'GET', `/v1/webhooks/${hook}/deliveries`)).body;
     expect(d.map((x) => [x.attempt, x.outcome, x.status_code])).toEqual([[1, 'delivered', 200]]);
-  }, 20_000);
+  });
 });

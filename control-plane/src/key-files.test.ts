@@ -110,5 +110,5 @@ describe('key files', () => {
     expect(new Set(answers.map((a) => a.signer)).size).toBe(1);
     expect(new Set(answers.map((a) => a.seal)).size).toBe(1);
     expect(readdirSync(dir).sort()).toEqual(['seal.key', 'signer.key']);
-  }, 60_000);
+  });
 });
