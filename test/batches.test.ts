@@ -293,13 +293,15 @@ describe('a control-plane restart', () => {
     try {
       const a = await account(first, FUND);
       const b = await a.oa.batches.create({ input_file_id: (await uploadLines(a.oa, [chatLine('f1'), chatLine('f2')])).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
-      up.switches.delayMs = 3000;
+      let release!: () => void;
+      up.switches.holdUntil = new Promise<void>((r) => (release = r));
       const pass = first.gw.leader.runAllOnce();
       await until('line f1 reaches the upstream', async () => asked('question f1') === 1);
       await first.stop(); // aborts the call: the hold is released and the line given back
       await pass;
       await until('the upstream sees the abort', async () => up.requests.find((r) => r.body.messages?.[0]?.content === 'question f1')!.aborted);
-      up.switches.delayMs = 0;
+      release();
+      up.switches.holdUntil = null;
 
       next = await second();
       const oa = sdk(next, a.key);

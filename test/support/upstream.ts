@@ -17,6 +17,8 @@ export interface UpstreamSwitches {
   failWith: number | null;
   /** Delay before answering at all. */
   delayMs: number;
+  /** Answers nothing until this settles (a call held as long as the test needs, whatever the machine's speed). */
+  holdUntil: Promise<unknown> | null;
   /** Delay between streamed chunks. */
   chunkDelayMs: number;
   /** A stream sends this many pieces of the reply, then waits for `until` before the rest. */
@@ -53,7 +55,7 @@ export interface TestUpstream {
   close(): Promise<void>;
 }
 
-const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, chunkDelayMs: 0, holdAfter: null, reply: 'Hello there! The quick brown fox jumps over the lazy dog.', raw: null, limitField: null };
+const DEFAULTS: UpstreamSwitches = { noUsage: false, failWith: null, delayMs: 0, holdUntil: null, chunkDelayMs: 0, holdAfter: null, reply: 'Hello there! The quick brown fox jumps over the lazy dog.', raw: null, limitField: null };
 export const words = (s: string) => s.split(/\s+/).filter(Boolean);
 
 function promptTokens(messages: Array<{ content?: unknown }>): number {
@@ -86,6 +88,7 @@ export async function startUpstream(): Promise<TestUpstream> {
       res.end(JSON.stringify(b));
     };
     if (switches.delayMs) await sleep(switches.delayMs);
+    if (switches.holdUntil) await switches.holdUntil;
     if (res.destroyed) return;
     if (switches.raw) {
       res.writeHead(switches.raw.status ?? 200, { 'content-type': switches.raw.type, ...switches.raw.headers });
