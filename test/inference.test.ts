@@ -238,7 +238,8 @@ describe('failures', () => {
   it('a caller that leaves a non-streamed call before the answer aborts the upstream request and is charged nothing', async () => {
     const a = await funded(FUND);
     const o = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
-    up.switches.delayMs = 1_000;
+    let release!: () => void;
+    up.switches.holdUntil = new Promise<void>((r) => (release = r));
     const before = up.requests.length;
     const ac = new AbortController();
     const call = o.chat.completions.create({ model: 'test-chat', messages: user('hi') }, { signal: ac.signal });
@@ -246,6 +247,7 @@ describe('failures', () => {
     ac.abort();
     await expect(call).rejects.toThrow(/abort/i);
     await until('upstream aborted', async () => up.requests[before]!.aborted);
+    release();
     await committed();
     expect(await usageEvents(a.accountId)).toBe(0);
     expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
@@ -305,11 +307,12 @@ describe('failures', () => {
 
   it('an upstream slower than the time limit is our 504 upstream_timeout with no charge', async () => {
     const a = await funded(FUND);
-    // The limit is 3 s (inference-env.ts); undici's head timeout runs on its coarse timers (1 s resolution,
-    // later on a loaded machine), so the upstream stays silent well past it.
-    up.switches.delayMs = 8_000;
+    // The limit is 3 s (inference-env.ts); the upstream stays silent until the gateway has given up on it.
+    let release!: () => void;
+    up.switches.holdUntil = new Promise<void>((r) => (release = r));
     const o = new OpenAI({ apiKey: a.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
     await expect(o.chat.completions.create({ model: 'test-chat', messages: user('hi') })).rejects.toMatchObject({ status: 504, type: 'upstream_timeout' });
+    release();
     expect(await position(a.accountId)).toMatchObject({ balance_micro_usd: FUND, held_micro_usd: 0 });
   });
 
