@@ -46,7 +46,7 @@ const healthyGateway =
   (opts: { date?: (now: number) => string; key?: boolean; models?: string[] } = {}): Handler =>
   (req, body, res) => {
     const date = opts.date?.(Date.now());
-    const h = date ? { date } : {};
+    const h: Record<string, string> = date ? { date } : {};
     if (req.url === '/healthz') return json(res, 200, 'ok', h);
     if (req.url === '/v1/nodes/heartbeat') {
       heartbeats.push({ auth: req.headers.authorization, body: JSON.parse(body) });
