@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SvcClient } from '@svc/shared/client';
 import { AGENT_VERSION, agentPackages, sh } from './support/agent-package.ts';
@@ -67,6 +68,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-deb-'));
   writeFileSync(join(dir, 'node.key'), `${enrolled.node_key}\n`, { mode: 0o600 });
   copyFileSync(debFile, join(dir, 'svc-node.deb'));
+  copyFileSync(agentPackages().tarball, join(dir, 'svc-node.tar.gz'));
   container = `svc-deb-${randomBytes(4).toString('hex')}`;
   const r = sh('docker', ['run', '-d', '--rm', '--name', container, '--user', 'root', '--network', 'host', '-v', `${dir}:/pkg`, '-v', `${SOCKET}:${SOCKET}`, '--entrypoint', 'sleep', REAL_IMAGE, 'infinity']);
   expect(r.code, r.out).toBe(0);
@@ -151,7 +153,7 @@ describe.skipIf(!enabled)('the node agent .deb in a fresh Debian root', () => {
     writeFileSync(control, readFileSync(control, 'utf8').replace(/^Version: .*$/m, `Version: ${newer.replace('-', '~')}`));
     const pkg = join(root, 'opt', 'svc-node', 'package.json');
     writeFileSync(pkg, JSON.stringify({ ...JSON.parse(readFileSync(pkg, 'utf8')), version: newer }));
-    expect(sh('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z1', '-b', root, join(dir, 'newer.deb')]).code).toBe(0);
+    expect(sh('dpkg-deb', ['--root-owner-group', '-Znone', '-b', root, join(dir, 'newer.deb')]).code).toBe(0);
     await stopAgent();
     const before = inRoot('cat /etc/svc-node/agent.json').stdout;
     expect(JSON.parse(before)).toMatchObject({ node_id: nodeId }); // the agent recorded its id after the first heartbeat
@@ -188,5 +190,23 @@ describe.skipIf(!enabled)('the node agent .deb in a fresh Debian root', () => {
     expect(inRoot('getent passwd svc-node').code).not.toBe(0);
     expect(inRoot('getent group svc-node').code).not.toBe(0);
     expect(inRoot('dpkg-query -W svc-node').code).not.toBe(0);
+  });
+
+  it('after the purge, the tarball installs in the same root with its install.sh, the key from a file', () => {
+    // (This root's /opt went with the package: no other package of the image owns it.)
+    expect(inRoot('mkdir -p /opt && tar -xzf /pkg/svc-node.tar.gz -C /opt').code).toBe(0);
+    const r = dexec(['/opt/svc-node/install.sh', '--url', t.url, '--key-file', '/pkg/node.key']);
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).toContain('systemd is not running here');
+    expect(r.out).not.toContain(readFileSync(join(dir, 'node.key'), 'utf8').trim());
+    expect(inRoot('readlink /usr/local/bin/svc-node').stdout.trim()).toBe('/opt/svc-node/bin/svc-node');
+    expect(stat(['/etc/svc-node', '/etc/svc-node/agent.json', '/var/lib/svc-node', '/etc/systemd/system/svc-node.service'])).toEqual([
+      '/etc/svc-node svc-node:svc-node 700 directory',
+      '/etc/svc-node/agent.json svc-node:svc-node 600 regular file',
+      '/var/lib/svc-node svc-node:svc-node 700 directory',
+      '/etc/systemd/system/svc-node.service root:root 644 regular file',
+    ]);
+    expect(inRoot('cat /etc/systemd/system/svc-node.service').stdout).toBe(readFileSync(join(fileURLToPath(new URL('..', import.meta.url)), 'installers', 'node-agent', 'svc-node.service'), 'utf8'));
+    expect(dexec(['svc-node', '--version']).stdout).toBe(`${AGENT_VERSION}\n`);
   });
 });
