@@ -158,8 +158,12 @@ describe('node-agent install.sh into a temporary root', () => {
     expect(readdirSync(join(opt, 'node-agent')).sort()).toEqual(['bin', 'dist', 'package.json']);
     const modules = readdirSync(join(opt, 'node_modules'));
     for (const m of ['commander', 'ws', 'zod', 'systeminformation', '@trpc', 'node-pty', 'secp256k1']) expect(modules).toContain(m);
-    for (const m of ['tsx', 'esbuild', '@svc', 'vitest', 'typescript', 'fastify', '@electric-sql', 'solc', 'ethers']) expect(modules).not.toContain(m);
+    for (const m of ['tsx', 'esbuild', '@svc', 'vitest', 'typescript', 'fastify', '@electric-sql', 'solc', 'ethers', '@types']) expect(modules).not.toContain(m);
+    // node-pty: its JavaScript and the addon compiled for Linux, not its sources or other platforms' binaries.
+    expect(readdirSync(join(opt, 'node_modules', 'node-pty')).sort()).toEqual(expect.arrayContaining(['build', 'lib', 'package.json']));
+    for (const d of ['prebuilds', 'deps', 'third_party', 'src']) expect(readdirSync(join(opt, 'node_modules', 'node-pty'))).not.toContain(d);
     const files = walk(opt);
+    expect(files.reduce((n, f) => n + statSync(f).size, 0)).toBeLessThan(60 * 1024 * 1024);
     expect(files.filter((f) => f.includes('/node-agent/') && /\.ts$/.test(f))).toEqual([]);
     expect(files.filter((f) => (statSync(f).mode & 0o022) !== 0)).toEqual([]);
   });
