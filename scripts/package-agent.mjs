@@ -220,11 +220,37 @@ async function main() {
   const distDir = at('dist');
   const tarball = join(distDir, tarballName(version));
   const deb = join(distDir, debName(version));
-  if (args.includes('--if-absent') && existsSync(tarball) && existsSync(deb)) return log(`${tarball} and ${deb} exist`);
+  const present = () => existsSync(tarball) && existsSync(deb);
+  if (args.includes('--if-absent') && present()) return log(`${tarball} and ${deb} exist`);
   for (const tool of ['dpkg-deb', 'tar']) if (!has(tool)) throw new Error(`${tool} is not installed`);
   const cache = resolve(process.env.SVC_PACKAGE_CACHE || join(tmpdir(), 'svc-node-package-cache'));
   mkdirSync(cache, { recursive: true });
-  const work = join(distDir, '.package');
+  // One packaging at a time per cache (test files started together each ask for the packages).
+  const release = await lock(join(cache, 'lock'));
+  try {
+    if (args.includes('--if-absent') && present()) return log(`${tarball} and ${deb} exist (built meanwhile)`);
+    await build(version, args, cache, distDir, tarball, deb);
+  } finally {
+    release();
+  }
+}
+
+/** A directory as a lock; one left by a process that died (older than 15 min) is taken over. */
+async function lock(path) {
+  for (;;) {
+    try {
+      mkdirSync(path);
+      return () => rmSync(path, { recursive: true, force: true });
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+      if (Date.now() - statSync(path, { throwIfNoEntry: false })?.mtimeMs > 15 * 60_000) rmSync(path, { recursive: true, force: true });
+      else await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+async function build(version, args, cache, distDir, tarball, deb) {
+  const work = join(distDir, `.package-${process.pid}`);
   mkdirSync(work, { recursive: true });
   const started = performance.now();
 
