@@ -25,7 +25,11 @@ const HARDENING = [
   'ProtectSystem=strict',
   'ProtectHome=yes',
   'PrivateTmp=yes',
-  'ReadWritePaths=/var/lib/svc-node',
+  'ReadWritePaths=/var/lib/svc-node /etc/svc-node',
+  'SystemCallFilter=@system-service',
+  'ProtectClock=yes',
+  'PrivateDevices=yes',
+  'ProtectProc=invisible',
   'CapabilityBoundingSet=',
   'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6',
   'SystemCallArchitectures=native',
@@ -118,9 +122,9 @@ afterAll(() => {
 });
 
 describe('shell scripts', () => {
-  it('every installers/**/*.sh passes shellcheck', async () => {
-    const scripts = walk(INSTALLERS).filter((f) => f.endsWith('.sh'));
-    expect(scripts.map((f) => relative(ROOT, f))).toContain('installers/node-agent/install.sh');
+  it('every installers/**/*.sh and the package\'s maintainer scripts pass shellcheck', async () => {
+    const scripts = walk(INSTALLERS).filter((f) => f.endsWith('.sh') || /\/package\/(postinst|prerm|postrm)$/.test(f));
+    expect(scripts.map((f) => relative(ROOT, f))).toEqual(expect.arrayContaining(['installers/node-agent/install.sh', 'installers/node-agent/package/install.sh', 'installers/node-agent/package/postinst', 'installers/node-agent/package/prerm', 'installers/node-agent/package/postrm']));
     const r = await sh('shellcheck', ['--external-sources', ...scripts]);
     expect(r.stdout + r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -154,8 +158,12 @@ describe('node-agent install.sh into a temporary root', () => {
     expect(readdirSync(join(opt, 'node-agent')).sort()).toEqual(['bin', 'dist', 'package.json']);
     const modules = readdirSync(join(opt, 'node_modules'));
     for (const m of ['commander', 'ws', 'zod', 'systeminformation', '@trpc', 'node-pty', 'secp256k1']) expect(modules).toContain(m);
-    for (const m of ['tsx', 'esbuild', '@svc', 'vitest', 'typescript', 'fastify', '@electric-sql', 'solc', 'ethers']) expect(modules).not.toContain(m);
+    for (const m of ['tsx', 'esbuild', '@svc', 'vitest', 'typescript', 'fastify', '@electric-sql', 'solc', 'ethers', '@types']) expect(modules).not.toContain(m);
+    // node-pty: its JavaScript and the addon compiled for Linux, not its sources or other platforms' binaries.
+    expect(readdirSync(join(opt, 'node_modules', 'node-pty')).sort()).toEqual(expect.arrayContaining(['build', 'lib', 'package.json']));
+    for (const d of ['prebuilds', 'deps', 'third_party', 'src']) expect(readdirSync(join(opt, 'node_modules', 'node-pty'))).not.toContain(d);
     const files = walk(opt);
+    expect(files.reduce((n, f) => n + statSync(f).size, 0)).toBeLessThan(60 * 1024 * 1024);
     expect(files.filter((f) => f.includes('/node-agent/') && /\.ts$/.test(f))).toEqual([]);
     expect(files.filter((f) => (statSync(f).mode & 0o022) !== 0)).toEqual([]);
   });
@@ -230,6 +238,13 @@ describe('node-agent install.sh into a temporary root', () => {
       expect({ unit, problems }).toEqual({ unit, problems: [] });
       expect(r.code).toBe(0);
     }
+  });
+
+  it('rates the agent unit at most 1.5 in systemd-analyze security (3.7 before its sandboxing lines)', async (ctx) => {
+    if (!tool('systemd-analyze', 'apt-get install systemd (.ci/run installs it)', 'systemd-analyze security of the agent unit')) ctx.skip();
+    const r = await sh('systemd-analyze', ['security', '--offline=yes', join(INSTALLERS, 'node-agent', 'svc-node.service')], { SYSTEMD_LOG_COLOR: '0' });
+    const score = Number(/Overall exposure level for svc-node\.service: ([\d.]+)/.exec(r.stdout + r.stderr)?.[1]);
+    expect(score).toBeLessThanOrEqual(1.5);
   });
 });
 

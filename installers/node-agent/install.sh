@@ -11,8 +11,8 @@
 #      run prints the useradd command either way);
 #   3. copies the agent into <prefix>/opt/svc-node: the built agent (node-agent/dist, JavaScript with source
 #      maps, from `npm run build`), its launcher and package.json, and its run-time dependency closure from
-#      the checkout's node_modules (runtime-deps.mjs lists it: ~30 MB, not the workspace's 300+ MB), owned by
-#      root and read-only to the agent;
+#      the checkout's node_modules (runtime-deps.mjs lists it; 48 MB with node-pty trimmed to what Linux
+#      loads, not the workspace's 300+ MB), owned by root and read-only to the agent;
 #   4. writes the wrapper <prefix>/usr/local/bin/svc-node;
 #   5. creates <prefix>/etc/svc-node (0700) and the data dir <prefix>/var/lib/svc-node (0700), and writes
 #      <prefix>/etc/svc-node/agent.json (0600) by running the agent's own `svc-node enroll`, then hands
@@ -230,7 +230,12 @@ else
   mkdir -p -- "$stage"
   # Owned by root and not writable by the agent: it runs with docker-group rights, so its code must not
   # be modifiable by the user it runs as (nor by whoever owns the checkout).
-  tar -C "$source_dir" --exclude='build.json' --owner=0 --group=0 --mode='u+rwX,go+rX,go-w' -cf - \
+  # node-pty's sources and its prebuilt binaries for macOS and Windows (60 MB) are not loaded on Linux: only
+  # its lib/ and the addon it compiled (build/Release) are.
+  tar -C "$source_dir" --exclude='build.json' --exclude=node_modules/node-pty/prebuilds --exclude=node_modules/node-pty/deps \
+    --exclude=node_modules/node-pty/third_party --exclude=node_modules/node-pty/src --exclude=node_modules/node-pty/scripts \
+    --exclude=node_modules/node-pty/typings --exclude='node_modules/node-pty/lib/*.test.js' \
+    --owner=0 --group=0 --mode='u+rwX,go+rX,go-w' -cf - \
     node-agent/package.json node-agent/bin node-agent/dist "${deps[@]}" |
     tar -C "$stage" -xf -
   commit=$(git -C "$source_dir" rev-parse HEAD 2>/dev/null || echo unknown)

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Prints the node_modules package directories (relative to a checkout, one per line) that the built node
 // agent loads at run time. install.sh copies exactly these into /opt/svc-node, so the host gets the agent's
-// runtime closure (about 30 MB) rather than the whole workspace's node_modules (control plane, test tools,
+// runtime closure (48 MB installed) rather than the whole workspace's node_modules (control plane, test tools,
 // Solidity compiler: 300+ MB), and needs no registry.
 //
 // How: read the agent's build output (node-agent/dist/*.js, written by scripts/build.mjs: the project's own
@@ -55,6 +55,7 @@ function locate(name, fromDir) {
   }
 }
 
+const typesOnly = (d) => d === 'typescript' || d.startsWith('@types/');
 const dirs = new Set();
 const todo = [...bare].map((name) => ({ name, from: root, optional: false, by: 'the node agent' }));
 while (todo.length) {
@@ -68,8 +69,8 @@ while (todo.length) {
   dirs.add(dir);
   const pkg = readJson(join(dir, 'package.json'));
   const peerMeta = pkg.peerDependenciesMeta ?? {};
-  const typesOnly = (d) => d === 'typescript' || d.startsWith('@types/');
-  for (const d of Object.keys(pkg.dependencies ?? {})) todo.push({ name: d, from: dir, optional: false, by: name });
+  // Type declarations (@types/node is a dependency of some packages) are never loaded at run time.
+  for (const d of Object.keys(pkg.dependencies ?? {})) if (!typesOnly(d)) todo.push({ name: d, from: dir, optional: false, by: name });
   for (const d of Object.keys(pkg.optionalDependencies ?? {})) todo.push({ name: d, from: dir, optional: true, by: name });
   for (const d of Object.keys(pkg.peerDependencies ?? {})) {
     if (!peerMeta[d]?.optional && !typesOnly(d)) todo.push({ name: d, from: dir, optional: false, by: name });

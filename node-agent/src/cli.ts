@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { Agent, AGENT_VERSION } from './agent.ts';
-import { configDir, configPath, readConfig, writeConfig } from './config.ts';
+import { configDir, configPath, readConfig, readKeyFile, writeConfig } from './config.ts';
+import { doctorCommand } from './doctor/command.ts';
 
 /** `svc-node`: enroll once, run, status. */
 const program = new Command('svc-node')
@@ -14,14 +15,15 @@ program
   .command('enroll')
   .description('Store the control-plane URL and this node key (from `svc nodes enroll` or an admin); --session enrolls now')
   .requiredOption('--url <origin>', 'control-plane origin, e.g. https://gateway.example')
-  .option('--key <key>', 'an nk-svc_ node key you were given (or env SVC_NODE_KEY)')
+  .option('--key <key>', 'an nk-svc_ node key you were given (or env SVC_NODE_KEY; other users can read arguments with ps)')
+  .option('--key-file <path>', 'a file holding the nk-svc_ node key (keep it 0600)')
   .option('--session <token>', 'enroll a new node with your sess_ session token (or env SVC_SESSION)')
   .option('--kinds <list>', 'with --session: sandbox,inference', 'sandbox')
   .option('--name <name>', 'with --session: a name for the node')
   .option('--data-dir <dir>', 'where the agent keeps snapshots and workspaces', '/var/lib/svc-node')
   .option('--endpoint <url>', 'this node\'s reachable endpoint, if any')
-  .action(async (o: { url: string; key?: string; session?: string; kinds: string; name?: string; dataDir: string; endpoint?: string }) => {
-    let key = o.key ?? process.env.SVC_NODE_KEY;
+  .action(async (o: { url: string; key?: string; keyFile?: string; session?: string; kinds: string; name?: string; dataDir: string; endpoint?: string }) => {
+    let key = o.key ?? (o.keyFile !== undefined ? readKeyFile(o.keyFile) : undefined) ?? process.env.SVC_NODE_KEY;
     let nodeId: string | null = null;
     const session = o.session ?? process.env.SVC_SESSION;
     if (!key && session) {
@@ -35,7 +37,7 @@ program
       key = body.node_key;
       nodeId = body.node!.id;
     }
-    if (!key?.startsWith('nk-svc_')) throw new Error('give --key nk-svc_... (or SVC_NODE_KEY), or --session to enroll now');
+    if (!key?.startsWith('nk-svc_')) throw new Error('give --key-file <file with the nk-svc_ key> (or SVC_NODE_KEY), or --session to enroll now');
     writeConfig(dir(), { url: o.url, node_key: key, node_id: nodeId, data_dir: o.dataDir, endpoint: o.endpoint ?? null });
     console.log(`enrolled${nodeId ? ` as ${nodeId}` : ''}; configuration written to ${configPath(dir())} (0600)`);
     if (nodeId) console.log('an admin must approve the node before it takes work');
@@ -87,6 +89,14 @@ program
     const nodes = (await res.json()) as Array<{ id: string; status?: string; reliability?: number | null }>;
     const me = cfg.node_id ? nodes.find((n) => n.id === cfg.node_id) : undefined;
     console.log(me ? `node ${me.id}: ${me.status} (reliability ${me.reliability ?? 'n/a'})` : 'control plane reachable');
+  });
+
+program
+  .command('doctor')
+  .description('Check Docker and the sandbox images, the control plane and its clock, the node key, the data dir and the local inference server; exit 0 only when all pass')
+  .option('--json', 'one JSON document instead of lines')
+  .action(async (o: { json?: boolean }) => {
+    process.exitCode = await doctorCommand(dir(), { json: o.json === true });
   });
 
 program.parseAsync(process.argv).catch((e: unknown) => {

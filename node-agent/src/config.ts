@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -41,5 +41,24 @@ export function writeConfig(dir: string, cfg: AgentConfig): void {
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(cfg, null, 2)}\n`, { mode: 0o600 });
   chmodSync(tmp, 0o600);
+  // Written by root (`sudo svc-node enroll`) into a directory the agent's user owns (/etc/svc-node, which
+  // the package hands to svc-node): the file goes to that user too, so the service can read it.
+  if (process.getuid?.() === 0) {
+    const owner = statSync(dir);
+    if (owner.uid !== 0) chownSync(tmp, owner.uid, owner.gid);
+  }
   renameSync(tmp, path);
+}
+
+/** The node key from a file (`--key-file`): its one line, trimmed. */
+export function readKeyFile(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read the key file ${path}: ${(e as Error).message}`);
+  }
+  const key = text.trim();
+  if (!/^nk-svc_[A-Za-z0-9_-]+$/.test(key)) throw new Error(`${path} does not hold a node key (one line: nk-svc_ followed by the key that \`svc nodes enroll\` printed)`);
+  return key;
 }
