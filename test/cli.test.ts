@@ -181,6 +181,26 @@ describe('svc CLI', () => {
     expect(table.stdout).toMatch(/inference,files/);
   });
 
+  it('writes the secret to a new 0600 file with --secret-file, printing it nowhere, never over an existing file', async () => {
+    const path = join(tmp, 'filed.key');
+    const r = await svc(['keys', 'create', '--name', 'filed', '--secret-file', path, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const secret = readFileSync(path, 'utf8').trim();
+    expect(secret).toMatch(/^sk-svc_/);
+    expect(mode(path)).toBe(0o600);
+    expect(r.stdout + r.stderr).not.toMatch(SECRET);
+    expect(JSON.parse(r.stdout)).toMatchObject({ name: 'filed', secret_file: path });
+    expect(JSON.parse(r.stdout)).not.toHaveProperty('key');
+    // The file's secret is the key's: it authenticates as it.
+    expect((await t.client.withCredential({ kind: 'key', token: secret }).delegateKey({ name: 'from-file' })).parent_id).toBe(JSON.parse(r.stdout).id);
+
+    const again = await svc(['keys', 'create', '--name', 'again', '--secret-file', path]);
+    expect({ code: again.code, stdout: again.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(again.stderr).toMatch(/^error: .*filed\.key already exists; the secret file is never overwritten/m);
+    expect(readFileSync(path, 'utf8').trim()).toBe(secret);
+    expect((await sessionClient().listKeys()).map((k) => k.name)).not.toContain('again'); // refused before a key was minted
+  });
+
   it('refuses bad option values as usage errors without calling the gateway', async () => {
     const before = (await sessionClient().listKeys()).length;
     for (const args of [['--scope', 'root'], ['--spend-cap', '-5'], ['--spend-cap', '1.5'], ['--expires-at', 'tomorrow'], ['--expires-at', '2030-02-30T00:00:00Z']]) {
