@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from 'viem/accounts';
 import { ENFORCED_BILLING, freePort, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstream, words, type TestUpstream } from './support/upstream.ts';
-import { expectOneLineError, savedSession, secretFile, svc as runSvc, type CliRun } from './support/cli.ts';
+import { WallClock, expectOneLineError, savedSession, secretFile, svc as runSvc, type CliRun } from './support/cli.ts';
 
 /**
  * The caller commands of `svc` (chat, balance, usage, deposit, receipts verify, webhooks), run as the real
@@ -28,6 +28,7 @@ let broke: { dir: string; key: string };
 beforeAll(async () => {
   up = await startUpstream();
   t = await startTestGateway({
+    clock: new WallClock(),
     env: {
       ...ENFORCED_BILLING,
       SVC_INFERENCE_TIMEOUT_SECONDS: '5',

@@ -6,7 +6,7 @@ import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 import { deployToken, startChain, type TestChain, type TestToken } from './support/chain.ts';
-import { expectOneLineError, secretFile, svc as runSvc, type CliRun } from './support/cli.ts';
+import { WallClock, expectOneLineError, secretFile, svc as runSvc, type CliRun } from './support/cli.ts';
 
 /**
  * `svc deposit` and `svc balance` against a real local chain (anvil from npm) with a real ERC-20 (6 decimals):
@@ -27,6 +27,7 @@ beforeAll(async () => {
   [usdt, fake] = [await deployToken(chain), await deployToken(chain, 'Fake Tether', 'USDT')];
   treasury = (await chain.newWallet()).address;
   t = await startTestGateway({
+    clock: new WallClock(),
     env: {
       SVC_TREASURY_ADDRESS: treasury,
       SVC_CHAINS: JSON.stringify([{ name: 'anvil', chain_id: chain.chainId, rpc_url: chain.rpcUrl, usdt: usdt.address, decimals: 6, confirmations: CONFIRMATIONS, min_deposit_micro_usd: 10_000 }]),

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ENFORCED_BILLING, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
-import { expectOneLineError, savedSession, secretFile, svc as runSvc, svcTty, type CliRun } from './support/cli.ts';
+import { WallClock, expectOneLineError, savedSession, secretFile, svc as runSvc, svcTty, type CliRun } from './support/cli.ts';
 
 /**
  * The `svc` command's manners, run as the real CLI (a child process, or under a pty where a terminal matters)
@@ -30,8 +30,8 @@ let otherUrl: string;
 beforeAll(async () => {
   up = await startUpstream();
   [a, b] = await Promise.all([
-    startTestGateway({ env: { ...ENFORCED_BILLING, SVC_PROVIDERS: JSON.stringify([{ name: 'local', base_url: up.url, models: [{ id: MODEL, input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 1_000_000 }] }]) } }),
-    startTestGateway(),
+    startTestGateway({ clock: new WallClock(), env: { ...ENFORCED_BILLING, SVC_PROVIDERS: JSON.stringify([{ name: 'local', base_url: up.url, models: [{ id: MODEL, input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 1_000_000 }] }]) } }),
+    startTestGateway({ clock: new WallClock() }),
   ]);
   tmp = mkdtempSync(join(tmpdir(), 'svc-cli-manners-'));
   // A web server that is not a gateway: HTML for every path.
@@ -49,10 +49,6 @@ afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-/** The gateways' injected clocks at the time the CLI signs its SIWE message with (real time). */
-const syncClocks = () => {
-  for (const g of [a, b]) g.clock.advance(Math.max(0, Date.now() - g.clock.now().getTime()));
-};
 const svc = (args: string[], opts: { dir: string; url?: string; env?: Record<string, string>; input?: string }): Promise<CliRun> => runSvc(args, opts);
 const dirOf = (name: string) => join(tmp, name);
 
@@ -60,7 +56,6 @@ const dirOf = (name: string) => join(tmp, name);
 async function account(name: string, g: TestGateway, credit = 0): Promise<{ dir: string; key: string; accountId: string }> {
   const dir = dirOf(name);
   expect((await svc(['wallet', 'create'], { dir })).code).toBe(0);
-  syncClocks();
   const login = await svc(['login'], { dir, url: g.url });
   expect(login.code, login.stderr).toBe(0);
   const accountId = savedSession(dir, g.url).account_id;
@@ -88,7 +83,6 @@ describe('4. secret files and the wallet key', () => {
     expect(created.stdout).not.toContain(readFileSync(key_file, 'utf8').trim().slice(2));
 
     expectOneLineError(await svc(['wallet', 'create'], { dir }), 2, new RegExp(`already holds a wallet key \\(address ${address}\\)`));
-    syncClocks();
     const login = await svc(['login', '--json'], { dir, url: a.url });
     expect(login.code, login.stderr).toBe(0);
     expect(JSON.parse(login.stdout)).toMatchObject({ wallet_address: address });
@@ -141,7 +135,6 @@ describe('9. a session per gateway', () => {
   it('keeps A when signing in to B, lists both, and `svc logout` revokes on the gateway it leaves', async () => {
     const dir = dirOf('two');
     expect((await svc(['wallet', 'create'], { dir })).code).toBe(0);
-    syncClocks();
     expect((await svc(['login'], { dir, url: a.url })).code).toBe(0);
     const login = await svc(['login', '--json'], { dir, url: b.url });
     expect(login.code, login.stderr).toBe(0);
@@ -172,7 +165,6 @@ describe('9. a session per gateway', () => {
   it('moves an earlier single-session file into sessions.json', async () => {
     const dir = dirOf('legacy');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    syncClocks();
     const s = await a.signIn();
     const old = { url: a.url, token: s.token, account_id: s.accountId, wallet_address: s.account.address, expires_at: new Date(Date.now() + 86_400_000).toISOString() };
     writeFileSync(join(dir, 'session.json'), JSON.stringify(old), { mode: 0o600 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from 'viem/accounts';
 import type { EnrolledNode, NodeRegistryEntry, OwnerNode, PublicNode } from '@svc/shared/client';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { BIN, WallClock } from './support/cli.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const NODE_KEY = /nk-svc_[A-Za-z0-9_-]{43}/g;
@@ -22,12 +23,12 @@ let tmp: string;
 let owner: string; // SVC_CONFIG_DIR of the signed-in owner
 let stranger: string; // another account's
 
-/** Runs the real CLI in a child process against the test gateway. */
+/** Runs the real CLI (the built one, as installed) in a child process against the test gateway. */
 function svc(args: string[], opts: { dir?: string; env?: Record<string, string> } = {}): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_CONFIG_DIR: opts.dir ?? owner, ...opts.env };
   for (const k of ['SVC_WALLET_KEY', 'SVC_URL', 'SVC_ADMIN_TOKEN']) if (!opts.env?.[k]) delete env[k];
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'cli/src/main.ts', '--url', t.url, ...args], { cwd: ROOT, env, timeout: 25_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, '--url', t.url, ...args], { cwd: ROOT, env, timeout: 25_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
     });
   });
@@ -62,7 +63,7 @@ async function heartbeat(nodeKey: string): Promise<Response> {
 }
 
 beforeAll(async () => {
-  t = await startTestGateway();
+  t = await startTestGateway({ clock: new WallClock() });
   tmp = mkdtempSync(join(tmpdir(), 'svc-cli-nodes-'));
   owner = join(tmp, 'owner');
   stranger = join(tmp, 'stranger');

@@ -8,6 +8,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { ApiKey, NewApiKey } from '@svc/shared/client';
 import { expectApiError } from './support/expect-error.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
+import { BIN, WallClock } from './support/cli.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // A whole secret, not the short display prefix (sk-svc_ + 7 characters) that key views carry.
@@ -27,7 +28,8 @@ const privateKey = generatePrivateKey();
 const account = privateKeyToAccount(privateKey);
 
 beforeAll(async () => {
-  t = await startTestGateway();
+  // The CLI stamps its SIWE messages with the real time: the gateway's clock runs with it (see WallClock).
+  t = await startTestGateway({ clock: new WallClock() });
   tmp = mkdtempSync(join(tmpdir(), 'svc-cli-'));
   dir = join(tmp, 'nested', 'svc');
 });
@@ -36,14 +38,14 @@ afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-/** Runs the real CLI in a child process against the test gateway. */
+/** Runs the real CLI (the built one, as installed) in a child process against the test gateway. */
 function svc(args: string[], opts: { dir?: string; env?: Record<string, string>; url?: boolean } = {}): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_CONFIG_DIR: opts.dir ?? dir, ...opts.env };
   delete env.SVC_WALLET_KEY;
   delete env.SVC_URL;
   if (opts.env?.SVC_WALLET_KEY) env.SVC_WALLET_KEY = opts.env.SVC_WALLET_KEY;
   if (opts.env?.SVC_CONFIG_DIR === '') delete env.SVC_CONFIG_DIR;
-  const argv = ['--import', 'tsx', 'cli/src/main.ts', ...(opts.url === false ? [] : ['--url', t.url]), ...args];
+  const argv = [BIN, ...(opts.url === false ? [] : ['--url', t.url]), ...args];
   return new Promise((resolve) => {
     execFile(process.execPath, argv, { cwd: ROOT, env, timeout: 25_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
@@ -94,6 +96,18 @@ describe('svc CLI', () => {
     expect(r.stderr).toMatch(/not signed in to http:\/\/127\.0\.0\.1:\d+/);
     expect(r.stderr).toContain('svc login');
     expect(r.stdout).toBe('');
+  });
+
+  it('says the clocks differ when the gateway refuses the sign-in as issued in the future', async () => {
+    t.clock.advance(-2 * 60_000); // the gateway's clock two minutes behind this machine's
+    try {
+      const r = await svc(['login', '--key-file', keyFile('early.key', privateKey)]);
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 4, stdout: '' });
+      expect(r.stderr.trim()).toBe("error: invalid_siwe: message Issued At is in the future; this machine's clock and the gateway's differ by more than a minute: set the clock (NTP) and sign in again");
+      expect(existsSync(sessionFile())).toBe(false);
+    } finally {
+      t.clock.advance(2 * 60_000);
+    }
   });
 
   it('logs in with a key file, saving a 0600 session of a real account and never printing the key', async () => {
@@ -165,6 +179,26 @@ describe('svc CLI', () => {
     expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+PREFIX\s+STATUS\s+SCOPES\s+SPENT\s+SUBTREE SPENT$/);
     expect(table.stdout).toMatch(new RegExp(`^${created.id}\\s+delegator\\s+${created.prefix}\\s+active\\s+all\\s+\\$0\\.00\\s+\\$0\\.00$`, 'm'));
     expect(table.stdout).toMatch(/inference,files/);
+  });
+
+  it('writes the secret to a new 0600 file with --secret-file, printing it nowhere, never over an existing file', async () => {
+    const path = join(tmp, 'filed.key');
+    const r = await svc(['keys', 'create', '--name', 'filed', '--secret-file', path, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const secret = readFileSync(path, 'utf8').trim();
+    expect(secret).toMatch(/^sk-svc_/);
+    expect(mode(path)).toBe(0o600);
+    expect(r.stdout + r.stderr).not.toMatch(SECRET);
+    expect(JSON.parse(r.stdout)).toMatchObject({ name: 'filed', secret_file: path });
+    expect(JSON.parse(r.stdout)).not.toHaveProperty('key');
+    // The file's secret is the key's: it authenticates as it.
+    expect((await t.client.withCredential({ kind: 'key', token: secret }).delegateKey({ name: 'from-file' })).parent_id).toBe(JSON.parse(r.stdout).id);
+
+    const again = await svc(['keys', 'create', '--name', 'again', '--secret-file', path]);
+    expect({ code: again.code, stdout: again.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(again.stderr).toMatch(/^error: .*filed\.key already exists; the secret file is never overwritten/m);
+    expect(readFileSync(path, 'utf8').trim()).toBe(secret);
+    expect((await sessionClient().listKeys()).map((k) => k.name)).not.toContain('again'); // refused before a key was minted
   });
 
   it('refuses bad option values as usage errors without calling the gateway', async () => {

@@ -136,6 +136,9 @@ function apiHint(err: ApiError): { hint?: string; code: number } {
   if (err.status === 401) {
     if (credentialUsed === 'key') return { code: EXIT_AUTH, hint: 'the API key was refused: check SVC_KEY or --api-key-file, or create a key with `svc keys create`' };
     if (credentialUsed === 'admin') return { code: EXIT_AUTH, hint: 'check the admin token (--admin-token-file or SVC_ADMIN_TOKEN)' };
+    // A refused sign-in: the session hint would send the caller back to the command that just failed.
+    if (err.type === 'invalid_siwe' && /Issued At|Not Before|Expiration Time/.test(err.message)) return { code: EXIT_AUTH, hint: "this machine's clock and the gateway's differ by more than a minute: set the clock (NTP) and sign in again" };
+    if (err.type === 'invalid_siwe') return { code: EXIT_AUTH };
     return { code: EXIT_AUTH, hint: 'your session may have expired or been revoked; run `svc login`' };
   }
   if (err.status === 402) {

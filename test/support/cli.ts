@@ -1,13 +1,35 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn as ptySpawn } from 'node-pty';
 import { expect } from 'vitest';
+import { ManualClock } from '@svc/shared';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** The installed `svc` launcher (package.json "bin"), not the TypeScript entry point. */
-const BIN = join(ROOT, 'cli', 'bin', 'svc.js');
+/** The installed `svc` launcher (package.json "bin"), which runs the built CLI (cli/dist), not the TypeScript entry point. */
+export const BIN = join(ROOT, 'cli', 'bin', 'svc.js');
+// The build the launcher runs, brought up to date with the sources first (nothing to do when it is).
+execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--if-stale', 'cli'], { cwd: ROOT, stdio: 'pipe' });
+
+/**
+ * The gateway's clock for tests that drive the CLI: the CLI is another process, and stamps its SIWE messages
+ * with the real time, which the gateway checks against its own clock (60 s of skew allowed). So this clock
+ * runs with the real time, plus whatever the test advanced it by; a ManualClock frozen at the gateway's start
+ * would refuse a sign-in made more than a minute later as "Issued At is in the future".
+ */
+export class WallClock extends ManualClock {
+  private offset = 0;
+  override now(): Date {
+    return new Date(Date.now() + this.offset);
+  }
+  override advance(ms: number): void {
+    this.offset += ms;
+  }
+  override set(at: Date | number): void {
+    this.offset = (typeof at === 'number' ? at : at.getTime()) - Date.now();
+  }
+}
 
 /** Variables the CLI reads; a test sets the ones it means, never inherits them. */
 const CLI_ENV = ['SVC_URL', 'SVC_KEY', 'SVC_MODEL', 'SVC_WALLET_KEY', 'SVC_ADMIN_TOKEN', 'SVC_CONFIG_DIR', 'XDG_CONFIG_HOME'];

@@ -1,7 +1,9 @@
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { SCOPE_NAMES, readDateTime, type Scope } from '@svc/shared';
 import type { ApiKey, KeyInput, NewApiKey } from '@svc/shared/client';
 import { context, sessionClient } from '../context.ts';
+import { CliError, EXIT_USAGE, fileProblem } from '../errors.ts';
 import { fields, table, usd } from '../output.ts';
 
 const SHOWN_ONCE = 'This secret is shown once and cannot be retrieved again; store it now.';
@@ -33,8 +35,34 @@ function scopesText(scopes: readonly string[]): string {
   return scopes.length === 0 ? 'all' : scopes.join(',');
 }
 
-function secretBlock(k: NewApiKey, heading: string): string {
-  return [heading, fields([['id', k.id], ['name', k.name ?? '-'], ['scopes', scopesText(k.scopes)], ['spend cap', usd(k.spend_cap_micro_usd)], ['expires', k.expires_at ?? 'never']]), '', SHOWN_ONCE, `  ${k.key}`].join('\n');
+function secretBlock(k: NewApiKey, heading: string, secretFile?: string): string {
+  const facts = fields([['id', k.id], ['name', k.name ?? '-'], ['scopes', scopesText(k.scopes)], ['spend cap', usd(k.spend_cap_micro_usd)], ['expires', k.expires_at ?? 'never']]);
+  if (secretFile) return [heading, facts, '', `The secret is in ${secretFile} (0600), shown nowhere else: \`export SVC_KEY=$(cat ${secretFile})\` or --api-key-file ${secretFile}.`].join('\n');
+  return [heading, facts, '', SHOWN_ONCE, `  ${k.key}`].join('\n');
+}
+
+/**
+ * A new 0600 file for a secret, created before the key is minted (so a path that cannot be written costs no
+ * key) and never over an existing one. `write` fills it; `discard` removes it when no key came.
+ */
+function secretFileFor(path: string): { write(secret: string): void; discard(): void } {
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new CliError(`${path} already exists; the secret file is never overwritten`, EXIT_USAGE, 'give another --secret-file, or remove that one');
+    throw new CliError(`cannot write ${path}: ${fileProblem(err)}`, EXIT_USAGE);
+  }
+  return {
+    write(secret) {
+      writeSync(fd, `${secret}\n`);
+      closeSync(fd);
+    },
+    discard() {
+      closeSync(fd);
+      rmSync(path, { force: true });
+    },
+  };
 }
 
 export function keysTable(keys: readonly ApiKey[]): string {
@@ -52,6 +80,7 @@ interface CreateOptions {
   scope: Scope[];
   spendCap?: number;
   expiresAt?: string;
+  secretFile?: string;
 }
 
 export function registerKeys(program: Command): void {
@@ -64,6 +93,7 @@ export function registerKeys(program: Command): void {
     .option('--scope <scope>', `limit the key to a scope (repeatable or comma-separated; default all): ${SCOPE_NAMES.join(', ')}`, collectScopes, [])
     .option('--spend-cap <micro_usd>', 'lifetime spend cap in micro-USD (1000000 = $1)', nonNegativeInt('--spend-cap'))
     .option('--expires-at <iso>', 'expiry as an ISO 8601 date-time', isoDate)
+    .option('--secret-file <path>', 'write the secret to this new file (0600) instead of printing it')
     .action(async (opts: CreateOptions, cmd: Command) => {
       const ctx = context(cmd);
       const { client } = sessionClient(ctx);
@@ -72,8 +102,18 @@ export function registerKeys(program: Command): void {
       if (opts.scope.length > 0) input.scopes = opts.scope;
       if (opts.spendCap !== undefined) input.spend_cap_micro_usd = opts.spendCap;
       if (opts.expiresAt !== undefined) input.expires_at = opts.expiresAt;
-      const key = await client.createKey(input);
-      ctx.out.result(key, () => secretBlock(key, `Created API key ${key.id}.`));
+      const file = opts.secretFile === undefined ? null : secretFileFor(opts.secretFile);
+      let key: NewApiKey;
+      try {
+        key = await client.createKey(input);
+      } catch (err) {
+        file?.discard();
+        throw err;
+      }
+      if (!file) return ctx.out.result(key, () => secretBlock(key, `Created API key ${key.id}.`));
+      file.write(key.key);
+      const { key: _secret, ...shown } = key;
+      ctx.out.result({ ...shown, secret_file: opts.secretFile }, () => secretBlock(key, `Created API key ${key.id}.`, opts.secretFile));
     });
 
   keys

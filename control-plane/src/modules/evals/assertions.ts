@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import RE2 from 're2';
+import { linearRegex } from '../../linear-regex.ts';
 
 /**
  * The assertion types of an eval case and how each scores one answer. Every type scores 0 or 1 except
@@ -24,8 +24,8 @@ export const DEFAULT_RUBRIC_THRESHOLD = 0.5;
 
 export const thresholdOf = (a: AssertionSpec): number => a.threshold ?? (a.type === 'llm_rubric' ? DEFAULT_RUBRIC_THRESHOLD : 1);
 
-/** A regular expression run by RE2 (linear in the text): ajv's engine for `pattern` too, so a schema's patterns cannot backtrack. */
-const re2Engine = Object.assign((pattern: string, flags: string) => new RE2(pattern, flags), { code: 'new RE2' });
+/** A regular expression run by RE2 (RE2JS, linear in the text): ajv's engine for `pattern` too, so a schema's patterns cannot backtrack. */
+const re2Engine = Object.assign((pattern: string, flags: string) => linearRegex(pattern, flags), { code: 'linearRegex' });
 
 // ajv-formats is CommonJS: its default export is the plugin function itself.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
@@ -40,7 +40,7 @@ export function newAjv(): Ajv {
 /** Why a regex pattern is refused, or null when RE2 compiles it. */
 export function regexProblem(pattern: string, flags = ''): string | null {
   try {
-    new RE2(pattern, flags);
+    linearRegex(pattern, flags);
     return null;
   } catch (e) {
     return `RE2 does not compile it (${(e as Error).message}); backreferences and lookaround are not supported`;
@@ -119,9 +119,8 @@ export function compileAssertion(spec: AssertionSpec, ajv: Ajv, graderDefault: s
       return async (a) => (a.output.toLocaleLowerCase('en-US').includes(needle) ? outcome(spec, 1, null) : outcome(spec, 0, 'the answer does not contain the value (ignoring case)'));
     }
     case 'regex': {
-      const re = new RE2(spec.value, spec.flags ?? '');
+      const re = linearRegex(spec.value, spec.flags ?? '');
       return async (a) => {
-        re.lastIndex = 0;
         return re.test(a.output) ? outcome(spec, 1, null) : outcome(spec, 0, 'the pattern does not match the answer');
       };
     }

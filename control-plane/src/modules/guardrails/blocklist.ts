@@ -1,4 +1,4 @@
-import type RE2 from 're2';
+import type { LinearRegex } from '../../linear-regex.ts';
 import { fold, foldedView, originalSpan } from './normalize.ts';
 import { compilePattern, requiredLiteral } from './patterns.ts';
 import { ordered, type Detector, type Match } from './types.ts';
@@ -54,7 +54,7 @@ export function blocklistDetector(terms: readonly string[], patterns: readonly s
   const folded = [...new Set(terms.map(fold).filter((t) => t.length > 0))].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
   // Escaped literals only, as a trie: fixed strings, which cannot backtrack catastrophically.
   const termRe = folded.length ? new RegExp(trieSource(folded), 'g') : null;
-  const compiled: Array<{ re: RE2; maxSpan: number; needs: ReturnType<typeof requiredLiteral>; literalRe: RegExp | null; windowed: boolean }> = patterns.map((p) => {
+  const compiled: Array<{ re: LinearRegex; maxSpan: number; needs: ReturnType<typeof requiredLiteral>; literalRe: RegExp | null; windowed: boolean }> = patterns.map((p) => {
     const needs = requiredLiteral(p);
     return { ...compilePattern(p), needs, literalRe: needs?.ignoreCase ? new RegExp(escapeLiteral(needs.literal), 'giu') : null, windowed: !EDGE_SENSITIVE.test(p) };
   });
@@ -111,16 +111,9 @@ export function blocklistDetector(terms: readonly string[], patterns: readonly s
           }
         }
         const part = from === 0 && to === text.length ? text : text.slice(from, to);
-        // One call into RE2 to learn whether it matches at all, one to collect every match (each exec call
-        // would convert the text again).
-        c.re.lastIndex = 0;
+        // A test first (RE2's DFA, no positions kept), then the matches only where there are some.
         if (!c.re.test(part)) continue;
-        c.re.lastIndex = 0;
-        c.re.replace(part, (m: string, ...rest: unknown[]) => {
-          const at = from + (rest[rest.length - 2] as number);
-          if (m.length) out.push({ start: at, end: at + m.length, category: 'pattern', severity: 'medium' });
-          return m;
-        });
+        for (const m of c.re.matches(part)) out.push({ start: from + m.index, end: from + m.index + m.text.length, category: 'pattern', severity: 'medium' });
       }
       return ordered(out);
     },

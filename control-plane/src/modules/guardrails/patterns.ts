@@ -1,7 +1,7 @@
-import RE2 from 're2';
+import { linearRegex, type LinearRegex } from '../../linear-regex.ts';
 
 /**
- * Patterns a caller supplies (blocklist `patterns`) run in RE2, whose matching time is linear in the text, and
+ * Patterns a caller supplies (blocklist `patterns`) run in RE2 (RE2JS, see linear-regex.ts), whose matching time is linear in the text, and
  * are checked before they are stored:
  * - RE2 must compile them: backreferences and lookaround, which only a backtracking engine can run, are refused;
  * - no repetition of an unbounded expression (`(a+)+`, `(\w+\s?)*`) and no unbounded repetition of a
@@ -174,7 +174,7 @@ export function patternProblem(src: string): string | null {
     return e instanceof PatternError ? e.message : 'not a pattern';
   }
   try {
-    new RE2(src, 'g');
+    linearRegex(src);
   } catch (e) {
     return `RE2 cannot compile it: ${(e as Error).message}`;
   }
@@ -184,11 +184,11 @@ export function patternProblem(src: string): string | null {
   return null;
 }
 
-/** The compiled pattern (RE2, global) and the most UTF-16 units one match covers. */
-export function compilePattern(src: string): { re: RE2; maxSpan: number } {
+/** The compiled pattern (RE2) and the most UTF-16 units one match covers. */
+export function compilePattern(src: string): { re: LinearRegex; maxSpan: number } {
   const problem = patternProblem(src);
   if (problem) throw new PatternError(problem);
-  return { re: new RE2(src, 'g'), maxSpan: 2 * analyzePattern(src).max };
+  return { re: linearRegex(src), maxSpan: 2 * analyzePattern(src).max };
 }
 
 /**
