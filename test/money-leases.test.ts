@@ -1,6 +1,3 @@
-import { mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { ManualClock, generatePrivateKey, newId } from '@svc/shared';
@@ -9,8 +6,6 @@ import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
 import { Metering, type Hold } from '../control-plane/src/modules/money/metering.ts';
 import { LEASES_CHANNEL } from '../control-plane/src/modules/money/leases.ts';
 import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
-import { SettleJournal } from '../control-plane/src/modules/money/settle-journal.ts';
-import type { SettleItem } from '../control-plane/src/modules/money/batch-calls.ts';
 import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
 import { freshDatabase, type TestDatabase } from './support/database.ts';
 import { tenant as makeTenant } from './support/tenant.ts';
@@ -68,9 +63,8 @@ afterAll(async () => {
 });
 
 describe('credit leases', () => {
-  it('write-behind: a settle out of a lease answers before it commits, the position waits for it, the journal empties', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-journal-'));
-    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, new SettleJournal<SettleItem>(dir));
+  it('write-behind: a settle out of a lease answers before it is stored, the position waits for it, no pending row is left', async () => {
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), embedded: database.kind === 'pglite' });
     processes.push(m);
     const p = await tenant(m, 1_000_000);
     let spent = 0;
@@ -90,11 +84,11 @@ describe('credit leases', () => {
     expect(await database.db.selectFrom('receipts').select('id').where('account_id', '=', p.accountId).execute()).toHaveLength(30);
     await m.close();
     expect((await books(p)).leased).toBe(0);
-    expect(readdirSync(dir)).toEqual([]); // every segment committed and removed
+    expect(await database.db.selectFrom('money_pending_settles').select('receipt_id').where('account_id', '=', p.accountId).execute()).toEqual([]); // every pending row stored and removed
   });
 
   it('write-behind: a settle whose receipt is already stored (a commit whose answer was lost) counts as done, charged once', async () => {
-    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, new SettleJournal<SettleItem>(mkdtempSync(join(tmpdir(), 'svc-journal-'))));
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), embedded: database.kind === 'pglite' });
     processes.push(m);
     const p = await tenant(m, 1_000_000);
     const h = await hold(m, p);

@@ -161,6 +161,15 @@ export interface LedgerEntriesTable {
   created_at: Date;
 }
 
+/** A settle answered before it was stored (money/pending-settles.ts): the settle item as svc_settle_many takes it. */
+export interface MoneyPendingSettlesTable {
+  receipt_id: string;
+  account_id: string;
+  owner: string;
+  item: string;
+  created_at: Date;
+}
+
 export interface HoldsTable {
   id: string;
   account_id: string;
@@ -364,6 +373,7 @@ export interface DB {
   credit_accounts: CreditAccountsTable;
   ledger_entries: LedgerEntriesTable;
   holds: HoldsTable;
+  money_pending_settles: MoneyPendingSettlesTable;
   usage_events: UsageEventsTable;
   receipts: ReceiptsTable;
   runs: RunsTable;

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import { ServiceError, newId, type Clock, type ReceiptContext, type ReceiptEngine, type ReceiptGuardrails, type ReceiptPolicy, type SignedReceipt } from '@svc/shared';
+import { ServiceError, newId, type Clock, type SignedReceipt } from '@svc/shared';
+import type { Hold, HoldRequest, Settled, Usage } from './types.ts';
 import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
@@ -7,66 +8,11 @@ import type { ReceiptSigner } from './signer.ts';
 import { Batcher } from '../../db/batcher.ts';
 import { paymentTerms } from './x402.ts';
 import { CreditLeases, type Lease } from './leases.ts';
-import type { SettleJournal } from './settle-journal.ts';
+import { PendingSettles, sweepPending } from './pending-settles.ts';
 import { WriteBehind } from './write-behind.ts';
 import { holdMany, receiptPayload, runBatch, settleItem, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
 
-export interface HoldRequest {
-  principal: KeyPrincipal;
-  requestId: string;
-  runId: string | null;
-  /** The most this request can cost; settlement charges the actual cost. */
-  maxCostMicroUsd: number;
-  /** e.g. "POST /v1/notary/receipts"; recorded in the usage event and receipt. */
-  route: string;
-  /** Absolute URL of the resource, for the x402 terms of a 402. */
-  resource: string;
-  /**
-   * A hold that outlives this process's request (a video job settled by the leader loop, maybe after a
-   * restart) must be a row of its own; other holds may be admitted from a credit lease.
-   */
-  durable?: boolean;
-}
-
-export interface Hold {
-  id: string;
-  accountId: string;
-  keyId: string;
-  amount: number;
-  requestId: string;
-  runId: string | null;
-  route: string;
-  runHead: string | null;
-  runCount: number;
-  chain: string[];
-  /** Admitted from a credit lease (`id` is the lease's): settled out of it, released in memory. */
-  lease: boolean;
-  /** The policy stamp of the key (its principal's), signed into the receipt. */
-  policy?: ReceiptPolicy | null; // policies
-}
-
-export interface Usage {
-  costMicroUsd: number;
-  kind: string;
-  model?: string | null;
-  units: Record<string, number | string>;
-  /** Extra metadata for the receipt (never content). */
-  detail?: Record<string, unknown>;
-  policy?: ReceiptPolicy | null;
-  /** What the call cites (a source set's root), signed into the receipt as `context`. */
-  context?: ReceiptContext;
-  /** Guardrail findings of the call (guardrails), signed into the receipt. */
-  guardrails?: ReceiptGuardrails;
-  /** The engine build that served the call (engine builds), signed into the receipt. */
-  engine?: ReceiptEngine;
-}
-
-export interface Settled {
-  receipt: SignedReceipt;
-  usageEventId: string;
-  /** The balance after the settle; null when it was answered before it committed (write-behind). */
-  balanceMicroUsd: number | null;
-}
+export type { Hold, HoldRequest, Settled, Usage } from './types.ts';
 
 const MAX_CHAIN_RETRIES = 16;
 
@@ -80,7 +26,7 @@ export interface BalanceObservation {
  * The money path every billable route calls: hold the maximum cost (one conditional round trip that
  * never overspends, or none when admitted from a credit lease), do the work, then settle in one transaction
  * (ledger entry, usage event, signed receipt, run chain, hold release) or release on failure. Inference over
- * HTTP may be answered before that transaction commits (write-behind, journaled first). Holds expire, so a
+ * HTTP may be answered before that transaction commits (write-behind: its settle made durable in Postgres first). Holds expire, so a
  * process that dies mid-request leaks nothing.
  */
 export class Metering {
@@ -88,8 +34,10 @@ export class Metering {
   private readonly settles: Batcher<SettleItem, SettleResult>;
   private readonly balanceListeners: Array<(o: BalanceObservation) => unknown> = [];
   readonly leases: CreditLeases;
-  /** Write-behind settles (null without a journal: every settle commits before it answers). */
+  /** Write-behind settles (null: every settle commits before it answers). */
   private readonly behind: WriteBehind | null;
+  /** Pending settles of every process (read-your-writes, the leader's sweep). */
+  private readonly pending: PendingSettles;
   /** Metered units of work in flight (`meter`): above one, receipts are signed off the event loop. */
   private active = 0;
 
@@ -98,21 +46,23 @@ export class Metering {
     private readonly clock: Clock,
     private readonly signer: ReceiptSigner,
     private readonly cfg: BillingConfig,
-    /** Journal of write-behind settles (none: every settle commits before it answers). */
-    journal: SettleJournal<SettleItem> | null = null,
+    /**
+     * Write-behind settles: this process's id in the database (its pending settles are written under it; see
+     * PendingSettles) and whether that database runs in this process. Null: every settle commits before it answers.
+     */
+    behind: { processId: string; embedded: boolean } | null = null,
     private readonly log: { error(o: object, msg: string): void } = { error: () => undefined },
   ) {
     this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
     this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
     this.leases = new CreditLeases(db, clock, { ttlSeconds: cfg.leaseSeconds, wantRequests: 64, idleMs: 2000 });
-    this.behind = journal
+    this.pending = new PendingSettles(db, behind?.processId ?? 'none', cfg.breakerWindowSeconds, behind?.embedded ?? false);
+    this.behind = behind
       ? new WriteBehind({
-          db,
-          journal,
+          store: this.pending,
+          clock,
           log,
-          submit: (items) => this.settles.submitMany(items),
-          recover: (items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)),
-          committed: async (item, balance) => {
+          flushed: async (item, balance) => {
             if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
             if (balance !== null) this.observed(item.account, balance);
           },
@@ -254,7 +204,7 @@ export class Metering {
   /**
    * Settles a hold at the actual cost and returns the signed receipt; if settling fails the hold is released.
    * With `behind`, a hold admitted from a lease is answered as soon as its receipt is signed and its settle
-   * journaled; the settle commits with the others gathered in the next few milliseconds (see `WriteBehind`).
+   * durable in its pending row; the settle is flushed with the others gathered in the next few milliseconds (see `WriteBehind`).
    */
   async settle(hold: Hold, usage: Usage, opts: { behind?: boolean } = {}): Promise<Settled> {
     if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
@@ -264,7 +214,7 @@ export class Metering {
       try {
         return await this.settleBehind(hold, usage);
       } catch (e) {
-        this.log.error({ err: e, request_id: hold.requestId }, 'write-behind settle failed (signing or the journal); settling before answering');
+        this.log.error({ err: e, request_id: hold.requestId }, 'write-behind settle failed (signing or its pending row); settling before answering');
       }
     }
     try {
@@ -300,43 +250,50 @@ export class Metering {
   }
 
   /**
-   * Write-behind settle of a lease hold: the receipt is signed and the settle handed to `behind` (journaled,
-   * committed with the next gather); the caller is answered at once. It cannot be refused: the lease already set
-   * the credit aside and holds no run chain.
+   * Write-behind settle of a lease hold: the receipt is signed and the settle made durable in its pending row
+   * (a group commit shared with the settles beside it); the caller is answered then, and the settle is flushed
+   * with the others gathered in the next few milliseconds. It cannot be refused: the lease already set the
+   * credit aside and holds no run chain.
    */
   private async settleBehind(hold: Hold, usage: Usage): Promise<Settled> {
     const usageEventId = newId('ue_', 20);
     const signing = this.sign(receiptPayload(hold, usage, usageEventId, this.clock.now(), null, 0, this.signer.address));
     const receipt = signing instanceof Promise ? await signing : signing; // inline: no turn of its own
-    // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
+    // The cost stays reserved in the lease until the flush takes it out of the lease row (so the lease
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);
-    // Journaled before the answer leaves; throws (or rejects) only if the journal cannot be written. A lone
-    // request writes its line at once; concurrent ones share a write at the end of the turn.
-    const journaled = this.behind!.add(settleItem(hold, usage, usageEventId, receipt, null, 0, cost), this.active <= 1);
-    if (journaled) await journaled;
+    await this.behind!.add(settleItem(hold, usage, usageEventId, receipt, null, 0, cost)); // rejects only if the row could not be written
     void this.leases.finished(hold.id, hold.amount - cost, 0);
     return { receipt, usageEventId, balanceMicroUsd: null };
   }
 
-  /** Resolves once this account's write-behind settles committed (its own reads see its latest charges). */
-  settled(accountId: string): Promise<void> {
-    return this.behind?.settled(accountId) ?? Promise.resolve();
+  /**
+   * Read-your-writes, on every replica: resolves once every settle of this account answered before the call
+   * is stored (ledger, usage event, receipt). This process's own are waited for; any other process's pending
+   * settles of the account are settled here (or waited for while their owner is settling them). With none
+   * pending (the usual case) it costs one indexed lookup.
+   */
+  async settled(accountId: string): Promise<void> {
+    await this.behind?.settled(accountId);
+    try {
+      await this.pending.settleAccount(accountId, this.clock.now());
+    } catch (e) {
+      this.log.error({ err: e, account_id: accountId }, 'pending settles of the account could not be settled before a read; it answers with what is stored');
+    }
   }
 
-  /** Resolves once every write-behind settle of this process committed (tests, shutdown). */
+  /** Resolves once every write-behind settle of this process was flushed (tests, shutdown). */
   settledAll(): Promise<void> {
     return this.behind?.settledAll() ?? Promise.resolve();
   }
 
-  /** Settles what processes that died left in the journal (at boot, before serving); how many. */
-  recoverJournal(): Promise<number> {
-    return this.behind?.recover() ?? Promise.resolve(0);
-  }
-
-  /** How many journaled settles of dead processes this process settled at boot. */
-  get recovered(): number {
-    return this.behind?.recovered ?? 0;
+  /**
+   * The leader's sweep: settles the pending settles of processes that are gone, and any older than
+   * `staleSeconds` (a process that lives but cannot flush); how many it stored.
+   */
+  sweepPending(alive: (ids: readonly string[]) => Promise<Set<string>>, staleSeconds = 60): Promise<number> {
+    const now = this.clock.now();
+    return sweepPending(this.pending, alive, now, new Date(now.getTime() - staleSeconds * 1000));
   }
 
   /** Releases a hold whose request failed; nothing is charged. */
@@ -376,7 +333,7 @@ export class Metering {
 
   /** Gives this process's credit leases back (shutdown). */
   async close(): Promise<void> {
-    await this.behind?.close(); // write-behind settles commit first (or stay in the journal)
+    await this.behind?.close(); // write-behind settles are flushed first (or stay pending for another process)
     await this.leases.closeAll();
   }
 
