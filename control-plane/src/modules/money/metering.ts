@@ -62,6 +62,7 @@ export class Metering {
           store: this.pending,
           clock,
           log,
+          gatherMs: cfg.settleGatherMs ?? 20,
           flushed: async (item, balance) => {
             if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
             if (balance !== null) this.observed(item.account, balance);

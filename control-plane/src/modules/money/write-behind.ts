@@ -12,11 +12,6 @@ const MAX_WAITING = 2048;
 const WRITES_IN_FLIGHT = 2;
 /** The most pending rows one group commit writes. */
 const WRITE_MAX = 512;
-/**
- * How long a durable settle waits for others to be flushed with (the first of a gather starts the timer).
- * At low load one transaction per request costs more than the request itself; gathered, it is shared.
- */
-const GATHER_MS = 20;
 /** A gather this large is flushed at once. */
 const GATHER_MAX = 256;
 /** The longest a read waits for this process's own settles of the account to be flushed. */
@@ -26,6 +21,11 @@ export interface WriteBehindDeps {
   store: PendingSettles;
   clock: Clock;
   log: { error(o: object, msg: string): void };
+  /**
+   * How long a durable settle waits for others to be flushed with (the first of a gather starts the timer).
+   * At low load one transaction per request costs more than the request itself; gathered, it is shared.
+   */
+  gatherMs: number;
   /** A settle of this process was flushed (balance: after it, null when another process flushed it). */
   flushed(item: SettleItem, balance: number | null): Promise<void> | void;
 }
@@ -40,7 +40,7 @@ interface Entry {
  * Write-behind settles, this process's side (Metering.settleBehind). Two steps, one way:
  *  1. durable: the settle's pending row is written with the others of a group commit (`add` resolves once it
  *     committed; the answer may leave then);
- *  2. flushed: the pending rows gathered within GATHER_MS are taken and settled in one transaction; one that
+ *  2. flushed: the pending rows gathered within `gatherMs` are taken and settled in one transaction; one that
  *     another process took first (a read of the account on another replica, the leader's sweep) counts as done.
  * Reads of an account wait for this process's settles of it (`settled`), then for those of every other
  * process (PendingSettles.settleAccount).
@@ -122,7 +122,7 @@ export class WriteBehind {
   private toFlush(item: SettleItem, done: () => void): void {
     this.gather.push({ item, done });
     if (this.gather.length >= GATHER_MAX) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), GATHER_MS);
+    else this.timer ??= setTimeout(() => this.flush(), this.d.gatherMs);
   }
 
   /** Flushes what was gathered (in the background; failures are retried). */
