@@ -66,7 +66,7 @@ import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
 import { MemoryService } from './modules/memory/service.ts'; // memory
-import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
+import { createAgents, type Agents } from './modules/agents/create.ts'; // agents
 import { createServices } from './modules/services/deps.ts'; // marketplace
 import { createPost } from './modules/post/deps.ts'; // agent post
 import { RelaysService } from './modules/relays/service.ts'; // relays

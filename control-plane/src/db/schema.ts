@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { Json } from './schema-json.ts';
 import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEventsTable, WebhooksTable } from './schema-notifications.ts';
 import type { VideoJobsTable } from './schema-media.ts';
 import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
@@ -65,7 +66,7 @@ export type * from './schema-autopilot.ts'; // autopilot
 export type * from './schema-arena.ts'; // arena
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
-export type Json<T> = ColumnType<T, string, string>;
+export type { Json } from './schema-json.ts';
 
 /** The keys every replica shares, by fingerprint (key-record.ts): one row. */
 export interface GatewayKeysTable {
