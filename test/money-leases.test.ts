@@ -64,7 +64,7 @@ afterAll(async () => {
 
 describe('credit leases', () => {
   it('write-behind: a settle out of a lease answers before it is stored, the position waits for it, no pending row is left', async () => {
-    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), embedded: database.kind === 'pglite' });
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), asyncCommit: database.asyncCommit });
     processes.push(m);
     const p = await tenant(m, 1_000_000);
     let spent = 0;
@@ -88,7 +88,7 @@ describe('credit leases', () => {
   });
 
   it('write-behind: a settle whose receipt is already stored (a commit whose answer was lost) counts as done, charged once', async () => {
-    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), embedded: database.kind === 'pglite' });
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), asyncCommit: database.asyncCommit });
     processes.push(m);
     const p = await tenant(m, 1_000_000);
     const h = await hold(m, p);

@@ -183,7 +183,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
   // The signer's worker and its prepared nonces start with the first receipt, not at boot: an idle process holds no worker thread.
   const signerSvc = new ReceiptSigner(signer, { preparedNonces: config.preparedNonces, warmOnFirstUse: true });
-  const metering = new Metering(db, clock, signerSvc, config.billing, config.billing.settleBehind ? { processId: database.processId, embedded: database.kind === 'pglite' } : null, { error: (o, m) => app.log.error(o, m) });
+  const metering = new Metering(db, clock, signerSvc, config.billing, config.billing.settleBehind ? { processId: database.processId, asyncCommit: database.asyncCommit } : null, { error: (o, m) => app.log.error(o, m) });
   metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
   keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
   const guardrails = new GuardrailsService(db, clock, config.guardrails.mode, (id) => keys.accountChanged(id)); // guardrails

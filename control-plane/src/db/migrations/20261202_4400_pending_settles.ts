@@ -10,10 +10,11 @@ import { runStatements } from '../statements.ts';
  * (read-your-writes), or the leader's sweep once the owner is gone. A row is deleted before it is settled, in
  * one transaction, so it can be settled only once; the receipt's primary key is the second guard.
  *
- * svc_pending_add is the hot path's one round trip: a multi-row insert of the settles of a group commit, with
- * synchronous_commit off on a Postgres server, like every hold (a row survives any gateway process dying the
- * moment it commits; only a crash of the server itself can lose its last fraction of a second). The embedded
- * database runs inside the gateway process, so there the commit waits for its WAL write (p_local_wal).
+ * The hot path writes a group commit's rows with one multi-row insert: on a Postgres server on a connection
+ * of its own with synchronous_commit off, like every hold (a row survives any gateway process dying the moment
+ * it commits; only a crash of the server itself can lose its last fraction of a second); on the embedded
+ * database, which runs inside the gateway process, through svc_pending_add, whose commit waits for its WAL
+ * write (p_local_wal).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await runStatements(db, `

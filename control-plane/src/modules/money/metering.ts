@@ -48,15 +48,15 @@ export class Metering {
     private readonly cfg: BillingConfig,
     /**
      * Write-behind settles: this process's id in the database (its pending settles are written under it; see
-     * PendingSettles) and whether that database runs in this process. Null: every settle commits before it answers.
+     * PendingSettles) and the database's hot-path writes where it has them. Null: every settle commits before it answers.
      */
-    behind: { processId: string; embedded: boolean } | null = null,
+    behind: { processId: string; asyncCommit?: ((name: string, text: string, values: unknown[]) => Promise<void>) | undefined } | null = null,
     private readonly log: { error(o: object, msg: string): void } = { error: () => undefined },
   ) {
     this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
     this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
     this.leases = new CreditLeases(db, clock, { ttlSeconds: cfg.leaseSeconds, wantRequests: 64, idleMs: 2000 });
-    this.pending = new PendingSettles(db, behind?.processId ?? 'none', cfg.breakerWindowSeconds, behind?.embedded ?? false);
+    this.pending = new PendingSettles(db, behind?.processId ?? 'none', cfg.breakerWindowSeconds, behind?.asyncCommit);
     this.behind = behind
       ? new WriteBehind({
           store: this.pending,

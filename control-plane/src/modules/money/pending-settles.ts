@@ -20,19 +20,30 @@ export interface PendingOwner {
   oldest: Date;
 }
 
+/** The group commit's insert, prepared once on the connection of Database.asyncCommit. */
+const ADD = `insert into money_pending_settles(receipt_id, account_id, owner, item, created_at)
+  select i, a, $4, t, $5 from unnest($1::text[], $2::text[], $3::text[]) as u(i, a, t)`;
+
 export class PendingSettles {
   constructor(
     private readonly db: Kysely<DB>,
     /** This process (its database application name: other processes see whether it is still there). */
     readonly owner: string,
     private readonly windowSeconds: number,
-    /** The database runs in this process (embedded): a pending row's commit waits for its WAL write. */
-    private readonly localWal = false,
+    /**
+     * Postgres: the database's one-statement writes on a connection of their own (Database.asyncCommit).
+     * Without it (embedded: the database runs in this process) a pending row's commit waits for its WAL write.
+     */
+    private readonly asyncCommit?: (name: string, text: string, values: unknown[]) => Promise<void>,
   ) {}
 
   /** Writes the pending rows of a group commit in one round trip; resolves once they committed. */
   async add(items: SettleItem[], now: Date): Promise<void> {
-    await sql`select svc_pending_add(${items.map((i) => i.receipt)}::text[], ${items.map((i) => i.account)}::text[], ${items.map(settleJson)}::text[], ${this.owner}, ${now}, ${this.localWal})`.execute(this.db);
+    if (this.asyncCommit) {
+      await this.asyncCommit('svc_pending_add', ADD, [items.map((i) => i.receipt), items.map((i) => i.account), items.map(settleJson), this.owner, now]);
+      return;
+    }
+    await sql`select svc_pending_add(${items.map((i) => i.receipt)}::text[], ${items.map((i) => i.account)}::text[], ${items.map(settleJson)}::text[], ${this.owner}, ${now}, true)`.execute(this.db);
   }
 
   /** Settles these pending rows of this process; rows another transaction is settling are left to it. */
