@@ -9,7 +9,7 @@ import { stallTrace } from '../platform/stall-trace.ts';
  */
 const MAX_WAITING = 2048;
 /** Group commits of pending rows in flight at once; the settles that come meanwhile go in the next one. */
-const WRITES_IN_FLIGHT = 2;
+const WRITES_IN_FLIGHT = 1;
 /** The most pending rows one group commit writes. */
 const WRITE_MAX = 512;
 /** A gather this large is flushed at once. */
