@@ -6,11 +6,11 @@ import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { ReceiptSigner } from './signer.ts';
 import { Batcher } from '../../db/batcher.ts';
-import { paymentTerms } from './x402.ts';
-import { CreditLeases, type Lease } from './leases.ts';
+import type { CreditLeases } from './leases.ts';
+import { Admission } from './admit.ts';
 import { PendingSettles, sweepPending } from './pending-settles.ts';
 import { WriteBehind } from './write-behind.ts';
-import { holdMany, receiptPayload, runBatch, settleItem, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
+import { receiptPayload, runBatch, settleItem, settleMany, type SettleItem, type SettleResult } from './batch-calls.ts';
 
 export type { Hold, HoldRequest, Settled, Usage } from './types.ts';
 
@@ -30,9 +30,10 @@ export interface BalanceObservation {
  * process that dies mid-request leaks nothing.
  */
 export class Metering {
-  private readonly holds: Batcher<HoldItem, HoldResult>;
+  private readonly admission: Admission;
   private readonly settles: Batcher<SettleItem, SettleResult>;
   private readonly balanceListeners: Array<(o: BalanceObservation) => unknown> = [];
+  /** This process's credit leases (Admission's; key changes and recalls reach them here). */
   readonly leases: CreditLeases;
   /** Write-behind settles (null: every settle commits before it answers). */
   private readonly behind: WriteBehind | null;
@@ -53,9 +54,9 @@ export class Metering {
     behind: { processId: string; asyncCommit?: ((name: string, text: string, values: unknown[]) => Promise<void>) | undefined } | null = null,
     private readonly log: { error(o: object, msg: string): void } = { error: () => undefined },
   ) {
-    this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
+    this.admission = new Admission(db, clock, cfg);
     this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
-    this.leases = new CreditLeases(db, clock, { ttlSeconds: cfg.leaseSeconds, wantRequests: 64, idleMs: 2000 });
+    this.leases = this.admission.leases;
     this.pending = new PendingSettles(db, behind?.processId ?? 'none', cfg.breakerWindowSeconds, behind?.asyncCommit);
     this.behind = behind
       ? new WriteBehind({
@@ -64,7 +65,7 @@ export class Metering {
           log,
           gatherMs: cfg.settleGatherMs ?? 20,
           flushed: async (item, balance) => {
-            if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
+            if (item.reserved !== undefined) await this.admission.finished(item.hold, item.reserved, item.cost);
             if (balance !== null) this.observed(item.account, balance);
           },
         })
@@ -99,107 +100,13 @@ export class Metering {
    * Resolves a key principal again, bypassing caches (KeysService.refreshPrincipal). The hold calls it when a
    * key of the chain was rotated out after the principal was resolved (outcome `key_stale`).
    */
-  refreshPrincipal: ((p: KeyPrincipal) => Promise<KeyPrincipal>) | null = null;
-
-  async hold(req: HoldRequest): Promise<Hold> {
-    if (!Number.isSafeInteger(req.maxCostMicroUsd) || req.maxCostMicroUsd < 0) throw new Error('hold amount must be a non-negative integer');
-    const leasable = this.leases.enabled && !req.durable && req.runId === null && req.maxCostMicroUsd > 0;
-    if (leasable) {
-      const l = this.leases.reserve(req.principal.accountId, req.principal.chain, req.maxCostMicroUsd);
-      if (l) {
-        this.topUp(l, req);
-        return this.leaseHold(l, req);
-      }
-    }
-    let recalled = false;
-    for (let attempt = 0; ; attempt++) {
-      const held = await this.holdOnce(req, leasable && attempt === 0, !recalled);
-      if (held === 'recalled') recalled = true;
-      if (held === 'retry' || held === 'recalled') continue;
-      if (held !== 'key_stale') return held;
-      if (!this.refreshPrincipal || attempt > 1) throw new ServiceError('invalid_credential', `API key ${req.principal.keyId} was rotated; send the request again`);
-      req = { ...req, principal: await this.refreshPrincipal(req.principal) };
-    }
+  set refreshPrincipal(f: ((p: KeyPrincipal) => Promise<KeyPrincipal>) | null) {
+    this.admission.refreshPrincipal = f;
   }
 
-  private leaseHold(l: Lease, req: HoldRequest): Hold {
-    return { id: l.id, accountId: req.principal.accountId, keyId: req.principal.keyId, amount: req.maxCostMicroUsd, requestId: req.requestId, runId: null, route: req.route, runHead: null, runCount: 0, chain: l.chain, lease: true, policy: req.principal.policy?.stamp ?? null };
-  }
-
-  /** Tops a lease up in the background before it runs out; the top-up holds nothing when no lease can be granted. */
-  private topUp(l: Lease, req: HoldRequest): void {
-    const ask = this.leases.topUpDue(l);
-    if (!ask) return;
-    this.holds
-      .submit({ id: newId('hold_', 20), account: l.account, chain: l.chain, amount: req.maxCostMicroUsd, request: `${l.id}:top-up`, run: null, lease: ask })
-      .then(
-        (row) => this.leases.toppedUp(l, row.outcome === 'held' ? Number(row.lease ?? 0) : 0, row.lease_gone === true),
-        () => this.leases.toppedUp(l, 0, false),
-      );
-  }
-
-  private async holdOnce(req: HoldRequest, leasable: boolean, mayRecall: boolean): Promise<Hold | 'key_stale' | 'retry' | 'recalled'> {
-    const id = newId('hold_', 20);
-    const ask = leasable ? this.leases.ask(req.principal.accountId, req.principal.chain, req.maxCostMicroUsd) : null;
-    let row: HoldResult;
-    try {
-      row = await this.holds.submit({ id, account: req.principal.accountId, chain: req.principal.chain, amount: req.maxCostMicroUsd, request: req.requestId, run: req.runId, ...(ask ? { lease: ask } : {}) });
-    } catch (e) {
-      if (ask) this.leases.answered(req.principal.accountId, req.principal.chain, ask, 0, 0, false);
-      throw e;
-    }
-    const granted = ask
-      ? this.leases.answered(req.principal.accountId, req.principal.chain, ask, row.outcome === 'held' ? Number(row.lease ?? 0) : 0, req.maxCostMicroUsd, row.lease_gone === true)
-      : null;
-    if (granted === 'lost') return 'retry';
-    if (granted) return this.leaseHold(granted, req);
-    // Refused only because credit is leased to processes: this one gives its leases of the account back at
-    // once and holds again; others were notified (svc_leases) and give theirs back within moments.
-    if (mayRecall && row.recall && row.outcome !== 'held' && this.leases.hasLeases(req.principal.accountId)) {
-      await this.leases.returnAccount(req.principal.accountId);
-      return 'recalled';
-    }
-    switch (row.outcome) {
-      case 'held':
-        return {
-          id,
-          accountId: req.principal.accountId,
-          keyId: req.principal.keyId,
-          amount: req.maxCostMicroUsd,
-          requestId: req.requestId,
-          runId: req.runId,
-          route: req.route,
-          runHead: row.run_head,
-          runCount: row.run_count ?? 0,
-          chain: req.principal.chain,
-          lease: false,
-          policy: req.principal.policy?.stamp ?? null, // policies
-        };
-      case 'insufficient_credit': {
-        const spendable = Number(row.balance) - Number(row.held);
-        const shortfall = req.maxCostMicroUsd - spendable;
-        throw new ServiceError('insufficient_credit', `Not enough credit: this request needs up to ${req.maxCostMicroUsd} micro-USD and ${Math.max(0, spendable)} is spendable`, {
-          ...paymentTerms(this.cfg, { shortfallMicroUsd: shortfall, resource: req.resource, description: `Prepaid credit for ${req.route}` }),
-          balance_micro_usd: Number(row.balance),
-          held_micro_usd: Number(row.held),
-          required_micro_usd: req.maxCostMicroUsd,
-        });
-      }
-      case 'spend_cap_reached':
-        throw new ServiceError('spend_cap_reached', `The spend cap of key ${row.key_id} would be exceeded by this request; raise it on a new key or wait for another key`, { key_id: row.key_id });
-      case 'circuit_breaker_tripped':
-        throw new ServiceError(
-          'circuit_breaker_tripped',
-          `Key ${row.key_id} spent faster than ${this.cfg.breakerLimitMicroUsd} micro-USD per ${this.cfg.breakerWindowSeconds} s and was frozen; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze`,
-          { key_id: row.key_id },
-        );
-      case 'key_invalid':
-        throw new ServiceError('invalid_credential', `API key ${row.key_id} was revoked or has expired`);
-      case 'key_stale':
-        return 'key_stale';
-      default:
-        throw new Error(`hold failed: ${row.outcome} ${row.error ?? ''}`);
-    }
+  /** Admits a request: a hold of its maximum cost (see Admission). */
+  hold(req: HoldRequest): Promise<Hold> {
+    return this.admission.hold(req);
   }
 
   /**
@@ -236,7 +143,7 @@ export class Metering {
       const item = settleItem(hold, usage, usageEventId, receipt, prev, count);
       const row = await this.settles.submit(item);
       if (row.outcome === 'settled') {
-        if (hold.lease) await this.leases.finished(hold.id, hold.amount, usage.costMicroUsd);
+        if (hold.lease) await this.admission.finished(hold.id, hold.amount, usage.costMicroUsd);
         this.observed(hold.accountId, Number(row.balance));
         return { receipt, usageEventId, balanceMicroUsd: Number(row.balance) };
       }
@@ -264,7 +171,7 @@ export class Metering {
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);
     await this.behind!.add(settleItem(hold, usage, usageEventId, receipt, null, 0, cost)); // rejects only if the row could not be written
-    void this.leases.finished(hold.id, hold.amount - cost, 0);
+    void this.admission.finished(hold.id, hold.amount - cost, 0);
     return { receipt, usageEventId, balanceMicroUsd: null };
   }
 
@@ -298,13 +205,8 @@ export class Metering {
   }
 
   /** Releases a hold whose request failed; nothing is charged. */
-  async release(hold: Hold): Promise<boolean> {
-    if (hold.lease) {
-      await this.leases.finished(hold.id, hold.amount, 0);
-      return true;
-    }
-    const r = await sql<{ ok: boolean }>`select svc_release_hold(${hold.id}, ${this.clock.now()}) as ok`.execute(this.db);
-    return r.rows[0]?.ok === true;
+  release(hold: Hold): Promise<boolean> {
+    return this.admission.release(hold);
   }
 
   /** Expires holds past their TTL (leader loop). */
@@ -335,7 +237,7 @@ export class Metering {
   /** Gives this process's credit leases back (shutdown). */
   async close(): Promise<void> {
     await this.behind?.close(); // write-behind settles are flushed first (or stay pending for another process)
-    await this.leases.closeAll();
+    await this.admission.close();
   }
 
   /**
