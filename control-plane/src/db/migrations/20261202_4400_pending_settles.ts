@@ -41,7 +41,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       return n;
     end $fn$;
   `.execute(db);
-  // Takes pending rows (by receipt id, by account, by owner, older than a time) and settles them in the same
+  // Takes pending rows (by receipt id, else by account, else by owner, else older than p_before) and settles them in the same
   // transaction. Without p_wait, rows another transaction is settling are skipped (it settles them); with it
   // (a read of the account), they are waited for. Answers the receipt ids taken, those settled now (a receipt
   // stored already is not settled again) and svc_settle_many's answer for those, in that order.
@@ -51,17 +51,27 @@ export async function up(db: Kysely<any>): Promise<void> {
     returns jsonb language plpgsql as $fn$
     declare v_ids text[]; v_items jsonb; v_settled jsonb; v_out jsonb := '[]'::jsonb;
     begin
-      if p_wait then
+      -- One statement per way of picking, each on its own index (a generic plan of one statement with every
+      -- condition optional would scan the table).
+      if p_ids is not null then
         select array_agg(receipt_id) into v_ids from (
-          select receipt_id from money_pending_settles
-          where (p_ids is null or receipt_id = any(p_ids)) and (p_account is null or account_id = p_account)
-            and (p_owner is null or owner = p_owner) and (p_before is null or created_at < p_before)
+          select receipt_id from money_pending_settles where receipt_id = any(p_ids)
+          order by receipt_id for update skip locked) s;
+      elsif p_account is not null and p_wait then
+        select array_agg(receipt_id) into v_ids from (
+          select receipt_id from money_pending_settles where account_id = p_account
           order by receipt_id limit p_limit for update) s;
+      elsif p_account is not null then
+        select array_agg(receipt_id) into v_ids from (
+          select receipt_id from money_pending_settles where account_id = p_account
+          order by receipt_id limit p_limit for update skip locked) s;
+      elsif p_owner is not null then
+        select array_agg(receipt_id) into v_ids from (
+          select receipt_id from money_pending_settles where owner = p_owner
+          order by receipt_id limit p_limit for update skip locked) s;
       else
         select array_agg(receipt_id) into v_ids from (
-          select receipt_id from money_pending_settles
-          where (p_ids is null or receipt_id = any(p_ids)) and (p_account is null or account_id = p_account)
-            and (p_owner is null or owner = p_owner) and (p_before is null or created_at < p_before)
+          select receipt_id from money_pending_settles where created_at < p_before
           order by receipt_id limit p_limit for update skip locked) s;
       end if;
       if v_ids is null then
