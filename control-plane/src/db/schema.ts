@@ -165,6 +165,8 @@ export interface LedgerEntriesTable {
 /** A settle answered before it was stored (money/pending-settles.ts): the settle item as svc_settle_many takes it. */
 export interface MoneyPendingSettlesTable {
   receipt_id: string;
+  /** The order the settles were answered in; they are stored in it. */
+  seq: Generated<number>;
   account_id: string;
   owner: string;
   item: string;

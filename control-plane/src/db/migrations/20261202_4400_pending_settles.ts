@@ -20,6 +20,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await runStatements(db, `
     create table money_pending_settles (
       receipt_id text primary key,
+      -- The order the settles were answered in (a group commit's rows in their order): they are stored in it,
+      -- so usage events are numbered as their calls were answered.
+      seq bigint generated always as identity,
       account_id text not null,
       owner text not null,
       item text not null,
@@ -36,7 +39,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       -- The embedded database's WAL buffers are in the gateway process itself: there a commit waits for its write.
       if not p_local_wal then perform set_config('synchronous_commit', 'off', true); end if;
       insert into money_pending_settles(receipt_id, account_id, owner, item, created_at)
-        select i, a, p_owner, t, p_now from unnest(p_ids, p_accounts, p_items) as u(i, a, t);
+        select i, a, p_owner, t, p_now from unnest(p_ids, p_accounts, p_items) with ordinality as u(i, a, t, o) order by o;
       get diagnostics n = row_count;
       return n;
     end $fn$;
@@ -56,34 +59,34 @@ export async function up(db: Kysely<any>): Promise<void> {
       if p_ids is not null then
         select array_agg(receipt_id) into v_ids from (
           select receipt_id from money_pending_settles where receipt_id = any(p_ids)
-          order by receipt_id for update skip locked) s;
+          order by seq for update skip locked) s;
       elsif p_account is not null and p_wait then
         select array_agg(receipt_id) into v_ids from (
           select receipt_id from money_pending_settles where account_id = p_account
-          order by receipt_id limit p_limit for update) s;
+          order by seq limit p_limit for update) s;
       elsif p_account is not null then
         select array_agg(receipt_id) into v_ids from (
           select receipt_id from money_pending_settles where account_id = p_account
-          order by receipt_id limit p_limit for update skip locked) s;
+          order by seq limit p_limit for update skip locked) s;
       elsif p_owner is not null then
         select array_agg(receipt_id) into v_ids from (
           select receipt_id from money_pending_settles where owner = p_owner
-          order by receipt_id limit p_limit for update skip locked) s;
+          order by seq limit p_limit for update skip locked) s;
       else
         select array_agg(receipt_id) into v_ids from (
           select receipt_id from money_pending_settles where created_at < p_before
-          order by receipt_id limit p_limit for update skip locked) s;
+          order by seq limit p_limit for update skip locked) s;
       end if;
       if v_ids is null then
         return jsonb_build_object('ids', '[]'::jsonb, 'settled', '[]'::jsonb, 'out', '[]'::jsonb);
       end if;
       with taken as (
-        delete from money_pending_settles where receipt_id = any(v_ids) returning receipt_id, item
+        delete from money_pending_settles where receipt_id = any(v_ids) returning receipt_id, item, seq
       ), todo as (
         -- A settle whose receipt is stored already committed (its process settled it before answering after all): not again.
-        select t.receipt_id, t.item from taken t where not exists (select 1 from receipts r where r.id = t.receipt_id)
+        select t.receipt_id, t.item, t.seq from taken t where not exists (select 1 from receipts r where r.id = t.receipt_id)
       )
-      select coalesce(jsonb_agg(receipt_id order by receipt_id), '[]'::jsonb), ('[' || string_agg(item, ',' order by receipt_id) || ']')::jsonb
+      select coalesce(jsonb_agg(receipt_id order by seq), '[]'::jsonb), ('[' || string_agg(item, ',' order by seq) || ']')::jsonb
         into v_settled, v_items from todo;
       if jsonb_array_length(v_settled) > 0 then
         v_out := svc_settle_many(v_items, p_now, p_window_s);

@@ -22,7 +22,7 @@ export interface PendingOwner {
 
 /** The group commit's insert, prepared once on the connection of Database.asyncCommit. */
 const ADD = `insert into money_pending_settles(receipt_id, account_id, owner, item, created_at)
-  select i, a, $4, t, $5 from unnest($1::text[], $2::text[], $3::text[]) as u(i, a, t)`;
+  select i, a, $4, t, $5 from unnest($1::text[], $2::text[], $3::text[]) with ordinality as u(i, a, t, o) order by o`;
 
 export class PendingSettles {
   constructor(
