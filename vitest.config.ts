@@ -13,7 +13,8 @@ const ALL_TESTS = ['shared/src/**/*.test.ts', 'control-plane/src/**/*.test.ts', 
  */
 export const BACKEND_TESTS = [
   'test/money*.test.ts', // holds and settles under concurrency, batches, credit leases, a process killed mid-request
-  'test/settle-behind.test.ts', // write-behind settles: journal, crash, replay at boot
+  'test/settle-behind.test.ts', // write-behind settles: pending rows, crash, the leader's sweep
+  'test/settles-replicas.test.ts', // two processes on one Postgres: read-your-writes across them, one killed (its data dir gone or kept) and its answered settles stored once
   'test/billing-deposits.test.ts', // a transfer credited once under concurrent submissions
   'test/proofs.test.ts', // run chains built by concurrent requests
   'test/proofs-span.test.ts', // a run's span set by the stored settle function, and the migration that sets recorded runs from their receipts

@@ -156,7 +156,7 @@ async function role(name: string): Promise<void> {
 
 /**
  * `--floor`: the non-streamed chat completion of the gateway's own services (the same calls the route makes:
- * key auth, body digest, schema validation, hold, upstream call, settle, signed receipt, journal, receipt
+ * key auth, body digest, schema validation, hold, upstream call, settle, signed receipt, pending row, receipt
  * headers) from a bare node:http handler, without the HTTP framework's stages. Not a product path: no error
  * envelope, no metrics, no denylist beyond the digest.
  */

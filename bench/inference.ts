@@ -16,9 +16,9 @@
  *   npx tsx bench/inference.ts [--client wrk|node] [--seconds 4] [--rounds 5] [--requests 2000] [--pg postgres://...] [--profile DIR [--profile-interval µs]] [--settle-behind true|false] [--conc 1,64] [--gateway-only] [--floor] [--proxy pipe|undici] [--reference portkey|none] [--stall-trace] [--semi-space MB] [--gateway-flags "--v8-flag ..."] [--proxy-work µs]
  * `--stall-trace` has the gateway trace its main thread (modules/platform/stall-trace.ts) while wrk drives
  * it, and prints, per concurrency, what overlapped its requests at or above the p99: GC pauses by kind, the
- * gathered settle commit, the journal's writes, the signer's answers, the leader's loops, and what no cause covers.
+ * gathered settle commit, the pending settles' group commits, the signer's answers, the leader's loops, and what no cause covers.
  * `--floor` adds a row: the gateway process's own services (key auth, body digest, validation, model
- * resolution, hold, upstream call, settle with its signed receipt and journal) called from a bare node:http
+ * resolution, hold, upstream call, settle with its signed receipt and pending row) called from a bare node:http
  * handler instead of the HTTP framework, to see what the framework and its per-route stages cost.
  * Each concurrency is measured in `--rounds` rounds of direct, proxy and gateway back to back, and each figure
  * is the median over the rounds: this VM's speed drifts by tens of percent within a minute, so rows measured

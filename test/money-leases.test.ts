@@ -1,6 +1,3 @@
-import { mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { ManualClock, generatePrivateKey, newId } from '@svc/shared';
@@ -9,8 +6,6 @@ import { migrateToLatest } from '../control-plane/src/db/migrate.ts';
 import { Metering, type Hold } from '../control-plane/src/modules/money/metering.ts';
 import { LEASES_CHANNEL } from '../control-plane/src/modules/money/leases.ts';
 import { ReceiptSigner } from '../control-plane/src/modules/money/signer.ts';
-import { SettleJournal } from '../control-plane/src/modules/money/settle-journal.ts';
-import type { SettleItem } from '../control-plane/src/modules/money/batch-calls.ts';
 import type { KeyPrincipal } from '../control-plane/src/http/auth-types.ts';
 import { freshDatabase, type TestDatabase } from './support/database.ts';
 import { tenant as makeTenant } from './support/tenant.ts';
@@ -68,9 +63,8 @@ afterAll(async () => {
 });
 
 describe('credit leases', () => {
-  it('write-behind: a settle out of a lease answers before it commits, the position waits for it, the journal empties', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-journal-'));
-    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, new SettleJournal<SettleItem>(dir));
+  it('write-behind: a settle out of a lease answers before it is stored, the position waits for it, no pending row is left', async () => {
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), asyncCommit: database.asyncCommit });
     processes.push(m);
     const p = await tenant(m, 1_000_000);
     let spent = 0;
@@ -90,11 +84,49 @@ describe('credit leases', () => {
     expect(await database.db.selectFrom('receipts').select('id').where('account_id', '=', p.accountId).execute()).toHaveLength(30);
     await m.close();
     expect((await books(p)).leased).toBe(0);
-    expect(readdirSync(dir)).toEqual([]); // every segment committed and removed
+    expect(await database.db.selectFrom('money_pending_settles').select('receipt_id').where('account_id', '=', p.accountId).execute()).toEqual([]); // every pending row stored and removed
+  });
+
+  it('write-behind: pending settles are stored once, by a read of the account, by the sweep once their process is gone, or once they are too old', async () => {
+    // Process A answers its settles and keeps them pending (its gather waits ten minutes unless read).
+    const a = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), { ...billing, settleGatherMs: 600_000 }, { processId: newId('svc_p_', 16), asyncCommit: database.asyncCommit });
+    const b = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), asyncCommit: database.asyncCommit });
+    processes.push(a, b);
+    const p = await tenant(a, 1_000_000);
+    const owners = async () => (await database.db.selectFrom('money_pending_settles').select('owner').where('account_id', '=', p.accountId).execute()).length;
+    const stored = async () => (await database.db.selectFrom('receipts').select('id').where('account_id', '=', p.accountId).execute()).length;
+    const answer = async (n: number) => {
+      for (let i = 0; i < n; i++) await a.settle(await hold(a, p), { costMicroUsd: 100, kind: 'test', units: {} }, { behind: true });
+    };
+    const aliveAll = async (ids: readonly string[]) => new Set(ids);
+    const aliveNone = async () => new Set<string>();
+
+    await answer(3);
+    expect(await owners()).toBe(3);
+    expect(await b.sweepPending(aliveAll)).toBe(0); // A is there and its rows are young: left to A
+    await b.settled(p.accountId); // a read on B stores them
+    expect({ pending: await owners(), stored: await stored() }).toEqual({ pending: 0, stored: 3 });
+
+    await answer(4);
+    expect(await b.sweepPending(aliveNone)).toBe(4); // A is gone: the sweep stores its rows
+    expect(await b.sweepPending(aliveNone)).toBe(0); // and only once
+
+    await answer(2);
+    clock.advance(61_000);
+    expect(await b.sweepPending(aliveAll)).toBe(2); // A lives but its rows are older than the bound
+
+    await a.settledAll(); // A's own flush finds them taken: done, nothing stored twice
+    expect({ pending: await owners(), stored: await stored() }).toEqual({ pending: 0, stored: 9 });
+    const ledger = await database.db.selectFrom('usage_events').select('id').where('account_id', '=', p.accountId).execute();
+    expect(ledger).toHaveLength(9);
+    await a.close();
+    await b.close();
+    const books1 = await books(p);
+    expect(books1).toMatchObject({ balance: 1_000_000 - 900, ledger: 1_000_000 - 900, held: 0, leased: 0 });
   });
 
   it('write-behind: a settle whose receipt is already stored (a commit whose answer was lost) counts as done, charged once', async () => {
-    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, new SettleJournal<SettleItem>(mkdtempSync(join(tmpdir(), 'svc-journal-'))));
+    const m = new Metering(database.db, clock, new ReceiptSigner(generatePrivateKey()), billing, { processId: newId('svc_p_', 16), asyncCommit: database.asyncCommit });
     processes.push(m);
     const p = await tenant(m, 1_000_000);
     const h = await hold(m, p);

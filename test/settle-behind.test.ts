@@ -1,5 +1,3 @@
-import { closeSync, openSync, readdirSync, readlinkSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverMessageAddress } from 'viem';
 import { ManualClock, RECEIPT_HEADERS } from '@svc/shared';
@@ -8,10 +6,10 @@ import { startChildGateway } from './support/child-gateway.ts';
 import { startUpstream, type TestUpstream } from './support/upstream.ts';
 
 /**
- * Write-behind settles (Metering.settleBehind, money/settle-journal.ts): an inference request admitted from
- * a credit lease is answered once its receipt is signed and its settle journaled; the settle commits with the
- * others gathered within 20 ms. The caller's own next read waits for that commit, and a process killed before it commits leaves
- * the settle in the journal, which the next process on the data dir settles at boot.
+ * Write-behind settles (Metering.settleBehind, money/write-behind.ts): an inference request admitted from
+ * a credit lease is answered once its receipt is signed and its pending row committed in the database; the
+ * settle is stored with the others gathered within 20 ms. The caller's next read waits for that, and a
+ * process killed before it leaves the pending row, which the leader's sweep stores once the process is gone.
  */
 let up: TestUpstream;
 beforeAll(async () => {
@@ -54,45 +52,6 @@ describe('write-behind settles', () => {
     }
   });
 
-  it('a journal that cannot be written: the request is answered after its settle committed, charged once; later ones journal again', async () => {
-    const t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_PROVIDERS: providers() } });
-    try {
-      const FUND = 10_000_000;
-      const a = await fundedKey(t, FUND);
-      await chat(t.url, a.key); // takes a lease; answered write-behind, journaled in the first segment
-      await chat(t.url, a.key);
-      const journal = join(t.dataDir, 'settle-journal');
-      const [segment] = readdirSync(journal);
-      // The segment's descriptor goes away under the gateway (as a failing disk would): the next write fails.
-      const fd = readdirSync('/proc/self/fd').find((f) => {
-        try {
-          return readlinkSync(`/proc/self/fd/${f}`) === join(journal, segment!);
-        } catch {
-          return false;
-        }
-      });
-      // Closed, and its number held at once by a file every write to fails (ENOSPC): nothing else in this process
-      // (the embedded database opens files too) can be given the number and have the journal write into it.
-      closeSync(Number(fd));
-      const spare: number[] = [];
-      for (let held = openSync('/dev/full', 'w'); held !== Number(fd); held = openSync('/dev/full', 'w')) spare.push(held);
-      for (const s of spare) closeSync(s);
-      const failed = await chat(t.url, a.key);
-      expect(failed.status).toBe(200);
-      const after = await chat(t.url, a.key);
-      expect(after.status).toBe(200);
-      expect(readdirSync(journal).filter((f) => f !== segment)).toHaveLength(1); // the next segment took it
-      await t.gw.services.metering.settledAll();
-      const rows = await t.gw.database.db.selectFrom('usage_events').select(['receipt_id', 'cost_micro_usd']).where('account_id', '=', a.accountId).execute();
-      expect(rows).toHaveLength(4);
-      expect(rows.filter((r) => r.receipt_id === failed.receiptId)).toHaveLength(1);
-      const spent = rows.reduce((n, r) => n + Number(r.cost_micro_usd), 0);
-      expect(await t.gw.services.metering.position(a.accountId)).toMatchObject({ balance_micro_usd: FUND - spent, held_micro_usd: 0 });
-    } finally {
-      await t.close();
-    }
-  });
-
   it('concurrent requests: receipts signed on the worker thread verify, match what is stored, and are charged once each', async () => {
     const t = await startTestGateway({ env: { ...ENFORCED_BILLING, SVC_PROVIDERS: providers() } });
     try {
@@ -124,7 +83,7 @@ describe('write-behind settles', () => {
     }
   });
 
-  it('a process killed before its settles commit leaves them in the journal; the next process settles each once', async () => {
+  it('a process killed before its settles are stored leaves them pending; the next leader stores each once', async () => {
     const FUND = 1_000_000_000;
     const first = await startTestGateway({ persistent: true, env: { ...ENFORCED_BILLING } });
     const share = { databaseUrl: first.databaseUrl, dataDir: first.dataDir };
@@ -152,19 +111,15 @@ describe('write-behind settles', () => {
     await kill();
     stop = true;
     await Promise.all(load);
-    const journal = join(share.dataDir, 'settle-journal');
-    const left = readdirSync(journal).filter((f) => f.endsWith('.jsonl'));
-    expect(left.length).toBeGreaterThan(0); // the killed process's segment
 
-    // The next process, an hour later: the journal is settled at boot, then the leader expires the lease.
+    // The next process, an hour later: its leader stores the dead process's pending settles and expires the lease.
     const after = await startTestGateway({ share, clock: new ManualClock(Date.now() + 3600_000) });
     try {
       const db = after.gw.database.db;
-      console.log(`killed after ${answered.length} answers; ${after.gw.services.metering.recovered} settle(s) recovered from the journal`);
+      expect(await after.gw.leader.runAllOnce()).toBe(true);
       const stored = new Set((await db.selectFrom('receipts').select('id').where('account_id', '=', s.accountId).execute()).map((r) => r.id));
       expect(answered.filter((id) => !stored.has(id))).toEqual([]); // every answer's charge is in the books
-      expect(readdirSync(journal).filter((f) => left.includes(f))).toEqual([]); // and its segments are gone
-      expect(await after.gw.leader.runAllOnce()).toBe(true);
+      expect(await db.selectFrom('money_pending_settles').selectAll().execute()).toEqual([]); // and nothing is left pending
       const pos = await db.selectFrom('credit_accounts').selectAll().where('account_id', '=', s.accountId).executeTakeFirstOrThrow();
       const ledger = await db.selectFrom('ledger_entries').select((eb) => eb.fn.sum<number>('amount_micro_usd').as('s')).where('account_id', '=', s.accountId).executeTakeFirstOrThrow();
       const costs = await db.selectFrom('usage_events').select((eb) => [eb.fn.sum<number>('cost_micro_usd').as('c'), eb.fn.countAll<number>().as('n')]).where('account_id', '=', s.accountId).executeTakeFirstOrThrow();

@@ -102,7 +102,7 @@ import type { NavService } from './modules/nav/service.ts'; // nav
 import { benchmarksRoutes } from './modules/benchmarks/routes.ts'; // benchmarks
 import type { BenchmarksService } from './modules/benchmarks/service.ts'; // benchmarks
 import { agentsRoutes } from './modules/agents/routes.ts'; // agents
-import type { Agents } from './modules/agents/deps.ts'; // agents
+import type { Agents } from './modules/agents/create.ts'; // agents
 import { servicesRoutes } from './modules/services/routes.ts'; // marketplace
 import type { Services } from './modules/services/deps.ts'; // marketplace
 import { postRoutes } from './modules/post/routes.ts'; // agent post

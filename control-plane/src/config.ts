@@ -70,6 +70,8 @@ const EnvSchema = z.object({
   SVC_HOLD_TTL_SECONDS: intWithDefault(900, 10),
   SVC_CREDIT_LEASE_SECONDS: intWithDefault(60, 0),
   SVC_SETTLE_BEHIND: flag(true),
+  SVC_PENDING_SWEEP_SECONDS: intWithDefault(5, 1),
+  SVC_SETTLE_GATHER_MS: intWithDefault(20, 1, 600_000),
   SVC_BREAKER_WINDOW_SECONDS: intWithDefault(60, 1),
   SVC_BREAKER_LIMIT_MICRO_USD: intWithDefault(100_000_000, 0),
   SVC_NOTARY_PRICE_MICRO_USD: intWithDefault(1_000, 0),
@@ -221,8 +223,12 @@ export interface BillingConfig {
   holdTtlSeconds: number;
   /** Credit leases (money/leases.ts): their lifetime, renewed while in use; 0 turns them off. */
   leaseSeconds: number;
-  /** Write-behind settles (money/settle-journal.ts): lease-admitted inference answers once its settle is journaled. */
+  /** Write-behind settles (money/write-behind.ts): lease-admitted inference answers once its settle is durable in Postgres. */
   settleBehind: boolean;
+  /** How often the leader stores the pending settles of processes that are gone (default 5). */
+  pendingSweepSeconds?: number;
+  /** How long a durable write-behind settle waits for others to be stored with, in ms (default 20). */
+  settleGatherMs?: number;
   /** Circuit breaker: a key whose spend within the window would exceed the limit is frozen. 0 disables. */
   breakerWindowSeconds: number;
   breakerLimitMicroUsd: number;
@@ -293,6 +299,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       holdTtlSeconds: e.SVC_HOLD_TTL_SECONDS,
       leaseSeconds: Math.min(e.SVC_CREDIT_LEASE_SECONDS, e.SVC_HOLD_TTL_SECONDS),
       settleBehind: e.SVC_SETTLE_BEHIND,
+      pendingSweepSeconds: e.SVC_PENDING_SWEEP_SECONDS,
+      settleGatherMs: e.SVC_SETTLE_GATHER_MS,
       breakerWindowSeconds: e.SVC_BREAKER_WINDOW_SECONDS,
       breakerLimitMicroUsd: e.SVC_BREAKER_LIMIT_MICRO_USD,
       notaryPriceMicroUsd: e.SVC_NOTARY_PRICE_MICRO_USD,

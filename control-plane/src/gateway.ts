@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { newId, privateKeyToAddress, systemClock, type Clock } from '@svc/shared';
 import type { Config } from './config.ts';
@@ -15,8 +14,6 @@ import { IdentityService } from './modules/identity/service.ts';
 import { KeysService } from './modules/keys/service.ts';
 import { HealthService } from './modules/platform/health.ts';
 import { Metering } from './modules/money/metering.ts';
-import { SettleJournal } from './modules/money/settle-journal.ts';
-import type { SettleItem } from './modules/money/batch-calls.ts';
 import { LEASES_CHANNEL } from './modules/money/leases.ts';
 import { ReceiptSigner } from './modules/money/signer.ts';
 import { Anchors, anchorBackends } from './modules/anchors/service.ts'; // public anchors
@@ -69,7 +66,7 @@ import { createEvals } from './modules/evals/deps.ts'; // quality
 import { JudgeService } from './modules/judge/service.ts'; // quality
 import { createMcp } from './modules/mcp/deps.ts'; // mcp
 import { MemoryService } from './modules/memory/service.ts'; // memory
-import { createAgents, type Agents } from './modules/agents/deps.ts'; // agents
+import { createAgents, type Agents } from './modules/agents/create.ts'; // agents
 import { createServices } from './modules/services/deps.ts'; // marketplace
 import { createPost } from './modules/post/deps.ts'; // agent post
 import { RelaysService } from './modules/relays/service.ts'; // relays
@@ -186,15 +183,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const health = new HealthService(db, clock, processId, config.healthSampleSeconds);
   // The signer's worker and its prepared nonces start with the first receipt, not at boot: an idle process holds no worker thread.
   const signerSvc = new ReceiptSigner(signer, { preparedNonces: config.preparedNonces, warmOnFirstUse: true });
-  const journal = config.billing.settleBehind ? new SettleJournal<SettleItem>(join(config.dataDir, 'settle-journal')) : null;
-  const metering = new Metering(db, clock, signerSvc, config.billing, journal, { error: (o, m) => app.log.error(o, m) });
-  try {
-    await metering.recoverJournal(); // settles that a process which died here answered but had not committed
-  } catch (e) {
-    journal?.close();
-    await database.close();
-    throw e;
-  }
+  const metering = new Metering(db, clock, signerSvc, config.billing, config.billing.settleBehind ? { processId: database.processId, asyncCommit: database.asyncCommit } : null, { error: (o, m) => app.log.error(o, m) });
   metering.refreshPrincipal = (p) => keys.refreshPrincipal(p);
   keys.onChange((target) => metering.leases.dropFor(target)); // a revoked, frozen, rotated or re-capped key's leases go back
   const guardrails = new GuardrailsService(db, clock, config.guardrails.mode, (id) => keys.accountChanged(id)); // guardrails
@@ -360,6 +349,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const leader = new Leader(database.leaderLock, metrics, app.log, config.leaderRetrySeconds * 1000, opts.loopTimers ?? true);
   leader.add({ name: 'health_sample', everyMs: config.healthSampleSeconds * 1000, run: () => health.recordSample() });
   leader.add({ name: 'expire_holds', everyMs: 15_000, run: async () => void (await metering.expireHolds()) });
+  // Settles answered by a process that is gone (killed, scaled away) are stored by the leader.
+  leader.add({ name: 'sweep_pending_settles', everyMs: (config.billing.pendingSweepSeconds ?? 5) * 1000, run: async () => void (await metering.sweepPending((ids) => database.processesAlive(ids))) });
   leader.add({ name: 'purge_idempotency_keys', everyMs: 3600_000, run: async () => void (await idempotency.purgeExpired()) });
   leader.add({ name: 'stop_idle_sandbox_sessions', everyMs: 30_000, run: async () => void (await sandboxes.sessions.reapIdle()) });
   leader.add({ name: 'subscription_renewals', everyMs: 60_000, run: async () => void (await subscriptions.renewDue()) });

@@ -16,6 +16,12 @@ export interface Database {
   processId: string;
   /** Which of these process ids still have their LISTEN connection open (pglite: only this process's own). */
   processesAlive(ids: readonly string[]): Promise<Set<string>>;
+  /**
+   * A one-statement write on a connection of its own, prepared once, committed with synchronous_commit off:
+   * it survives this process dying the moment it returns, not a crash of the server itself (the hot path's
+   * pending settles). Postgres only; undefined on the embedded database, whose WAL lives in this process.
+   */
+  asyncCommit?: (name: string, text: string, values: unknown[]) => Promise<void>;
   /** Subscribe to a NOTIFY channel; returns an unsubscribe function. */
   listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>;
   /** Try to take the process-wide advisory lock for leadership; true while held. */

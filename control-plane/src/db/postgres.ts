@@ -50,6 +50,27 @@ export async function openPostgres(url: string): Promise<Database> {
     return attempt;
   };
 
+  // The connection of asyncCommit: opened on first use, opened again after it failed.
+  let writer: Promise<pg.Client> | undefined;
+  const writerClient = (): Promise<pg.Client> =>
+    (writer ??= (async () => {
+      const c = new pg.Client({ connectionString: url });
+      const lost = () => {
+        writer = undefined;
+        c.end().catch(() => undefined);
+      };
+      c.on('error', lost);
+      c.on('end', lost);
+      try {
+        await c.connect();
+        await c.query('set synchronous_commit = off');
+      } catch (e) {
+        lost();
+        throw e;
+      }
+      return c;
+    })());
+
   let lockClient: pg.Client | undefined;
   const leaderLock: LeaderLock = {
     async tryAcquire() {
@@ -92,6 +113,10 @@ export async function openPostgres(url: string): Promise<Database> {
       const r = await pool.query<{ name: string }>('select distinct application_name as name from pg_stat_activity where application_name = any($1)', [ids]);
       return new Set(r.rows.map((x) => x.name));
     },
+    async asyncCommit(name, text, values) {
+      if (closed) throw new Error('the database is closed');
+      await (await writerClient()).query({ name, text, values });
+    },
     async listen(channel, fn) {
       if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error('bad channel name');
       let set = handlers.get(channel);
@@ -114,6 +139,9 @@ export async function openPostgres(url: string): Promise<Database> {
       const c = listener;
       listener = undefined;
       await c?.then((x) => x.end()).catch(() => undefined);
+      const w = writer;
+      writer = undefined;
+      await w?.then((x) => x.end()).catch(() => undefined);
       await db.destroy();
     },
   };

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Json } from './schema.ts';
+import type { Json } from './schema-json.ts';
 
 /**
  * Uploaded and batch-written files (files module). The content is in `file_chunks` (`content_chunks` of them,

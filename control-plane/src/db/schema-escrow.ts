@@ -1,4 +1,4 @@
-import type { Json } from './schema.ts';
+import type { Json } from './schema-json.ts';
 
 /**
  * Prepared escrow claims (escrow module): the trail of POST /v1/escrow/claims, one row per call. A row keeps

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Json } from './schema.ts';
+import type { Json } from './schema-json.ts';
 
 /**
  * Video jobs (media module); no prompt is stored. The file is in `video_chunks` (`content_chunks` of them,

@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { Json } from './schema.ts';
+import type { Json } from './schema-json.ts';
 
 /** Webhook endpoints (webhooks module); the signing secret is sealed (AES-256-GCM, aad = webhook id), base64. */
 export interface WebhooksTable {

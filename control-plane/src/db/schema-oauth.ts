@@ -1,4 +1,4 @@
-import type { Json } from './schema.ts';
+import type { Json } from './schema-json.ts';
 
 /**
  * The OAuth authorization server for connectors (oauth module). Every secret (authorization code, refresh

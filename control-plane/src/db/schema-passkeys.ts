@@ -1,4 +1,4 @@
-import type { Json } from './schema.ts';
+import type { Json } from './schema-json.ts';
 
 /** A registered passkey (passkeys module): a WebAuthn credential that signs in to one account. */
 export interface PasskeysTable {

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { Json } from './schema-json.ts';
 import type { BalanceAlertsTable, SubscriptionsTable, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEventsTable, WebhooksTable } from './schema-notifications.ts';
 import type { VideoJobsTable } from './schema-media.ts';
 import type { BatchLinesTable, BatchesTable, ChunksTable, FileUploadsTable, FilesTable } from './schema-batches.ts';
@@ -65,7 +66,7 @@ export type * from './schema-autopilot.ts'; // autopilot
 export type * from './schema-arena.ts'; // arena
 
 /** Table types. Timestamps are written from the injected clock, never from the database's now(). */
-export type Json<T> = ColumnType<T, string, string>;
+export type { Json } from './schema-json.ts';
 
 /** The keys every replica shares, by fingerprint (key-record.ts): one row. */
 export interface GatewayKeysTable {
@@ -158,6 +159,17 @@ export interface LedgerEntriesTable {
   kind: string;
   ref: string | null;
   balance_after_micro_usd: number;
+  created_at: Date;
+}
+
+/** A settle answered before it was stored (money/pending-settles.ts): the settle item as svc_settle_many takes it. */
+export interface MoneyPendingSettlesTable {
+  receipt_id: string;
+  /** The order the settles were answered in; they are stored in it. */
+  seq: Generated<number>;
+  account_id: string;
+  owner: string;
+  item: string;
   created_at: Date;
 }
 
@@ -364,6 +376,7 @@ export interface DB {
   credit_accounts: CreditAccountsTable;
   ledger_entries: LedgerEntriesTable;
   holds: HoldsTable;
+  money_pending_settles: MoneyPendingSettlesTable;
   usage_events: UsageEventsTable;
   receipts: ReceiptsTable;
   runs: RunsTable;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireSession } from '../../http/auth.ts';
-import type { Agents } from './deps.ts';
+import type { Agents } from './create.ts';
 import { MAX_INPUT_BYTES, SIGNATURE_WINDOW_SECONDS } from './hooks.ts';
 import { HookAccepted, HookDisabled, HookRotated, IdParams, SecretBody, SecretResult } from './schemas.ts';
 

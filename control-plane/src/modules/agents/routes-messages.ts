@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { invalid } from '@svc/shared';
 import { requireKey } from '../../http/auth.ts';
-import type { Agents } from './deps.ts';
+import type { Agents } from './create.ts';
 import { MAILBOX_PAGE, MAILBOX_UNREAD_CAP, MAX_MESSAGE_BYTES } from './mailbox.ts';
 import { IdParams, MessageBody, MessageDelivered, MessagesList, MessagesQuery } from './schemas.ts';
 

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireSession } from '../../http/auth.ts';
 import { setReceiptHeaders } from '../../http/receipt-headers.ts';
-import type { Agents } from './deps.ts';
+import type { Agents } from './create.ts';
 import { agentHookRoutes } from './routes-hooks.ts';
 import { agentMessageRoutes } from './routes-messages.ts';
 import { AgentView, DeployBody, GateBody, IdParams, RunParams, RunView, TriggerBody, TriggerResult, TriggersBody } from './schemas.ts';

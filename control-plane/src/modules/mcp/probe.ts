@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ServiceError } from '@svc/shared';
 import type { SelfAddress } from '../webhooks/url.ts';
-import type { UpstreamTarget } from './service.ts';
+import type { UpstreamTarget } from './target.ts';
 import { UpstreamFailure, guardedFetch } from './upstream.ts';
 
 const MAX_PAGES = 50;

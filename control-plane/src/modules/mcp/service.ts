@@ -5,6 +5,9 @@ import type { McpConfig } from '../../config/mcp.ts';
 import type { DB, McpServersTable } from '../../db/schema.ts';
 import { checkWebhookUrl, type SelfAddress } from '../webhooks/url.ts';
 import { destroyServer, insertServer, listServers, ownServer, updateServer, type ServerRow } from './store.ts';
+import type { UpstreamTarget } from './target.ts';
+
+export type { UpstreamTarget } from './target.ts';
 
 export interface ServerInput {
   name: string;
@@ -31,20 +34,6 @@ export interface ServerView {
   credential_header: string | null;
   created_at: string;
   updated_at: string;
-}
-
-/** What the gateway dials for a registration: the unsealed URL and the headers its credential goes in. */
-export interface UpstreamTarget {
-  id: string;
-  accountId: string;
-  /** Changes with every edit of the registration. */
-  version: string;
-  url: URL;
-  headers: Record<string, string>;
-  /** null: every tool. */
-  allowed: ReadonlySet<string> | null;
-  priceMicroUsd: number;
-  enabled: boolean;
 }
 
 /** Changes of registrations, so every process drops what it cached of them (payload: the server id). */

@@ -3,7 +3,7 @@ import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
 import type { ReceiptPayload, SignedReceipt } from '@svc/shared';
 import type { LeaseAsk } from './leases.ts';
-import type { Hold, Usage } from './metering.ts';
+import type { Hold, Usage } from './types.ts';
 
 /*
  * The money path's batched database calls: the items Metering hands to svc_hold_many and svc_settle_many

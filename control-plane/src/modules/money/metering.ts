@@ -1,72 +1,18 @@
 import { sql, type Kysely } from 'kysely';
-import { ServiceError, newId, type Clock, type ReceiptContext, type ReceiptEngine, type ReceiptGuardrails, type ReceiptPolicy, type SignedReceipt } from '@svc/shared';
+import { ServiceError, newId, type Clock, type SignedReceipt } from '@svc/shared';
+import type { Hold, HoldRequest, Settled, Usage } from './types.ts';
 import type { BillingConfig } from '../../config.ts';
 import type { DB } from '../../db/schema.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import type { ReceiptSigner } from './signer.ts';
 import { Batcher } from '../../db/batcher.ts';
-import { paymentTerms } from './x402.ts';
-import { CreditLeases, type Lease } from './leases.ts';
-import type { SettleJournal } from './settle-journal.ts';
+import type { CreditLeases } from './leases.ts';
+import { Admission } from './admit.ts';
+import { PendingSettles, sweepPending } from './pending-settles.ts';
 import { WriteBehind } from './write-behind.ts';
-import { holdMany, receiptPayload, runBatch, settleItem, settleMany, type HoldItem, type HoldResult, type SettleItem, type SettleResult } from './batch-calls.ts';
+import { receiptPayload, runBatch, settleItem, settleMany, type SettleItem, type SettleResult } from './batch-calls.ts';
 
-export interface HoldRequest {
-  principal: KeyPrincipal;
-  requestId: string;
-  runId: string | null;
-  /** The most this request can cost; settlement charges the actual cost. */
-  maxCostMicroUsd: number;
-  /** e.g. "POST /v1/notary/receipts"; recorded in the usage event and receipt. */
-  route: string;
-  /** Absolute URL of the resource, for the x402 terms of a 402. */
-  resource: string;
-  /**
-   * A hold that outlives this process's request (a video job settled by the leader loop, maybe after a
-   * restart) must be a row of its own; other holds may be admitted from a credit lease.
-   */
-  durable?: boolean;
-}
-
-export interface Hold {
-  id: string;
-  accountId: string;
-  keyId: string;
-  amount: number;
-  requestId: string;
-  runId: string | null;
-  route: string;
-  runHead: string | null;
-  runCount: number;
-  chain: string[];
-  /** Admitted from a credit lease (`id` is the lease's): settled out of it, released in memory. */
-  lease: boolean;
-  /** The policy stamp of the key (its principal's), signed into the receipt. */
-  policy?: ReceiptPolicy | null; // policies
-}
-
-export interface Usage {
-  costMicroUsd: number;
-  kind: string;
-  model?: string | null;
-  units: Record<string, number | string>;
-  /** Extra metadata for the receipt (never content). */
-  detail?: Record<string, unknown>;
-  policy?: ReceiptPolicy | null;
-  /** What the call cites (a source set's root), signed into the receipt as `context`. */
-  context?: ReceiptContext;
-  /** Guardrail findings of the call (guardrails), signed into the receipt. */
-  guardrails?: ReceiptGuardrails;
-  /** The engine build that served the call (engine builds), signed into the receipt. */
-  engine?: ReceiptEngine;
-}
-
-export interface Settled {
-  receipt: SignedReceipt;
-  usageEventId: string;
-  /** The balance after the settle; null when it was answered before it committed (write-behind). */
-  balanceMicroUsd: number | null;
-}
+export type { Hold, HoldRequest, Settled, Usage } from './types.ts';
 
 const MAX_CHAIN_RETRIES = 16;
 
@@ -80,16 +26,19 @@ export interface BalanceObservation {
  * The money path every billable route calls: hold the maximum cost (one conditional round trip that
  * never overspends, or none when admitted from a credit lease), do the work, then settle in one transaction
  * (ledger entry, usage event, signed receipt, run chain, hold release) or release on failure. Inference over
- * HTTP may be answered before that transaction commits (write-behind, journaled first). Holds expire, so a
+ * HTTP may be answered before that transaction commits (write-behind: its settle made durable in Postgres first). Holds expire, so a
  * process that dies mid-request leaks nothing.
  */
 export class Metering {
-  private readonly holds: Batcher<HoldItem, HoldResult>;
+  private readonly admission: Admission;
   private readonly settles: Batcher<SettleItem, SettleResult>;
   private readonly balanceListeners: Array<(o: BalanceObservation) => unknown> = [];
+  /** This process's credit leases (Admission's; key changes and recalls reach them here). */
   readonly leases: CreditLeases;
-  /** Write-behind settles (null without a journal: every settle commits before it answers). */
+  /** Write-behind settles (null: every settle commits before it answers). */
   private readonly behind: WriteBehind | null;
+  /** Pending settles of every process (read-your-writes, the leader's sweep). */
+  private readonly pending: PendingSettles;
   /** Metered units of work in flight (`meter`): above one, receipts are signed off the event loop. */
   private active = 0;
 
@@ -98,22 +47,25 @@ export class Metering {
     private readonly clock: Clock,
     private readonly signer: ReceiptSigner,
     private readonly cfg: BillingConfig,
-    /** Journal of write-behind settles (none: every settle commits before it answers). */
-    journal: SettleJournal<SettleItem> | null = null,
+    /**
+     * Write-behind settles: this process's id in the database (its pending settles are written under it; see
+     * PendingSettles) and the database's hot-path writes where it has them. Null: every settle commits before it answers.
+     */
+    behind: { processId: string; asyncCommit?: ((name: string, text: string, values: unknown[]) => Promise<void>) | undefined } | null = null,
     private readonly log: { error(o: object, msg: string): void } = { error: () => undefined },
   ) {
-    this.holds = new Batcher((items) => runBatch(items, (i) => holdMany(db, clock.now(), cfg, i)));
+    this.admission = new Admission(db, clock, cfg);
     this.settles = new Batcher((items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)));
-    this.leases = new CreditLeases(db, clock, { ttlSeconds: cfg.leaseSeconds, wantRequests: 64, idleMs: 2000 });
-    this.behind = journal
+    this.leases = this.admission.leases;
+    this.pending = new PendingSettles(db, behind?.processId ?? 'none', cfg.breakerWindowSeconds, behind?.asyncCommit);
+    this.behind = behind
       ? new WriteBehind({
-          db,
-          journal,
+          store: this.pending,
+          clock,
           log,
-          submit: (items) => this.settles.submitMany(items),
-          recover: (items) => runBatch(items, (i) => settleMany(db, clock.now(), cfg, i)),
-          committed: async (item, balance) => {
-            if (item.reserved !== undefined) await this.leases.finished(item.hold, item.reserved, item.cost);
+          gatherMs: cfg.settleGatherMs ?? 20,
+          flushed: async (item, balance) => {
+            if (item.reserved !== undefined) await this.admission.finished(item.hold, item.reserved, item.cost);
             if (balance !== null) this.observed(item.account, balance);
           },
         })
@@ -148,113 +100,19 @@ export class Metering {
    * Resolves a key principal again, bypassing caches (KeysService.refreshPrincipal). The hold calls it when a
    * key of the chain was rotated out after the principal was resolved (outcome `key_stale`).
    */
-  refreshPrincipal: ((p: KeyPrincipal) => Promise<KeyPrincipal>) | null = null;
-
-  async hold(req: HoldRequest): Promise<Hold> {
-    if (!Number.isSafeInteger(req.maxCostMicroUsd) || req.maxCostMicroUsd < 0) throw new Error('hold amount must be a non-negative integer');
-    const leasable = this.leases.enabled && !req.durable && req.runId === null && req.maxCostMicroUsd > 0;
-    if (leasable) {
-      const l = this.leases.reserve(req.principal.accountId, req.principal.chain, req.maxCostMicroUsd);
-      if (l) {
-        this.topUp(l, req);
-        return this.leaseHold(l, req);
-      }
-    }
-    let recalled = false;
-    for (let attempt = 0; ; attempt++) {
-      const held = await this.holdOnce(req, leasable && attempt === 0, !recalled);
-      if (held === 'recalled') recalled = true;
-      if (held === 'retry' || held === 'recalled') continue;
-      if (held !== 'key_stale') return held;
-      if (!this.refreshPrincipal || attempt > 1) throw new ServiceError('invalid_credential', `API key ${req.principal.keyId} was rotated; send the request again`);
-      req = { ...req, principal: await this.refreshPrincipal(req.principal) };
-    }
+  set refreshPrincipal(f: ((p: KeyPrincipal) => Promise<KeyPrincipal>) | null) {
+    this.admission.refreshPrincipal = f;
   }
 
-  private leaseHold(l: Lease, req: HoldRequest): Hold {
-    return { id: l.id, accountId: req.principal.accountId, keyId: req.principal.keyId, amount: req.maxCostMicroUsd, requestId: req.requestId, runId: null, route: req.route, runHead: null, runCount: 0, chain: l.chain, lease: true, policy: req.principal.policy?.stamp ?? null };
-  }
-
-  /** Tops a lease up in the background before it runs out; the top-up holds nothing when no lease can be granted. */
-  private topUp(l: Lease, req: HoldRequest): void {
-    const ask = this.leases.topUpDue(l);
-    if (!ask) return;
-    this.holds
-      .submit({ id: newId('hold_', 20), account: l.account, chain: l.chain, amount: req.maxCostMicroUsd, request: `${l.id}:top-up`, run: null, lease: ask })
-      .then(
-        (row) => this.leases.toppedUp(l, row.outcome === 'held' ? Number(row.lease ?? 0) : 0, row.lease_gone === true),
-        () => this.leases.toppedUp(l, 0, false),
-      );
-  }
-
-  private async holdOnce(req: HoldRequest, leasable: boolean, mayRecall: boolean): Promise<Hold | 'key_stale' | 'retry' | 'recalled'> {
-    const id = newId('hold_', 20);
-    const ask = leasable ? this.leases.ask(req.principal.accountId, req.principal.chain, req.maxCostMicroUsd) : null;
-    let row: HoldResult;
-    try {
-      row = await this.holds.submit({ id, account: req.principal.accountId, chain: req.principal.chain, amount: req.maxCostMicroUsd, request: req.requestId, run: req.runId, ...(ask ? { lease: ask } : {}) });
-    } catch (e) {
-      if (ask) this.leases.answered(req.principal.accountId, req.principal.chain, ask, 0, 0, false);
-      throw e;
-    }
-    const granted = ask
-      ? this.leases.answered(req.principal.accountId, req.principal.chain, ask, row.outcome === 'held' ? Number(row.lease ?? 0) : 0, req.maxCostMicroUsd, row.lease_gone === true)
-      : null;
-    if (granted === 'lost') return 'retry';
-    if (granted) return this.leaseHold(granted, req);
-    // Refused only because credit is leased to processes: this one gives its leases of the account back at
-    // once and holds again; others were notified (svc_leases) and give theirs back within moments.
-    if (mayRecall && row.recall && row.outcome !== 'held' && this.leases.hasLeases(req.principal.accountId)) {
-      await this.leases.returnAccount(req.principal.accountId);
-      return 'recalled';
-    }
-    switch (row.outcome) {
-      case 'held':
-        return {
-          id,
-          accountId: req.principal.accountId,
-          keyId: req.principal.keyId,
-          amount: req.maxCostMicroUsd,
-          requestId: req.requestId,
-          runId: req.runId,
-          route: req.route,
-          runHead: row.run_head,
-          runCount: row.run_count ?? 0,
-          chain: req.principal.chain,
-          lease: false,
-          policy: req.principal.policy?.stamp ?? null, // policies
-        };
-      case 'insufficient_credit': {
-        const spendable = Number(row.balance) - Number(row.held);
-        const shortfall = req.maxCostMicroUsd - spendable;
-        throw new ServiceError('insufficient_credit', `Not enough credit: this request needs up to ${req.maxCostMicroUsd} micro-USD and ${Math.max(0, spendable)} is spendable`, {
-          ...paymentTerms(this.cfg, { shortfallMicroUsd: shortfall, resource: req.resource, description: `Prepaid credit for ${req.route}` }),
-          balance_micro_usd: Number(row.balance),
-          held_micro_usd: Number(row.held),
-          required_micro_usd: req.maxCostMicroUsd,
-        });
-      }
-      case 'spend_cap_reached':
-        throw new ServiceError('spend_cap_reached', `The spend cap of key ${row.key_id} would be exceeded by this request; raise it on a new key or wait for another key`, { key_id: row.key_id });
-      case 'circuit_breaker_tripped':
-        throw new ServiceError(
-          'circuit_breaker_tripped',
-          `Key ${row.key_id} spent faster than ${this.cfg.breakerLimitMicroUsd} micro-USD per ${this.cfg.breakerWindowSeconds} s and was frozen; its owner can unfreeze it with POST /v1/keys/{id}/unfreeze`,
-          { key_id: row.key_id },
-        );
-      case 'key_invalid':
-        throw new ServiceError('invalid_credential', `API key ${row.key_id} was revoked or has expired`);
-      case 'key_stale':
-        return 'key_stale';
-      default:
-        throw new Error(`hold failed: ${row.outcome} ${row.error ?? ''}`);
-    }
+  /** Admits a request: a hold of its maximum cost (see Admission). */
+  hold(req: HoldRequest): Promise<Hold> {
+    return this.admission.hold(req);
   }
 
   /**
    * Settles a hold at the actual cost and returns the signed receipt; if settling fails the hold is released.
    * With `behind`, a hold admitted from a lease is answered as soon as its receipt is signed and its settle
-   * journaled; the settle commits with the others gathered in the next few milliseconds (see `WriteBehind`).
+   * durable in its pending row; the settle is flushed with the others gathered in the next few milliseconds (see `WriteBehind`).
    */
   async settle(hold: Hold, usage: Usage, opts: { behind?: boolean } = {}): Promise<Settled> {
     if (!Number.isSafeInteger(usage.costMicroUsd) || usage.costMicroUsd < 0) throw new Error('cost must be a non-negative integer');
@@ -264,7 +122,7 @@ export class Metering {
       try {
         return await this.settleBehind(hold, usage);
       } catch (e) {
-        this.log.error({ err: e, request_id: hold.requestId }, 'write-behind settle failed (signing or the journal); settling before answering');
+        this.log.error({ err: e, request_id: hold.requestId }, 'write-behind settle failed (signing or its pending row); settling before answering');
       }
     }
     try {
@@ -285,7 +143,7 @@ export class Metering {
       const item = settleItem(hold, usage, usageEventId, receipt, prev, count);
       const row = await this.settles.submit(item);
       if (row.outcome === 'settled') {
-        if (hold.lease) await this.leases.finished(hold.id, hold.amount, usage.costMicroUsd);
+        if (hold.lease) await this.admission.finished(hold.id, hold.amount, usage.costMicroUsd);
         this.observed(hold.accountId, Number(row.balance));
         return { receipt, usageEventId, balanceMicroUsd: Number(row.balance) };
       }
@@ -300,53 +158,55 @@ export class Metering {
   }
 
   /**
-   * Write-behind settle of a lease hold: the receipt is signed and the settle handed to `behind` (journaled,
-   * committed with the next gather); the caller is answered at once. It cannot be refused: the lease already set
-   * the credit aside and holds no run chain.
+   * Write-behind settle of a lease hold: the receipt is signed and the settle made durable in its pending row
+   * (a group commit shared with the settles beside it); the caller is answered then, and the settle is flushed
+   * with the others gathered in the next few milliseconds. It cannot be refused: the lease already set the
+   * credit aside and holds no run chain.
    */
   private async settleBehind(hold: Hold, usage: Usage): Promise<Settled> {
     const usageEventId = newId('ue_', 20);
     const signing = this.sign(receiptPayload(hold, usage, usageEventId, this.clock.now(), null, 0, this.signer.address));
     const receipt = signing instanceof Promise ? await signing : signing; // inline: no turn of its own
-    // The cost stays reserved in the lease until the commit takes it out of the lease row (so the lease
+    // The cost stays reserved in the lease until the flush takes it out of the lease row (so the lease
     // cannot close under a settle still on its way); the rest of the reservation goes back at once.
     const cost = Math.min(usage.costMicroUsd, hold.amount);
-    // Journaled before the answer leaves; throws (or rejects) only if the journal cannot be written. A lone
-    // request writes its line at once; concurrent ones share a write at the end of the turn.
-    const journaled = this.behind!.add(settleItem(hold, usage, usageEventId, receipt, null, 0, cost), this.active <= 1);
-    if (journaled) await journaled;
-    void this.leases.finished(hold.id, hold.amount - cost, 0);
+    await this.behind!.add(settleItem(hold, usage, usageEventId, receipt, null, 0, cost)); // rejects only if the row could not be written
+    void this.admission.finished(hold.id, hold.amount - cost, 0);
     return { receipt, usageEventId, balanceMicroUsd: null };
   }
 
-  /** Resolves once this account's write-behind settles committed (its own reads see its latest charges). */
-  settled(accountId: string): Promise<void> {
-    return this.behind?.settled(accountId) ?? Promise.resolve();
+  /**
+   * Read-your-writes, on every replica: resolves once every settle of this account answered before the call
+   * is stored (ledger, usage event, receipt). This process's own are waited for; any other process's pending
+   * settles of the account are settled here (or waited for while their owner is settling them). With none
+   * pending (the usual case) it costs one indexed lookup.
+   */
+  async settled(accountId: string): Promise<void> {
+    await this.behind?.settled(accountId);
+    try {
+      await this.pending.settleAccount(accountId, this.clock.now());
+    } catch (e) {
+      this.log.error({ err: e, account_id: accountId }, 'pending settles of the account could not be settled before a read; it answers with what is stored');
+    }
   }
 
-  /** Resolves once every write-behind settle of this process committed (tests, shutdown). */
+  /** Resolves once every write-behind settle of this process was flushed (tests, shutdown). */
   settledAll(): Promise<void> {
     return this.behind?.settledAll() ?? Promise.resolve();
   }
 
-  /** Settles what processes that died left in the journal (at boot, before serving); how many. */
-  recoverJournal(): Promise<number> {
-    return this.behind?.recover() ?? Promise.resolve(0);
-  }
-
-  /** How many journaled settles of dead processes this process settled at boot. */
-  get recovered(): number {
-    return this.behind?.recovered ?? 0;
+  /**
+   * The leader's sweep: settles the pending settles of processes that are gone, and any older than
+   * `staleSeconds` (a process that lives but cannot flush); how many it stored.
+   */
+  sweepPending(alive: (ids: readonly string[]) => Promise<Set<string>>, staleSeconds = 60): Promise<number> {
+    const now = this.clock.now();
+    return sweepPending(this.pending, alive, now, new Date(now.getTime() - staleSeconds * 1000));
   }
 
   /** Releases a hold whose request failed; nothing is charged. */
-  async release(hold: Hold): Promise<boolean> {
-    if (hold.lease) {
-      await this.leases.finished(hold.id, hold.amount, 0);
-      return true;
-    }
-    const r = await sql<{ ok: boolean }>`select svc_release_hold(${hold.id}, ${this.clock.now()}) as ok`.execute(this.db);
-    return r.rows[0]?.ok === true;
+  release(hold: Hold): Promise<boolean> {
+    return this.admission.release(hold);
   }
 
   /** Expires holds past their TTL (leader loop). */
@@ -376,8 +236,8 @@ export class Metering {
 
   /** Gives this process's credit leases back (shutdown). */
   async close(): Promise<void> {
-    await this.behind?.close(); // write-behind settles commit first (or stay in the journal)
-    await this.leases.closeAll();
+    await this.behind?.close(); // write-behind settles are flushed first (or stay pending for another process)
+    await this.admission.close();
   }
 
   /**

@@ -1,155 +1,170 @@
-import type { Kysely } from 'kysely';
-import type { DB } from '../../db/schema.ts';
-import { settleJson, type SettleItem, type SettleResult } from './batch-calls.ts';
-import type { SettleJournal } from './settle-journal.ts';
+import type { Clock } from '@svc/shared';
+import type { SettleItem } from './batch-calls.ts';
+import type { PendingSettles } from './pending-settles.ts';
 import { stallTrace } from '../platform/stall-trace.ts';
 
 /**
- * Settles waiting for their commit past which answers wait for their own commit again (the database is
- * slow or away: the backlog stops growing). Each is journaled and its cost stays reserved in its lease.
+ * Settles waiting to be flushed past which answers wait for their own commit again (the database is slow:
+ * the backlog stops growing). Each one's cost stays reserved in its lease until it is flushed.
  */
 const MAX_WAITING = 2048;
-/**
- * How long a settle waits for others to commit with (the first of a gather starts the timer). At low load
- * one transaction per request costs more than the request itself (about 0.5 ms of Postgres CPU and a
- * socket round trip that wakes two processes); gathered, the commit is shared.
- */
-const GATHER_MS = 20;
-/** A gather this large commits at once. */
+/** Group commits of pending rows in flight at once; the settles that come meanwhile go in the next one. */
+const WRITES_IN_FLIGHT = 1;
+/** The most pending rows one group commit writes. */
+const WRITE_MAX = 512;
+/** A gather this large is flushed at once. */
 const GATHER_MAX = 256;
-/** The longest an account's read waits for its settles to commit. */
+/** The longest a read waits for this process's own settles of the account to be flushed. */
 const READ_WAIT_MS = 2000;
 
 export interface WriteBehindDeps {
-  db: Kysely<DB>;
-  journal: SettleJournal<SettleItem>;
+  store: PendingSettles;
+  clock: Clock;
   log: { error(o: object, msg: string): void };
-  /** Sends settles to the database (Metering's settle batches), one answer each. */
-  submit(items: SettleItem[]): Array<Promise<SettleResult>>;
-  /** Settles journaled items of a dead process in one batch (split on failure). */
-  recover(items: SettleItem[]): Promise<SettleResult[]>;
-  /** A settle committed (balance null when it was found already stored). */
-  committed(item: SettleItem, balance: number | null): Promise<void>;
+  /**
+   * How long a durable settle waits for others to be flushed with (the first of a gather starts the timer).
+   * At low load one transaction per request costs more than the request itself; gathered, it is shared.
+   */
+  gatherMs: number;
+  /** A settle of this process was flushed (balance: after it, null when another process flushed it). */
+  flushed(item: SettleItem, balance: number | null): Promise<void> | void;
+}
+
+interface Entry {
+  item: SettleItem;
+  durable: () => void;
+  failed: (e: unknown) => void;
 }
 
 /**
- * Write-behind settles (Metering.settleBehind): a settle that was signed and answered is appended to the
- * journal, then committed with the others gathered within GATHER_MS; while the database is unreachable it
- * is retried, and a process that dies first leaves it to the next process on the data dir (`recover`).
- * Reads of an account wait for its settles (`settled`). At most MAX_WAITING wait at a time (`open`); past
- * that (the database slow or away) answers wait for their own commit again.
+ * Write-behind settles, this process's side (Metering.settleBehind). Two steps, one way:
+ *  1. durable: the settle's pending row is written with the others of a group commit (`add` resolves once it
+ *     committed; the answer may leave then);
+ *  2. flushed: the pending rows gathered within `gatherMs` are taken and settled in one transaction; one that
+ *     another process took first (a read of the account on another replica, the leader's sweep) counts as done.
+ * Reads of an account wait for this process's settles of it (`settled`), then for those of every other
+ * process (PendingSettles.settleAccount).
  */
 export class WriteBehind {
   private readonly waiting = new Map<string, Set<Promise<void>>>();
   private count = 0;
   private closing = false;
-  /** Settles gathered for the next commit, each with the resolver of its first attempt's answer. */
-  private gather: Array<{ item: SettleItem; answer: (r: Promise<SettleResult>) => void }> = [];
+  private toWrite: Entry[] = [];
+  private writing = 0;
+  private gather: Array<{ item: SettleItem; done: () => void }> = [];
   private timer: NodeJS.Timeout | null = null;
-  recovered = 0;
 
   constructor(private readonly d: WriteBehindDeps) {}
 
-  /** Whether the next settle may be answered before it commits. */
+  /** Whether the next settle may be answered before it is flushed. */
   get open(): boolean {
     return !this.closing && this.count < MAX_WAITING;
   }
 
   /**
-   * Journals a signed settle and commits it with the others gathered in the next few milliseconds. With
-   * `now`, its line is written before this returns (undefined; throws when it could not be); otherwise
-   * with the others of this turn, and the promise resolves once it is (rejects when it could not be). Its
-   * answer may leave once it is journaled; one that could not be commits nothing.
+   * Makes a signed settle durable in its pending row and flushes it soon after. Resolves once the row
+   * committed; rejects when it could not be written (then nothing of it is stored and the caller settles it
+   * before answering).
    */
-  add(item: SettleItem, now = false): Promise<void> | undefined {
-    const json = settleJson(item); // the same text goes to the database
-    if (now) {
-      this.track(item, this.commit(item, this.d.journal.appendNow(json)));
-      return undefined;
-    }
-    const journaled = this.d.journal.append(item, json);
-    // Counted and waited for (reads, close) from now on, while its line is still being written.
-    this.track(
-      item,
-      journaled.then(
-        (segment) => this.commit(item, segment),
-        () => undefined, // not journaled: the caller settles it before answering instead
-      ),
-    );
-    return journaled.then(() => undefined);
-  }
-
-  /** Counts a settle's commit and keeps it for the account's reads (`settled`) and `close` until it is done. */
-  private track(item: SettleItem, committed: Promise<void>): void {
-    let set = this.waiting.get(item.account);
-    if (!set) this.waiting.set(item.account, (set = new Set()));
-    set.add(committed);
-    this.count++;
-    void committed
-      .finally(() => {
-        this.count--;
-        set.delete(committed);
-        if (set.size === 0 && this.waiting.get(item.account) === set) this.waiting.delete(item.account);
-      })
-      .catch(() => undefined); // commit never rejects; this only keeps a bug from becoming an unhandled rejection
-  }
-
-  /** The first attempt of a settle: its answer from the gather's commit. */
-  private gathered(item: SettleItem): Promise<SettleResult> {
-    return new Promise<SettleResult>((answer) => {
-      this.gather.push({ item, answer });
-      if (this.gather.length >= GATHER_MAX) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), GATHER_MS);
+  add(item: SettleItem): Promise<void> {
+    let resolveDone!: () => void;
+    const done = new Promise<void>((r) => (resolveDone = r));
+    this.track(item.account, done);
+    return new Promise<void>((durable, failed) => {
+      this.toWrite.push({
+        item,
+        durable: () => {
+          durable();
+          this.toFlush(item, resolveDone);
+        },
+        failed: (e) => {
+          resolveDone();
+          failed(e);
+        },
+      });
+      if (this.writing < WRITES_IN_FLIGHT) this.write();
     });
   }
 
+  /** Writes the settles waiting for a group commit (and the next group when this one committed). */
+  private write(): void {
+    const batch = this.toWrite.splice(0, WRITE_MAX);
+    if (batch.length === 0) return;
+    this.writing++;
+    const t0 = stallTrace.enabled ? performance.now() : 0;
+    this.d.store.add(batch.map((b) => b.item), this.d.clock.now()).then(
+      () => {
+        stallTrace.span('pending_write', t0);
+        for (const b of batch) b.durable();
+      },
+      (e: unknown) => {
+        for (const b of batch) b.failed(e);
+      },
+    ).finally(() => {
+      this.writing--;
+      if (this.toWrite.length > 0) this.write();
+    });
+  }
+
+  /** Counts a settle until it is flushed, for the account's reads (`settled`), `open` and `close`. */
+  private track(account: string, done: Promise<void>): void {
+    let set = this.waiting.get(account);
+    if (!set) this.waiting.set(account, (set = new Set()));
+    set.add(done);
+    this.count++;
+    void done.finally(() => {
+      this.count--;
+      set.delete(done);
+      if (set.size === 0 && this.waiting.get(account) === set) this.waiting.delete(account);
+    });
+  }
+
+  private toFlush(item: SettleItem, done: () => void): void {
+    this.gather.push({ item, done });
+    if (this.gather.length >= GATHER_MAX) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), this.d.gatherMs);
+  }
+
+  /** Flushes what was gathered (in the background; failures are retried). */
   private flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const batch = this.gather;
     this.gather = [];
-    if (batch.length === 0) return;
-    const t0 = stallTrace.enabled ? performance.now() : 0;
-    const answers = this.d.submit(batch.map((b) => b.item));
-    batch.forEach((b, i) => b.answer(answers[i]!));
-    stallTrace.span('settle_commit', t0);
-    if (stallTrace.enabled) {
-      const t1 = performance.now();
-      void Promise.allSettled(answers).then(() => stallTrace.span('settle_db', t1)); // the database's share: a backend and the WAL's flush take cores
-    }
+    if (batch.length > 0) void this.flushBatch(batch);
   }
 
-  /** Commits a journaled settle, retrying while the database is unreachable; a settle already stored counts as done. */
-  private async commit(item: SettleItem, segment: string): Promise<void> {
+  private async flushBatch(batch: Array<{ item: SettleItem; done: () => void }>): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      let row: SettleResult | undefined;
+      const t0 = stallTrace.enabled ? performance.now() : 0;
       try {
-        row = await (attempt === 0 ? this.gathered(item) : this.d.submit([item])[0]!);
-      } catch (e) {
-        row = { hold: item.hold, outcome: 'error', balance: null, run_head: null, run_count: null, error: String(e) };
-      }
-      row ??= { hold: item.hold, outcome: 'error', balance: null, run_head: null, run_count: null, error: 'the database gave no answer for this settle' };
-      if (row.outcome !== 'settled' && (await this.stored([item.receipt])).size > 0) row = { ...row, outcome: 'settled', balance: null };
-      if (row.outcome === 'settled') {
-        this.d.journal.done(segment);
-        await this.d.committed(item, row.balance === null ? null : Number(row.balance)).catch(() => undefined); // bookkeeping after the commit never fails it
+        const taken = await this.d.store.settleIds(batch.map((b) => b.item.receipt), this.d.clock.now());
+        stallTrace.span('settle_commit', t0);
+        for (const b of batch) {
+          // Not taken: another process settled it first (or is settling it now, and will have by the time it reads).
+          await Promise.resolve(this.d.flushed(b.item, taken.balances.get(b.item.receipt) ?? null)).catch(() => undefined);
+          b.done();
+        }
         return;
+      } catch (e) {
+        if (batch.length > 1) {
+          // One faulty settle must not hold the others back: each goes on its own.
+          await Promise.all(batch.map((b) => this.flushBatch([b])));
+          return;
+        }
+        this.d.log.error({ request_id: batch[0]!.item.receipt, attempt, err: e }, 'settle not flushed yet; its pending row stays and is retried');
+        if (this.closing) {
+          for (const b of batch) b.done(); // stays pending in the database: any process settles it later
+          return;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 100 * 2 ** attempt)).unref());
       }
-      this.d.log.error({ request_id: item.receipt, attempt, error: row.error }, 'settle not committed yet; it stays in the journal and is retried');
-      if (this.closing) return; // the next process on this data dir settles it from the journal
-      await new Promise((r) => setTimeout(r, Math.min(30_000, 100 * 2 ** attempt)).unref());
     }
-  }
-
-  private async stored(ids: string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const rows = await this.d.db.selectFrom('receipts').select('id').where('id', 'in', ids).execute().catch(() => []);
-    return new Set(rows.map((r) => r.id));
   }
 
   /**
-   * Resolves once this account's settles committed, or after READ_WAIT_MS when one cannot commit (the
-   * database away): a read then answers with what is committed rather than not at all.
+   * Resolves once this process's settles of the account were flushed, or after READ_WAIT_MS when one cannot
+   * be (the database away): a read then answers with what is stored rather than not at all.
    */
   async settled(accountId: string): Promise<void> {
     const set = this.waiting.get(accountId);
@@ -160,38 +175,16 @@ export class WriteBehind {
     clearTimeout(timer);
   }
 
-  /** Resolves once every settle of this process committed. */
+  /** Resolves once every settle of this process was flushed. */
   async settledAll(): Promise<void> {
     this.flush();
     await Promise.all([...this.waiting.values()].flatMap((s) => [...s]));
   }
 
-  /**
-   * Settles what processes that died left in the journal (at boot, before serving). A settle whose receipt
-   * is stored already committed before its process died and is skipped. Returns how many were settled now.
-   */
-  async recover(): Promise<number> {
-    const { items, files } = this.d.journal.recover();
-    let settled = 0;
-    for (let i = 0; i < items.length; i += 256) {
-      const chunk = items.slice(i, i + 256);
-      const stored = await this.stored(chunk.map((c) => c.receipt));
-      const todo = chunk.filter((c) => !stored.has(c.receipt));
-      if (todo.length === 0) continue;
-      const failed = (await this.d.recover(todo)).filter((o) => o.outcome !== 'settled');
-      if (failed.length) throw new Error(`journaled settles could not be recovered: ${failed.map((f) => `${f.hold} ${f.error ?? f.outcome}`).join('; ')}`);
-      settled += todo.length;
-    }
-    this.d.journal.discard(files);
-    this.recovered += settled;
-    return settled;
-  }
-
-  /** Waits (up to 10 s) for the settles on their way, then stops; any left stay in the journal. */
+  /** Waits (up to 10 s) for the settles on their way, then stops; any left stay pending for other processes. */
   async close(): Promise<void> {
     this.flush();
     await Promise.race([this.settledAll(), new Promise((r) => setTimeout(r, 10_000).unref())]);
     this.closing = true;
-    this.d.journal.close();
   }
 }

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { ServiceError } from '@svc/shared';
 import { Refused, outboundLookup } from '../webhooks/outbound.ts';
 import type { SelfAddress } from '../webhooks/url.ts';
-import type { Agents } from '../agents/deps.ts';
+import type { Agents } from '../agents/create.ts';
 
 /** What a seller's service answered: an HTTP-like status, a content type and the body bytes. */
 export interface Delivered {

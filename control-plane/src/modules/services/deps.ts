@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '@svc/shared';
 import type { MarketConfig } from '../../config/market.ts';
 import type { DB } from '../../db/schema.ts';
-import type { Agents } from '../agents/deps.ts';
+import type { Agents } from '../agents/create.ts';
 import type { IdentityService } from '../identity/service.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import type { PassportsService } from '../passports/service.ts';

@@ -1,6 +1,6 @@
 import { RECEIPT_HEADERS, Sealer, ServiceError, canonicalize, newId, notFound, sha256Hex, type SignedReceipt } from '@svc/shared';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { Agents } from '../agents/deps.ts';
+import type { Agents } from '../agents/create.ts';
 import { agentOf } from '../agents/store.ts';
 import type { ReceiptSigner } from '../money/signer.ts';
 import { forward, runAgent, type Delivered } from './delivery.ts';

@@ -1,4 +1,4 @@
-import { ATTESTATION_EVENTS } from '../attestations/events.ts'; // attestations
+import { ATTESTATION_EVENTS } from '../attestations/event-types.ts'; // attestations
 /**
  * Every webhook event type the gateway emits, in one place. A webhook subscribes to some of them (or to
  * all, with `events` omitted); a feature that emits a new type adds it here. The payload of every
