@@ -143,13 +143,14 @@ function startNode(id: string, key: string, index: number): void {
 
 process.on('message', (m: { t: string; nodes?: Array<{ id: string; key: string; index: number }> }) => {
   if (m.t === 'add') {
-    // Paced: a few hundred dials at a time, as a fleet coming up does not all dial in one tick.
+    // Paced at FLEET_RAMP nodes per second from this process, 10 at a time: a fleet coming up does not all dial in one tick.
     const nodes = m.nodes!;
+    const every = (10 * 1000) / Number(process.env.FLEET_RAMP ?? '100');
     let i = 0;
     const step = () => {
-      for (const n of nodes.slice(i, i + 100)) startNode(n.id, n.key, n.index);
-      i += 100;
-      if (i < nodes.length) setTimeout(step, 50);
+      for (const n of nodes.slice(i, i + 10)) startNode(n.id, n.key, n.index);
+      i += 10;
+      if (i < nodes.length) setTimeout(step, every);
       else send({ t: 'added', count: sims.length });
     };
     step();

@@ -16,7 +16,10 @@
  * dispatch is timed through each replica (half the runs reach nodes on the other one: the relay).
  * Loopback only; bounded counts; the bench stops its processes and drops its database at the end.
  *   npx tsx bench/fleet.ts [--rows 100,1000,5000,10000] [--workers 3] [--window 30] [--dispatch 10] [--rate 20]
- *     [--job-delay 20] [--storm true|false] [--replicas 1|2] [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ *     [--job-delay 20] [--storm true|false] [--replicas 1|2] [--ramp 250] [--gateway control-plane/dist/main.js]
+ *     [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ * The fleet stops growing at the first row where more than a tenth of the heartbeats or half the runs failed, or
+ * the nodes were not all back within 180 s of the restart (the machine's limit, printed with its reason).
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -43,6 +46,10 @@ const REPLICAS = Number(arg('replicas', '1'));
 const ADMIN_PG = arg('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const ENROLL_CONCURRENCY = 16;
+/** Nodes dialling in per second while the fleet grows (all simulator processes together). */
+const RAMP = Number(arg('ramp', '250'));
+/** The gateway's entry point (relative to the repository); the default is built first if stale. */
+const GATEWAY = arg('gateway', 'control-plane/dist/main.js');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -58,7 +65,7 @@ async function boot(env: Record<string, string>, port?: number): Promise<Gateway
   port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--enable-source-maps', 'control-plane/dist/main.js'], {
+  const child = spawn(process.execPath, ['--enable-source-maps', GATEWAY], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), SVC_PUBLIC_URL: url, SVC_LOG_LEVEL: 'error', SVC_LOCAL_AGENT: 'off', SVC_ADMIN_TOKEN: ADMIN_TOKEN, ...env },
@@ -91,14 +98,18 @@ interface WorkerStats {
   rssMb: number;
 }
 
+let stopping = false;
+
 /** A forked process of simulated nodes, dialling `url`. */
 class Worker {
   readonly child: ChildProcess;
   private waiters: Array<(m: { t: string }) => void> = [];
-  constructor(url: string, onJob: (run: string | null, node: string, at: number) => void) {
+  /** Why the process is gone, once it is. */
+  ended: string | null = null;
+  constructor(url: string, ramp: number, onJob: (run: string | null, node: string, at: number) => void) {
     this.child = fork(join(ROOT, 'bench/fleet-nodes.ts'), [], {
       execArgv: ['--import', 'tsx'],
-      env: { PATH: process.env.PATH, FLEET_URL: url, FLEET_JOB_DELAY_MS: JOB_DELAY_MS, UV_THREADPOOL_SIZE: '2' },
+      env: { PATH: process.env.PATH, FLEET_URL: url, FLEET_JOB_DELAY_MS: JOB_DELAY_MS, FLEET_RAMP: String(ramp), UV_THREADPOOL_SIZE: '2' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.child.on('message', (m: { t: string; run?: string | null; node?: string; at?: number }) => {
@@ -107,10 +118,18 @@ class Worker {
       this.waiters = [];
       for (const f of w) f(m);
     });
+    this.child.on('exit', (code, signal) => {
+      this.ended = `a simulator process ended (${signal ?? code}); its nodes are gone`;
+      if (!stopping) console.error(this.ended);
+      const w = this.waiters;
+      this.waiters = [];
+      for (const f of w) f({ t: 'ended' });
+    });
   }
   private next<T>(t: string): Promise<T> {
-    return new Promise((resolve) => {
-      const wait = (m: { t: string }) => (m.t === t ? resolve(m as T) : this.waiters.push(wait));
+    return new Promise((resolve, reject) => {
+      if (this.ended) return reject(new Error(this.ended));
+      const wait = (m: { t: string }) => (m.t === 'ended' ? reject(new Error(this.ended!)) : m.t === t ? resolve(m as T) : this.waiters.push(wait));
       this.waiters.push(wait);
     });
   }
@@ -233,14 +252,18 @@ class Runs {
     const dispatch: number[] = [];
     const whole: number[] = [];
     let failed = 0;
+    const statuses: Record<string, number> = {};
     for (const id of ids) {
       const at = this.arrived.get(id)?.[0];
       if (at !== undefined) dispatch.push(at - this.started.get(id)!);
       const e = this.ended.get(id);
       if (e && e.status === 200) whole.push(e.ms);
-      else failed++;
+      else {
+        failed++;
+        statuses[String(e?.status ?? 'none')] = (statuses[String(e?.status ?? 'none')] ?? 0) + 1;
+      }
     }
-    return { dispatch, whole, failed };
+    return { dispatch, whole, failed, statuses };
   }
   twice(ids: string[]): number {
     return ids.filter((id) => (this.arrived.get(id)?.length ?? 0) > 1).length;
@@ -266,22 +289,30 @@ interface Row {
   simRssMb: number;
 }
 
+/** The median of 5 GETs of `url` (NaN ms when one failed or took over 30 s: the gateway no longer answers). */
 async function timedGet(url: string, headers: Record<string, string> = {}): Promise<{ bytes: number; ms: number }> {
   const times: number[] = [];
   let bytes = 0;
   for (let i = 0; i < 5; i++) {
     const t0 = performance.now();
-    const res = await fetch(url, { headers: { 'accept-encoding': 'identity', ...headers } });
-    bytes = (await res.arrayBuffer()).byteLength;
-    if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+    try {
+      const res = await fetch(url, { headers: { 'accept-encoding': 'identity', ...headers }, signal: AbortSignal.timeout(30_000) });
+      bytes = (await res.arrayBuffer()).byteLength;
+      if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+    } catch (e) {
+      console.error(`GET ${url}: ${e instanceof Error ? e.message : e}`);
+      return { bytes, ms: NaN };
+    }
     times.push(performance.now() - t0);
   }
   return { bytes, ms: percentile(times, 50) };
 }
 
 async function main(): Promise<void> {
-  const built = spawnSync(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--if-stale', 'control-plane'], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('the build failed');
+  if (GATEWAY === 'control-plane/dist/main.js') {
+    const built = spawnSync(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--if-stale', 'control-plane'], { stdio: 'inherit' });
+    if (built.status !== 0) throw new Error('the build failed');
+  }
   const name = `svc_fleet_${Math.random().toString(36).slice(2, 10)}`;
   const adminDb = new pg.Client({ connectionString: ADMIN_PG });
   await adminDb.connect();
@@ -305,7 +336,7 @@ async function main(): Promise<void> {
     const { client } = await new SvcClient({ baseUrl: gws[0]!.url }).signIn(privateKeyToAccount(generatePrivateKey()));
     const apiKey = (await client.createKey()).key;
     // Workers of each replica: nodes split evenly between the replicas.
-    for (let r = 0; r < REPLICAS; r++) for (let w = 0; w < WORKERS; w++) workers.push(new Worker(gws[r]!.url, runs.onJob));
+    for (let r = 0; r < REPLICAS; r++) for (let w = 0; w < WORKERS; w++) workers.push(new Worker(gws[r]!.url, RAMP / (WORKERS * REPLICAS), runs.onJob));
     await Promise.all(workers.map((w) => w.ready()));
     let enrolled = 0;
     for (const n of ROWS) {
@@ -330,6 +361,7 @@ async function main(): Promise<void> {
       const rss = rssMb(pid);
       const ids = await runs.paced(gws.map((g) => g.url), apiKey, DISPATCH_S);
       const f = runs.figures(ids);
+      if (f.failed) console.error(`N=${n}: runs failed by status (0: no answer): ${JSON.stringify(f.statuses)}`);
       const nodesList = await timedGet(`${gws[0]!.url}/v1/nodes`);
       const adminList = await timedGet(`${gws[0]!.url}/v1/admin/nodes`, { authorization: `Bearer ${ADMIN_TOKEN}` });
       const row: Row = {
@@ -373,8 +405,15 @@ async function main(): Promise<void> {
       }
       rows.push(row);
       printRow(row, idleMb);
+      // A row where the gateway no longer keeps up is where this machine stops: a larger fleet only fails more.
+      const why = row.hbFailed > heartbeats / 10 ? `${row.hbFailed} of ${heartbeats} heartbeats failed` : f.failed > ids.length / 2 ? `${f.failed} of ${ids.length} runs failed` : row.storm && row.storm.onlineMs === null ? 'not every node was back within 180 s of the restart' : null;
+      if (why) {
+        console.log(`the fleet stops growing at N=${n}: ${why}`);
+        break;
+      }
     }
   } finally {
+    stopping = true;
     for (const w of workers) w.child.kill('SIGKILL');
     for (const g of gws) await stop(g.child).catch(() => undefined);
     await adminDb.query(`drop database if exists ${name} with (force)`).catch(() => undefined);
