@@ -2,7 +2,7 @@ import type { Clock } from '@svc/shared';
 import type { NodeSnapshot } from './scheduler.ts';
 
 /** How old the index may be before the next dispatch starts a full read of the registry behind it. */
-export const NODE_INDEX_REFRESH_MS = 5000;
+export const NODE_INDEX_REFRESH_MS = 10_000;
 
 /**
  * The scheduler's in-memory view of the registry, so that a dispatch does not read every node: a full read

@@ -42,7 +42,14 @@ export function publishedReliability(r: { succeeded: number; failed: number }): 
 /** What the scheduler sees of a node: its snapshot, the model names it maps, and which process holds its channel. */
 export type SchedulerNode = NodeSnapshot & { modelMap: Record<string, string>; channel: string | null; channelEpoch: number | null };
 
-function schedulerNode(r: NodeRow): SchedulerNode {
+/** The columns the scheduler reads (a full read of the registry takes no capabilities, keys or names). */
+const SCHEDULER_COLUMNS = ['id', 'kinds', 'models', 'model_map', 'speed_factor', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'running_jobs', 'succeeded', 'failed', 'latency_ms', 'channel_process', 'channel_epoch'] as const;
+type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
+/** The columns of the public view (GET /v1/nodes). */
+const PUBLIC_COLUMNS = ['id', 'name', 'kinds', 'models', 'speed_factor', 'clamp_count', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'succeeded', 'failed', 'dispatched', 'latency_ms'] as const;
+type PublicRow = Pick<NodeRow, (typeof PUBLIC_COLUMNS)[number]>;
+
+function schedulerNode(r: SchedulerRow): SchedulerNode {
   return {
     id: r.id,
     kinds: r.kinds,
@@ -203,7 +210,12 @@ export class NodeRegistry {
   async snapshots(): Promise<SchedulerNode[]> {
     const read = this.index.begin();
     const at = this.clock.now();
-    const rows = await this.db.selectFrom('nodes as n').innerJoin('accounts as a', 'a.id', 'n.account_id').selectAll('n').where('a.suspended_at', 'is', null).execute();
+    const rows = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select(SCHEDULER_COLUMNS.map((c) => `n.${c}` as const))
+      .where('a.suspended_at', 'is', null)
+      .execute();
     const nodes = rows.map(schedulerNode);
     this.index.load(read, nodes, at);
     return nodes;
@@ -225,7 +237,12 @@ export class NodeRegistry {
 
   /** One node as the scheduler sees it now, read from its row (null: unknown, or its owner is suspended); the view follows. */
   async fresh(nodeId: string): Promise<SchedulerNode | null> {
-    const row = await this.db.selectFrom('nodes as n').innerJoin('accounts as a', 'a.id', 'n.account_id').selectAll('n').select('a.suspended_at').where('n.id', '=', nodeId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
+      .where('n.id', '=', nodeId)
+      .executeTakeFirst();
     if (!row || row.suspended_at) {
       this.index.drop(nodeId);
       return null;
@@ -279,7 +296,7 @@ export class NodeRegistry {
     };
   }
 
-  publicView(r: NodeRow, now = this.clock.now()) {
+  publicView(r: PublicRow, now = this.clock.now()) {
     const online = isOnline({ lastHeartbeatAt: r.last_heartbeat_at }, now);
     return {
       id: r.id,
@@ -305,9 +322,10 @@ export class NodeRegistry {
     };
   }
 
+  /** Every node in the public view, oldest first; reads only the columns that view shows (not capabilities or keys). */
   async publicList() {
     const now = this.clock.now();
-    const rows = await this.db.selectFrom('nodes').selectAll().orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db.selectFrom('nodes').select(PUBLIC_COLUMNS).orderBy('created_at').orderBy('id').execute();
     return rows.map((r) => this.publicView(r, now));
   }
 
