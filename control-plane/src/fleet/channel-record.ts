@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { KeyedSerial } from './serial.ts';
+import { WriteBatch } from './write-batch.ts';
 
 /**
  * `nodes.channel_process`: which control-plane process holds each node's agent channel (with several
@@ -18,6 +19,17 @@ import { KeyedSerial } from './serial.ts';
  */
 export class ChannelRecord {
   private readonly writes = new KeyedSerial();
+  /**
+   * The records of channels that attach while one such write commits go in one statement (a reconnecting fleet
+   * attaches thousands of channels within seconds); still one after another per node (`writes`).
+   */
+  private readonly holds = new WriteBatch<string, number | null, true>(
+    async (items) => {
+      await this.take(items.map((i) => ({ nodeId: i.key, connection: i.value })), false);
+      return new Map(items.map((i) => [i.key, true as const]));
+    },
+    (nodeId) => new Error(`no channel record written for ${nodeId}`),
+  );
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -29,7 +41,7 @@ export class ChannelRecord {
   ) {}
 
   held(nodeId: string, connection: number | null = null): Promise<void> {
-    return this.write(nodeId, () => this.take([{ nodeId, connection }], false));
+    return this.write(nodeId, () => this.holds.add(nodeId, connection));
   }
 
   released(nodeId: string): Promise<void> {

@@ -9,9 +9,9 @@ import { RemoteJobs, moveTo } from './remote-jobs.ts';
 import { ChannelRecord } from './channel-record.ts';
 import { JobClaims } from './claims.ts';
 import { AgentReports } from './agent-reports.ts';
-import type { NodeRegistry } from './registry.ts';
+import type { NodeRegistry, SchedulerNode } from './registry.ts';
 import { NodeLost, PendingJobs, later, older, type Pending, type Stopwatch } from './pending-jobs.ts';
-import { pickNode } from './scheduler.ts';
+import { isEligible, pickNode, type JobNeed } from './scheduler.ts';
 import { idleLimit, type JobResult, type JobSpec } from './job-spec.ts';
 
 export type { JobResult, JobSpec } from './job-spec.ts';
@@ -21,6 +21,14 @@ interface Conn {
   queue: AsyncQueue<ServerMessage>;
   /** The agent's number for the connection (ConnectionParams.connection), or null. */
   connection: number | null;
+}
+
+/** How many nodes a dispatch picks from the scheduler's view and checks against their rows before it reads the registry whole. */
+const INDEX_TRIES = 3;
+
+/** The items of `xs` that pass `keep`, lazily (the view is not copied per dispatch). */
+function* filter<T>(xs: Iterable<T>, keep: (x: T) => boolean): IterableIterator<T> {
+  for (const x of xs) if (keep(x)) yield x;
 }
 
 /** How often processes check the other end of their relayed jobs, and re-assert the channels they hold. */
@@ -238,16 +246,11 @@ export class AgentHub {
 
   async dispatch(spec: JobSpec, exclude: string[] = []): Promise<JobResult> {
     const now = this.clock.now();
-    let nodes = (await this.registry.snapshots()).filter((n) => (this.local(n) || this.holderOf(n)) && (!spec.nodeId || n.id === spec.nodeId));
-    const need = { kind: spec.nodeKind, model: spec.model, exclude, allowDraining: spec.nodeId !== undefined };
-    let node = pickNode(nodes, need, now);
+    const need: JobNeed = { kind: spec.nodeKind, model: spec.model, exclude, allowDraining: spec.nodeId !== undefined };
+    let node = await this.fromIndex(spec, need, now);
     const holder = node ? this.holderOf(node) : undefined;
-    if (node && holder && !(await this.relay!.alive([holder])).has(holder)) {
-      // Its holder left without clearing the record (killed): relay through no process that is gone.
-      const alive = await this.relay!.alive([...new Set(nodes.map((n) => this.holderOf(n)).filter((h) => h !== undefined))]);
-      nodes = nodes.filter((n) => this.local(n) || alive.has(this.holderOf(n)!));
-      node = pickNode(nodes, need, now);
-    }
+    if (node && holder && !(await this.relay!.alive([holder])).has(holder)) node = null;
+    node ??= await this.fromRegistry(spec, need, now);
     if (!node) {
       throw new ServiceError('no_capacity', `No eligible ${spec.nodeKind ?? ''} node is available for ${spec.kind}${spec.model ? ` for model ${spec.model}` : ''}; retry shortly`, { retryable: true, retry_after: 5 });
     }
@@ -270,6 +273,48 @@ export class AgentHub {
     } finally {
       if (spec.unrecorded) await this.db.deleteFrom('jobs').where('id', '=', jobId).execute().catch((e: unknown) => this.log.error({ err: e, job_id: jobId }, 'could not delete an unrecorded job'));
     }
+  }
+
+  /** The node reaches this process: its channel is here, or another process holds it (and the job is not pinned elsewhere). */
+  private reaches(n: SchedulerNode, spec: JobSpec): boolean {
+    return (this.local(n) || this.holderOf(n) !== undefined) && (!spec.nodeId || n.id === spec.nodeId);
+  }
+
+  /**
+   * The best node in the scheduler's view (registry.candidates, no read of the registry), taken only once its row
+   * as it is now says it still is eligible and reachable (a gate, an un-approval, a suspension or a silence
+   * committed by any process keeps the job off it); a pinned job reads only its node's row. Null: none passed the
+   * check within INDEX_TRIES picks (the caller reads the registry whole).
+   */
+  private async fromIndex(spec: JobSpec, need: JobNeed, now: Date): Promise<SchedulerNode | null> {
+    if (spec.nodeId) {
+      const n = await this.registry.fresh(spec.nodeId);
+      return n && this.reaches(n, spec) && isEligible(n, need, now) ? n : null;
+    }
+    const tried: string[] = [];
+    for (let i = 0; i < INDEX_TRIES; i++) {
+      const view = await this.registry.candidates();
+      const picked = pickNode(filter(view, (n) => this.reaches(n, spec)), { ...need, exclude: [...(need.exclude ?? []), ...tried] }, now);
+      if (!picked) return null;
+      const n = await this.registry.fresh(picked.id);
+      if (n && this.reaches(n, spec) && isEligible(n, need, now)) return n;
+      tried.push(picked.id);
+    }
+    return null;
+  }
+
+  /** The best node read from the whole registry (as every dispatch did before the index), relaying through no process that is gone. */
+  private async fromRegistry(spec: JobSpec, need: JobNeed, now: Date): Promise<SchedulerNode | null> {
+    let nodes = (await this.registry.snapshots()).filter((n) => this.reaches(n, spec));
+    let node = pickNode(nodes, need, now);
+    const holder = node ? this.holderOf(node) : undefined;
+    if (node && holder && !(await this.relay!.alive([holder])).has(holder)) {
+      // Its holder left without clearing the record (killed): relay through no process that is gone.
+      const alive = await this.relay!.alive([...new Set(nodes.map((n) => this.holderOf(n)).filter((h) => h !== undefined))]);
+      nodes = nodes.filter((n) => this.local(n) || alive.has(this.holderOf(n)!));
+      node = pickNode(nodes, need, now);
+    }
+    return node;
   }
 
   private run(jobId: string, nodeId: string, spec: JobSpec, holder: string | undefined): Promise<JobResult> {

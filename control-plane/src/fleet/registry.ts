@@ -2,6 +2,8 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { HEARTBEAT_SECONDS, NODE_KINDS, PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
+import { NodeIndex } from './node-index.ts';
+import { WriteBatch } from './write-batch.ts';
 import { isOnline, type NodeSnapshot } from './scheduler.ts';
 import { observeSpeed } from './speed.ts';
 
@@ -37,12 +39,54 @@ export function publishedReliability(r: { succeeded: number; failed: number }): 
   return judged === 0 ? null : Number((r.succeeded / judged).toFixed(4));
 }
 
+/** What the scheduler sees of a node: its snapshot, the model names it maps, and which process holds its channel. */
+export type SchedulerNode = NodeSnapshot & { modelMap: Record<string, string>; channel: string | null; channelEpoch: number | null };
+
+/** The columns the scheduler reads (a full read of the registry takes no capabilities, keys or names). */
+const SCHEDULER_COLUMNS = ['id', 'kinds', 'models', 'model_map', 'speed_factor', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'running_jobs', 'succeeded', 'failed', 'latency_ms', 'channel_process', 'channel_epoch'] as const;
+type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
+/** The columns of the public view (GET /v1/nodes). */
+const PUBLIC_COLUMNS = ['id', 'name', 'kinds', 'models', 'speed_factor', 'clamp_count', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'succeeded', 'failed', 'dispatched', 'latency_ms'] as const;
+type PublicRow = Pick<NodeRow, (typeof PUBLIC_COLUMNS)[number]>;
+
+function schedulerNode(r: SchedulerRow): SchedulerNode {
+  return {
+    id: r.id,
+    kinds: r.kinds,
+    models: r.models,
+    modelMap: r.model_map,
+    speedFactor: r.speed_factor,
+    approved: r.approved,
+    disabled: r.disabled,
+    draining: r.draining,
+    lastHeartbeatAt: r.last_heartbeat_at,
+    runningJobs: r.running_jobs,
+    succeeded: r.succeeded,
+    failed: r.failed,
+    latencyMs: r.latency_ms,
+    channel: r.channel_process,
+    channelEpoch: r.channel_epoch === null ? null : Number(r.channel_epoch),
+  };
+}
+
 /** Enrolled nodes: enrollment, node-key auth, heartbeats, gates, approval, observed reliability and speed. */
 export class NodeRegistry {
+  /** The scheduler's view of the nodes (see NodeIndex): loaded by full reads, kept in step by this registry's writes. */
+  readonly index: NodeIndex<SchedulerNode>;
+  private refreshing: Promise<unknown> | null = null;
+
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.index = new NodeIndex(clock);
+  }
+
+  /** Puts a node's committed row into the scheduler's view and passes it on. */
+  private indexed<R extends NodeRow>(row: R): R {
+    this.index.put(schedulerNode(row));
+    return row;
+  }
 
   async enroll(accountId: string, input: EnrollInput, house = false) {
     const now = this.clock.now();
@@ -81,7 +125,7 @@ export class NodeRegistry {
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    return { node: this.ownerView(row), node_key: key };
+    return { node: this.ownerView(this.indexed(row)), node_key: key };
   }
 
   /**
@@ -104,22 +148,36 @@ export class NodeRegistry {
     return { kind: 'node', nodeId: row.id, accountId: row.account_id };
   }
 
+  /**
+   * Records a heartbeat: its capabilities, endpoint, load and agent version, and when it came. Answered once
+   * committed; the heartbeats that come while one statement commits are written together in the next (WriteBatch),
+   * so a large fleet costs the database one commit per round trip rather than one per heartbeat.
+   */
   async heartbeat(nodeId: string, hb: HeartbeatBody) {
-    const now = this.clock.now();
-    const row = await this.db
-      .updateTable('nodes')
-      .set({
-        capabilities: JSON.stringify(hb.capabilities),
-        endpoint: hb.endpoint ?? null,
-        running_jobs: hb.load.running_jobs,
-        agent_version: hb.agent_version,
-        last_heartbeat_at: now,
-      })
-      .where('id', '=', nodeId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return { node_id: row.id, approved: row.approved, disabled: row.disabled, draining: row.draining, next_heartbeat_seconds: HEARTBEAT_SECONDS, received_at: now.toISOString() };
+    const row = await this.heartbeats.add(nodeId, { hb, at: this.clock.now() });
+    return { node_id: row.id, approved: row.approved, disabled: row.disabled, draining: row.draining, next_heartbeat_seconds: HEARTBEAT_SECONDS, received_at: row.last_heartbeat_at!.toISOString() };
   }
+
+  /** One statement for a round of heartbeats (one per node: a node's latest in the round). */
+  private async writeHeartbeats(items: Array<{ key: string; value: { hb: HeartbeatBody; at: Date } }>): Promise<Map<string, NodeRow>> {
+    const col = <T>(f: (v: { hb: HeartbeatBody; at: Date }) => T) => items.map((i) => f(i.value));
+    const rows = await sql<NodeRow>`
+      update nodes n set
+        capabilities = h.capabilities::jsonb, endpoint = h.endpoint, running_jobs = h.running_jobs,
+        agent_version = h.agent_version, last_heartbeat_at = h.at
+      from unnest(
+        ${items.map((i) => i.key)}::text[], ${col((v) => JSON.stringify(v.hb.capabilities))}::text[], ${col((v) => v.hb.endpoint ?? null)}::text[],
+        ${col((v) => v.hb.load.running_jobs)}::integer[], ${col((v) => v.hb.agent_version)}::text[], ${col((v) => v.at.toISOString())}::timestamptz[]
+      ) as h(id, capabilities, endpoint, running_jobs, agent_version, at)
+      where n.id = h.id
+      returning n.*`.execute(this.db);
+    return new Map(rows.rows.map((r) => [r.id, this.indexed(r)]));
+  }
+
+  private readonly heartbeats = new WriteBatch<string, { hb: HeartbeatBody; at: Date }, NodeRow>(
+    (items) => this.writeHeartbeats(items),
+    () => notFound('Node'),
+  );
 
   async get(nodeId: string): Promise<NodeRow> {
     const row = await this.db.selectFrom('nodes').selectAll().where('id', '=', nodeId).executeTakeFirst();
@@ -136,35 +194,62 @@ export class NodeRegistry {
     if (accountId !== null) q = q.where('account_id', '=', accountId);
     const updated = await q.returningAll().executeTakeFirst();
     if (!updated) throw notFound('Node');
-    return this.ownerView(updated);
+    return this.ownerView(this.indexed(updated));
   }
 
   async approve(nodeId: string, approved: boolean) {
     await this.get(nodeId);
     const row = await this.db.updateTable('nodes').set({ approved }).where('id', '=', nodeId).returningAll().executeTakeFirstOrThrow();
-    return this.ownerView(row);
+    return this.ownerView(this.indexed(row));
   }
 
-  /** What the scheduler sees: nodes whose owner is not suspended (a suspended owner's open channel gets no new work). */
-  async snapshots(): Promise<Array<NodeSnapshot & { modelMap: Record<string, string>; channel: string | null; channelEpoch: number | null }>> {
-    const rows = await this.db.selectFrom('nodes as n').innerJoin('accounts as a', 'a.id', 'n.account_id').selectAll('n').where('a.suspended_at', 'is', null).execute();
-    return rows.map((r) => ({
-      id: r.id,
-      kinds: r.kinds,
-      models: r.models,
-      modelMap: r.model_map,
-      speedFactor: r.speed_factor,
-      approved: r.approved,
-      disabled: r.disabled,
-      draining: r.draining,
-      lastHeartbeatAt: r.last_heartbeat_at,
-      runningJobs: r.running_jobs,
-      succeeded: r.succeeded,
-      failed: r.failed,
-      latencyMs: r.latency_ms,
-      channel: r.channel_process,
-      channelEpoch: r.channel_epoch === null ? null : Number(r.channel_epoch),
-    }));
+  /**
+   * What the scheduler sees, read whole: nodes whose owner is not suspended (a suspended owner's open channel gets no
+   * new work). Each read reloads the scheduler's view (index).
+   */
+  async snapshots(): Promise<SchedulerNode[]> {
+    const read = this.index.begin();
+    const at = this.clock.now();
+    const rows = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select(SCHEDULER_COLUMNS.map((c) => `n.${c}` as const))
+      .where('a.suspended_at', 'is', null)
+      .execute();
+    const nodes = rows.map(schedulerNode);
+    this.index.load(read, nodes, at);
+    return nodes;
+  }
+
+  /**
+   * The scheduler's view without reading the registry whole: as loaded and kept in step (NodeIndex). A view older
+   * than its refresh period is reloaded in the background (the first one is waited for).
+   */
+  async candidates(): Promise<IterableIterator<SchedulerNode>> {
+    if (!this.index.loaded) await this.snapshots();
+    else if (this.index.stale && !this.refreshing) {
+      this.refreshing = this.snapshots()
+        .catch(() => undefined)
+        .finally(() => (this.refreshing = null));
+    }
+    return this.index.all();
+  }
+
+  /** One node as the scheduler sees it now, read from its row (null: unknown, or its owner is suspended); the view follows. */
+  async fresh(nodeId: string): Promise<SchedulerNode | null> {
+    const row = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
+      .where('n.id', '=', nodeId)
+      .executeTakeFirst();
+    if (!row || row.suspended_at) {
+      this.index.drop(nodeId);
+      return null;
+    }
+    const node = schedulerNode(row);
+    this.index.put(node);
+    return node;
   }
 
   /**
@@ -186,7 +271,9 @@ export class NodeRegistry {
         ...(speed && row ? { observed_speed: speed.observed, speed_factor: speed.speedFactor, clamp_count: eb('clamp_count', '+', speed.clamped ? 1 : 0) } : {}),
       }))
       .where('id', '=', nodeId)
-      .execute();
+      .returningAll()
+      .executeTakeFirst()
+      .then((r) => void (r && this.indexed(r)));
   }
 
   /** What the owner sees (never the key). */
@@ -209,7 +296,7 @@ export class NodeRegistry {
     };
   }
 
-  publicView(r: NodeRow, now = this.clock.now()) {
+  publicView(r: PublicRow, now = this.clock.now()) {
     const online = isOnline({ lastHeartbeatAt: r.last_heartbeat_at }, now);
     return {
       id: r.id,
@@ -235,9 +322,10 @@ export class NodeRegistry {
     };
   }
 
+  /** Every node in the public view, oldest first; reads only the columns that view shows (not capabilities or keys). */
   async publicList() {
     const now = this.clock.now();
-    const rows = await this.db.selectFrom('nodes').selectAll().orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db.selectFrom('nodes').select(PUBLIC_COLUMNS).orderBy('created_at').orderBy('id').execute();
     return rows.map((r) => this.publicView(r, now));
   }
 

@@ -63,7 +63,7 @@ export function score(n: NodeSnapshot): number {
   return (n.speedFactor * r * r) / (1 + n.runningJobs) / (1 + (n.latencyMs ?? 0) / 1000);
 }
 
-export function pickNode<N extends NodeSnapshot>(nodes: readonly N[], need: JobNeed, now: Date): N | null {
+export function pickNode<N extends NodeSnapshot>(nodes: Iterable<N>, need: JobNeed, now: Date): N | null {
   let best: N | null = null;
   let bestScore = -Infinity;
   for (const n of nodes) {

@@ -83,11 +83,16 @@ export function fleetRoutes(app: FastifyInstance, deps: { registry: NodeRegistry
   r.get(
     '/v1/nodes',
     { config: { auth: 'public' }, schema: { tags, summary: 'Node registry: the gateway, TEE backends, enrolled nodes (bare array; no secrets, no operator data)', response: { 200: Registry } } },
-    async () => [
-      { id: 'gateway' as const, type: 'gateway' as const, name: 'svc gateway', status: 'online' as const, version: deps.version },
-      { id: 'tee' as const, type: 'tee_backend' as const, configured: false as const, attested: false as const, status: 'not_configured' as const },
-      ...(await deps.registry.publicList()),
-    ],
+    async (_req, reply) => {
+      const list: z.infer<typeof Registry> = [
+        { id: 'gateway' as const, type: 'gateway' as const, name: 'svc gateway', status: 'online' as const, version: deps.version },
+        { id: 'tee' as const, type: 'tee_backend' as const, configured: false as const, attested: false as const, status: 'not_configured' as const },
+        ...(await deps.registry.publicList()),
+      ];
+      // Written as built (typed by the schema above): checking every node of a large fleet against the schema on
+      // the way out cost more than reading them.
+      return reply.type('application/json; charset=utf-8').send(JSON.stringify(list) as never);
+    },
   );
 
   r.get(
