@@ -66,6 +66,9 @@ export default defineConfig({
     // and more than twice that on a loaded one.
     testTimeout: 90_000,
     hookTimeout: 120_000,
+    // expect.poll waits for something another process does (a container stopped, a page redrawn): a bound that
+    // catches it never happening, not the 1 s default a loaded machine outruns.
+    expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
     // Two test files at a time: most of a test's time is spent waiting on other processes (agents, Docker,
     // child gateways, loopback servers), so two keep a 2-core machine busy. VITEST_MAX_WORKERS overrides it.
