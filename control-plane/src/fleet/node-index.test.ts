@@ -1,24 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@svc/shared';
 import { NodeIndex } from './node-index.ts';
+import { nodeSnapshot } from './node-snapshot.fixture.ts';
 import { pickNode, type NodeSnapshot } from './scheduler.ts';
 
 const clock = () => new ManualClock(new Date('2026-11-22T12:00:00Z'));
-const node = (id: string, over: Partial<NodeSnapshot> = {}, c = clock()): NodeSnapshot => ({
-  id,
-  kinds: ['sandbox'],
-  models: [],
-  speedFactor: 1,
-  approved: true,
-  disabled: false,
-  draining: false,
-  lastHeartbeatAt: new Date(c.now().getTime() - 1000),
-  runningJobs: 0,
-  succeeded: 0,
-  failed: 0,
-  latencyMs: null,
-  ...over,
-});
+const node = (id: string, over: Partial<NodeSnapshot> = {}, c = clock()): NodeSnapshot => nodeSnapshot(new Date(c.now().getTime() - 1000), { id, ...over });
 
 describe('the scheduler view of the registry', () => {
   it('is stale until loaded, then again once its refresh period has passed by the clock', () => {

@@ -1,22 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { nodeSnapshot } from './node-snapshot.fixture.ts';
 import { isEligible, isOnline, pickNode, score, smoothedReliability, type NodeSnapshot } from './scheduler.ts';
 
 const now = new Date('2026-11-22T12:00:00Z');
-const node = (over: Partial<NodeSnapshot> = {}): NodeSnapshot => ({
-  id: 'node_a',
-  kinds: ['sandbox'],
-  models: [],
-  speedFactor: 1,
-  approved: true,
-  disabled: false,
-  draining: false,
-  lastHeartbeatAt: new Date(now.getTime() - 10_000),
-  runningJobs: 0,
-  succeeded: 0,
-  failed: 0,
-  latencyMs: null,
-  ...over,
-});
+const node = (over: Partial<NodeSnapshot> = {}): NodeSnapshot => nodeSnapshot(new Date(now.getTime() - 10_000), over);
 
 describe('eligibility', () => {
   it('requires approval, no gate, a fresh heartbeat, the kind and the model', () => {
