@@ -272,6 +272,8 @@ export interface NodesTable {
   channel_process: string | null;
   /** The agent's number for that connection (later connections have larger ones); null: an agent that does not number them. */
   channel_epoch: string | number | null;
+  /** When the row was last written (set by a trigger from the database's clock on every insert and update). */
+  changed_at: Generated<Date>;
 }
 
 /** Messages between control-plane processes (fleet/relay.ts); the receiver deletes what it reads. */

@@ -1,14 +1,15 @@
 import type { Clock } from '@svc/shared';
 import type { NodeSnapshot } from './scheduler.ts';
 
-/** How old the index may be before the next dispatch starts a full read of the registry behind it. */
+/** How old the index may be before the next dispatch starts a read of the registry's changed rows behind it. */
 export const NODE_INDEX_REFRESH_MS = 10_000;
 
 /**
  * The scheduler's in-memory view of the registry, so that a dispatch does not read every node: a full read
  * (NodeRegistry.snapshots) loads it, and the registry's own writes in this process (enrollment, heartbeat, gates,
  * approval, outcomes) put each changed node into it as they commit. Writes made by other processes reach it with
- * the next full read, at most `refreshMs` old when a dispatch asks. It only proposes: the dispatcher checks the
+ * the next read of the rows changed since the last read (`merge`), at most `refreshMs` old when a dispatch asks,
+ * and a full read now and then (`load`) settles everything else. It only proposes: the dispatcher checks the
  * node it picks against that node's row as it is now (NodeRegistry.fresh), so a gate, an un-approval, a
  * suspension or a silence committed anywhere keeps the job off the node; and it reads the whole registry before
  * it answers that no node is eligible.
@@ -46,6 +47,18 @@ export class NodeIndex<N extends NodeSnapshot> {
     this.nodes.clear();
     for (const node of rows) this.nodes.set(node.id, { node, seq: read });
     for (const e of newer) this.nodes.set(e.node.id, e);
+    if (this.loadedAt === null || at.getTime() > this.loadedAt) this.loadedAt = at.getTime();
+  }
+
+  /**
+   * Folds in a read of the rows changed since an earlier read (numbered `read` by `begin`, made at `at`): each
+   * node read replaces the view's, `gone` (their owner is suspended now) leave it, except nodes put since `read`
+   * began (theirs is the later state). The view counts as fresh from `at` as after a full read.
+   */
+  merge(read: number, rows: readonly N[], gone: readonly string[] = [], at: Date = this.clock.now()): void {
+    const older = (id: string) => (this.nodes.get(id)?.seq ?? -1) <= read;
+    for (const node of rows) if (older(node.id)) this.nodes.set(node.id, { node, seq: read });
+    for (const id of gone) if (older(id)) this.nodes.delete(id);
     if (this.loadedAt === null || at.getTime() > this.loadedAt) this.loadedAt = at.getTime();
   }
 

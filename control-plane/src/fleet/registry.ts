@@ -3,6 +3,7 @@ import { HEARTBEAT_SECONDS, NODE_KINDS, PREFIX, ServiceError, newId, newSecret, 
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
 import { NodeIndex } from './node-index.ts';
+import { PublicListCache } from './public-list.ts';
 import { WriteBatch } from './write-batch.ts';
 import { isOnline, type NodeSnapshot } from './scheduler.ts';
 import { observeSpeed } from './speed.ts';
@@ -45,6 +46,12 @@ export type SchedulerNode = NodeSnapshot & { modelMap: Record<string, string>; c
 /** The columns the scheduler reads (a full read of the registry takes no capabilities, keys or names). */
 const SCHEDULER_COLUMNS = ['id', 'kinds', 'models', 'model_map', 'speed_factor', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'running_jobs', 'succeeded', 'failed', 'latency_ms', 'channel_process', 'channel_epoch'] as const;
 type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
+/** Rows per page of a full read of the scheduler's view. */
+export const FULL_READ_PAGE = 1000;
+/** How often the scheduler's view is read whole; between, its refreshes read only the rows changed since the last read. */
+export const FULL_READ_MS = 300_000;
+/** How far before the last read a refresh reads changed rows from: a write committed that much after its row was stamped is still seen. */
+export const CHANGES_OVERLAP_MS = 5_000;
 /** The columns of the public view (GET /v1/nodes). */
 const PUBLIC_COLUMNS = ['id', 'name', 'kinds', 'models', 'speed_factor', 'clamp_count', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'succeeded', 'failed', 'dispatched', 'latency_ms'] as const;
 type PublicRow = Pick<NodeRow, (typeof PUBLIC_COLUMNS)[number]>;
@@ -73,18 +80,29 @@ function schedulerNode(r: SchedulerRow): SchedulerNode {
 export class NodeRegistry {
   /** The scheduler's view of the nodes (see NodeIndex): loaded by full reads, kept in step by this registry's writes. */
   readonly index: NodeIndex<SchedulerNode>;
+  /** The public list (GET /v1/nodes), kept serialized at most PUBLIC_LIST_MAX_AGE_MS old (see PublicListCache). */
+  readonly publicList: PublicListCache;
   private refreshing: Promise<unknown> | null = null;
+  /** The database's clock when the last read of the view began (the next reads rows changed since, less an overlap). */
+  private readSince: Date | null = null;
+  /** This process's clock at the last full read. */
+  private fullReadAt: number | null = null;
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
   ) {
     this.index = new NodeIndex(clock);
+    this.publicList = new PublicListCache(clock, async () => JSON.stringify(await this.publicRows()));
   }
 
-  /** Puts a node's committed row into the scheduler's view and passes it on. */
-  private indexed<R extends NodeRow>(row: R): R {
+  /**
+   * Puts a node's committed row into the scheduler's view and passes it on; the kept public list follows it unless
+   * `shown` is false (a write that changes nothing the public list shows beyond a heartbeat's time).
+   */
+  private indexed<R extends NodeRow>(row: R, shown = true): R {
     this.index.put(schedulerNode(row));
+    if (shown) this.publicList.invalidate();
     return row;
   }
 
@@ -171,7 +189,12 @@ export class NodeRegistry {
       ) as h(id, capabilities, endpoint, running_jobs, agent_version, at)
       where n.id = h.id
       returning n.*`.execute(this.db);
-    return new Map(rows.rows.map((r) => [r.id, this.indexed(r)]));
+    const online = (id: string) => {
+      const before = this.index.get(id);
+      return !!before && before.approved && isOnline(before, this.clock.now());
+    };
+    // A heartbeat of a node online already moves only its time in the public list (kept at most a second old).
+    return new Map(rows.rows.map((r) => [r.id, this.indexed(r, !online(r.id))]));
   }
 
   private readonly heartbeats = new WriteBatch<string, { hb: HeartbeatBody; at: Date }, NodeRow>(
@@ -205,30 +228,81 @@ export class NodeRegistry {
 
   /**
    * What the scheduler sees, read whole: nodes whose owner is not suspended (a suspended owner's open channel gets no
-   * new work). Each read reloads the scheduler's view (index).
+   * new work). Each read reloads the scheduler's view (index). Read in pages of FULL_READ_PAGE rows in the order of
+   * their ids, each parsed on its own, so that a large fleet's read does not hold the event loop for all its rows
+   * at once (a node written meanwhile is in the view as written: see NodeIndex.load).
    */
   async snapshots(): Promise<SchedulerNode[]> {
     const read = this.index.begin();
     const at = this.clock.now();
+    const since = await this.dbNow();
+    const nodes: SchedulerNode[] = [];
+    for (let after = ''; ; ) {
+      const rows = await this.db
+        .selectFrom('nodes as n')
+        .innerJoin('accounts as a', 'a.id', 'n.account_id')
+        .select(SCHEDULER_COLUMNS.map((c) => `n.${c}` as const))
+        .where('a.suspended_at', 'is', null)
+        .where('n.id', '>', after)
+        .orderBy('n.id')
+        .limit(FULL_READ_PAGE)
+        .execute();
+      for (const r of rows) nodes.push(schedulerNode(r));
+      if (rows.length < FULL_READ_PAGE) break;
+      after = rows[rows.length - 1]!.id;
+    }
+    this.index.load(read, nodes, at);
+    this.readSince = since;
+    this.fullReadAt = at.getTime();
+    return nodes;
+  }
+
+  /** The database's clock now (rows' changed_at come from it, not from this process's clock). */
+  private async dbNow(): Promise<Date> {
+    const r = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(this.db);
+    return new Date(r.rows[0]!.now);
+  }
+
+  /**
+   * Brings the view up to date with the rows written since the last read, by any process (nodes.changed_at, from
+   * the database's clock), from CHANGES_OVERLAP_MS before that read began: a transaction that wrote before it and
+   * committed after it is read the next time. A node whose owner is suspended now leaves the view. Falls back
+   * to a full read when none was made yet or the last is FULL_READ_MS old (what no changed row says: a
+   * suspension, a node deleted).
+   */
+  async refresh(): Promise<void> {
+    const now = this.clock.now();
+    if (this.readSince === null || this.fullReadAt === null || now.getTime() - this.fullReadAt >= FULL_READ_MS) {
+      await this.snapshots();
+      return;
+    }
+    const read = this.index.begin();
+    const since = await this.dbNow();
     const rows = await this.db
       .selectFrom('nodes as n')
       .innerJoin('accounts as a', 'a.id', 'n.account_id')
-      .select(SCHEDULER_COLUMNS.map((c) => `n.${c}` as const))
-      .where('a.suspended_at', 'is', null)
+      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
+      .where('n.changed_at', '>', new Date(this.readSince.getTime() - CHANGES_OVERLAP_MS))
       .execute();
-    const nodes = rows.map(schedulerNode);
-    this.index.load(read, nodes, at);
-    return nodes;
+    const nodes: SchedulerNode[] = [];
+    const gone: string[] = [];
+    for (const r of rows) {
+      if (r.suspended_at) gone.push(r.id);
+      else nodes.push(schedulerNode(r));
+    }
+    this.index.merge(read, nodes, gone, now);
+    this.readSince = since;
   }
 
   /**
    * The scheduler's view without reading the registry whole: as loaded and kept in step (NodeIndex). A view older
-   * than its refresh period is reloaded in the background (the first one is waited for).
+   * than its refresh period is brought up to date in the background (refresh: the changed rows only); the first
+   * full read is waited for.
    */
   async candidates(): Promise<IterableIterator<SchedulerNode>> {
     if (!this.index.loaded) await this.snapshots();
     else if (this.index.stale && !this.refreshing) {
-      this.refreshing = this.snapshots()
+      this.refreshing = this.refresh()
         .catch(() => undefined)
         .finally(() => (this.refreshing = null));
     }
@@ -323,7 +397,7 @@ export class NodeRegistry {
   }
 
   /** Every node in the public view, oldest first; reads only the columns that view shows (not capabilities or keys). */
-  async publicList() {
+  async publicRows() {
     const now = this.clock.now();
     const rows = await this.db.selectFrom('nodes').select(PUBLIC_COLUMNS).orderBy('created_at').orderBy('id').execute();
     return rows.map((r) => this.publicView(r, now));

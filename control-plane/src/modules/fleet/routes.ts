@@ -53,6 +53,17 @@ const Registry = z.array(
   ]),
 );
 
+/** Whether an Accept-Encoding header takes gzip (not refused with q=0). */
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  const value = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return value.split(',').some((part) => {
+    const [name, ...params] = part.trim().toLowerCase().split(';');
+    if (name !== 'gzip' && name !== '*') return false;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
+
 export function fleetRoutes(app: FastifyInstance, deps: { registry: NodeRegistry; version: string }): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['fleet'];
@@ -83,15 +94,17 @@ export function fleetRoutes(app: FastifyInstance, deps: { registry: NodeRegistry
   r.get(
     '/v1/nodes',
     { config: { auth: 'public' }, schema: { tags, summary: 'Node registry: the gateway, TEE backends, enrolled nodes (bare array; no secrets, no operator data)', response: { 200: Registry } } },
-    async (_req, reply) => {
-      const list: z.infer<typeof Registry> = [
+    async (req, reply) => {
+      const head: z.infer<typeof Registry> = [
         { id: 'gateway' as const, type: 'gateway' as const, name: 'svc gateway', status: 'online' as const, version: deps.version },
         { id: 'tee' as const, type: 'tee_backend' as const, configured: false as const, attested: false as const, status: 'not_configured' as const },
-        ...(await deps.registry.publicList()),
       ];
-      // Written as built (typed by the schema above): checking every node of a large fleet against the schema on
-      // the way out cost more than reading them.
-      return reply.type('application/json; charset=utf-8').send(JSON.stringify(list) as never);
+      // The enrolled nodes come kept serialized (registry.publicList: at most a second old, or as this process's
+      // last write left them) and are written as built (typed by the schema above): checking every node of a
+      // large fleet against the schema on the way out cost more than reading them. gzip when the caller takes it.
+      reply.type('application/json; charset=utf-8').header('vary', 'accept-encoding');
+      if (acceptsGzip(req.headers['accept-encoding'])) return reply.header('content-encoding', 'gzip').send((await deps.registry.publicList.gzip(head)) as never);
+      return reply.send((await deps.registry.publicList.json(head)) as never);
     },
   );
 

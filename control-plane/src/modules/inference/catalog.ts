@@ -70,11 +70,15 @@ export class ModelCatalog {
     return all;
   }
 
-  /** Priced node models with eligible nodes: model -> (node id -> local name). */
-  private async eligibleNodes(only?: string): Promise<Map<string, Record<string, string>>> {
+  /**
+   * Priced node models with eligible nodes: model -> (node id -> local name), from the scheduler's view of the
+   * registry (registry.candidates: no read of every row per call); `whole` reads the registry whole first (a model
+   * the view has no eligible node for, before it is answered unavailable).
+   */
+  private async eligibleNodes(only?: string, whole = false): Promise<Map<string, Record<string, string>>> {
     const now = this.clock.now();
     const out = new Map<string, Record<string, string>>();
-    for (const n of await this.registry.snapshots()) {
+    for (const n of whole ? await this.registry.snapshots() : await this.registry.candidates()) {
       for (const model of n.models) {
         if (!this.cfg.nodeModelPrices[model] || (only !== undefined && model !== only)) continue;
         if (!isEligible(n, { kind: 'inference', model }, now)) continue;
@@ -106,7 +110,7 @@ export class ModelCatalog {
     const found = this.provider(id);
     const provider = found ? { config: found.config, price: found.price } : null;
     const nodePrice = this.cfg.nodeModelPrices[id];
-    const localModels = nodePrice ? (await this.eligibleNodes(id)).get(id) : undefined;
+    const localModels = nodePrice ? ((await this.eligibleNodes(id)).get(id) ?? (await this.eligibleNodes(id, true)).get(id)) : undefined;
     const nodes = nodePrice && localModels ? { localModels, price: nodePrice } : null;
     if (!provider && !nodes) {
       throw new ServiceError('not_found', `The model "${id}" does not exist or is not available now; GET /v1/models lists the models served`, { param: 'model', code: 'model_not_found' });
