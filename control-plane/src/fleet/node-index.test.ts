@@ -69,3 +69,20 @@ describe('the scheduler view of the registry', () => {
     expect(pickNode(index.all(), { kind: 'sandbox' }, c.now())!.id).toBe('node_b');
   });
 });
+
+describe('a read of the changed rows', () => {
+  it('replaces the nodes it read, drops the suspended ones, and keeps what was put while it was under way', () => {
+    const c = clock();
+    const index = new NodeIndex<NodeSnapshot>(c, 5000);
+    index.load(index.begin(), [node('node_a'), node('node_b'), node('node_c')]);
+    c.advance(5000);
+    expect(index.stale).toBe(true);
+    const read = index.begin();
+    index.put(node('node_b', { draining: true })); // committed after the read began: the later state
+    index.merge(read, [node('node_a', { disabled: true }), node('node_b')], ['node_c']);
+    expect(index.get('node_a')!.disabled).toBe(true);
+    expect(index.get('node_b')!.draining).toBe(true);
+    expect(index.get('node_c')).toBeUndefined();
+    expect(index.stale).toBe(false);
+  });
+});
