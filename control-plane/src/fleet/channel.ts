@@ -101,7 +101,9 @@ export function attachAgentChannel(app: FastifyInstance, hub: AgentHub, registry
   };
   app.server.on('upgrade', onUpgrade);
   return async () => {
-    app.server.off('upgrade', onUpgrade);
+    // The upgrade handler stays while the HTTP server still accepts: an agent that dials in during the stop is
+    // answered 503 by the closed WebSocket server and its connection ends (with no handler its socket would
+    // stay open, and the HTTP server's close would wait for it forever).
     handler.broadcastReconnectNotification();
     for (const c of wss.clients) c.terminate();
     await new Promise<void>((r) => wss.close(() => r()));
