@@ -1,17 +1,15 @@
 /**
  * Simulated fleet nodes for bench/fleet.ts (a load generator, forked by it; never part of the product). Each node
- * speaks the real agent protocol: the channel over WebSocket + tRPC with the protocol version from shared/, the
- * agent's own reconnect backoff, a hello on every (re)connect naming the jobs it still runs, and the heartbeat
+ * speaks the real agent protocol through the agent's own channel (node-agent/src/channel.ts: WebSocket + tRPC with
+ * the protocol version from shared/, its reconnect backoff, a hello on every (re)connect naming the jobs it still
+ * runs, asked again until answered), and the heartbeat
  * route on the real 60-second cadence. Node i's heartbeats fall at phase frac(i × 0.618…) of the minute, so any
  * first N nodes are spread evenly over it. A `sandbox.run` job is answered after a fixed delay with one line of
  * stdout and a plain result. The parent sends `add` with enrolled nodes, asks for `stats`, and is told of each
  * job's arrival (`job`) so it can time dispatch and see a run that reached a node twice.
  */
-import { createTRPCClient, createWSClient, wsLink } from '@trpc/client';
-import WebSocket from 'ws';
-import { CHANNEL_PATH, HEARTBEAT_SECONDS, PROTOCOL_VERSION, ServerMessage, type HeartbeatBody } from '@svc/shared';
-import type { AgentRouter } from '../control-plane/src/fleet/channel.ts';
-import { backoffMs } from '../node-agent/src/channel.ts';
+import { HEARTBEAT_SECONDS, PROTOCOL_VERSION, type HeartbeatBody } from '@svc/shared';
+import { Channel } from '../node-agent/src/channel.ts';
 import { ConnectionNumbers } from '../node-agent/src/connection-numbers.ts';
 
 const url = process.env.FLEET_URL!;
@@ -40,11 +38,11 @@ interface Sim {
   /** Its hello was answered on the current connection, which has not closed since. */
   online: boolean;
   running: Set<string>;
-  client: ReturnType<typeof createTRPCClient<AgentRouter>>;
+  channel: Channel;
 }
 
 const sims: Sim[] = [];
-const stats = { hb: [] as number[], hbFailed: 0, hbSent: 0, opens: 0, closes: 0, helloFailed: 0 };
+const stats = { hb: [] as number[], hbFailed: 0, hbSent: 0, readies: 0, closes: 0, helloRetries: 0 };
 
 function send(m: unknown): void {
   process.send?.(m);
@@ -87,12 +85,12 @@ async function runJob(s: Sim, job: { job_id: string; kind: string; payload: unkn
   if (!s.running.has(job.job_id)) return; // cancelled meanwhile
   try {
     if (job.kind !== 'sandbox.run') {
-      await s.client.finish.mutate({ job_id: job.job_id, ok: false, error: `the simulated node runs only sandbox.run, not ${job.kind}`, duration_ms: JOB_DELAY_MS });
+      await s.channel.finish({ job_id: job.job_id, ok: false, error: `the simulated node runs only sandbox.run, not ${job.kind}`, duration_ms: JOB_DELAY_MS });
       return;
     }
-    await s.client.outputs.mutate([{ job_id: job.job_id, seq: 0, stream: 'stdout', data: 'hi\n' }]);
+    await s.channel.outputs([{ job_id: job.job_id, seq: 0, stream: 'stdout', data: 'hi\n' }]);
     const result = { exit_code: 0, timed_out: false, oom_killed: false, duration_ms: JOB_DELAY_MS, stdout_bytes: 3, stderr_bytes: 0, stdout_truncated: false, stderr_truncated: false, image_digest: 'sha256:simulated' };
-    await s.client.finish.mutate({ job_id: job.job_id, ok: true, result, duration_ms: JOB_DELAY_MS });
+    await s.channel.finish({ job_id: job.job_id, ok: true, result, duration_ms: JOB_DELAY_MS });
   } catch {
     // The channel dropped mid-job: the hello on the next connection names it (until the control plane cancels it).
     return;
@@ -102,42 +100,30 @@ async function runJob(s: Sim, job: { job_id: string; kind: string; payload: unkn
 
 function startNode(id: string, key: string, index: number): void {
   const numbers = new ConnectionNumbers(null);
-  const wsUrl = new URL(CHANNEL_PATH, url);
-  wsUrl.protocol = 'ws:';
-  // eslint-disable-next-line prefer-const
-  let s: Sim;
-  const ws = createWSClient({
-    url: wsUrl.toString(),
-    WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
-    connectionParams: () => ({ node_key: key, protocol_version: String(PROTOCOL_VERSION), agent_version: AGENT_VERSION, connection: String(numbers.next()) }),
-    retryDelayMs: backoffMs,
-    onOpen: () => {
-      stats.opens++;
-      s.client.hello.mutate({ running_jobs: [...s.running], sessions: [] }).then(
-        (r) => {
-          for (const j of r.cancelled) s.running.delete(j);
-          s.online = true;
-        },
-        () => stats.helloFailed++,
-      );
+  const s: Sim = { id, key, online: false, running: new Set(), channel: undefined as unknown as Channel };
+  s.channel = new Channel(url, key, AGENT_VERSION, {
+    onMessage: (m) => {
+      if (m.type === 'job') void runJob(s, m);
+      else if (m.type === 'cancel') s.running.delete(m.job_id);
     },
-    onClose: () => {
+    runningJobs: () => [...s.running],
+    heldSessions: () => [],
+    connection: () => numbers.next(),
+    onFatal: (m) => console.error(`node ${id}: ${m}`),
+    onReady: () => {
+      stats.readies++;
+      s.online = true;
+    },
+    onClosed: () => {
       stats.closes++;
       s.online = false;
     },
-  });
-  const client = createTRPCClient<AgentRouter>({ links: [wsLink({ client: ws })] });
-  s = { id, key, online: false, running: new Set(), client };
-  sims.push(s);
-  client.jobs.subscribe(undefined, {
-    onData: (data) => {
-      const m = ServerMessage.safeParse(data);
-      if (!m.success) return;
-      if (m.data.type === 'job') void runJob(s, m.data);
-      else if (m.data.type === 'cancel') s.running.delete(m.data.job_id);
+    log: (m) => {
+      if (m.startsWith('hello not answered')) stats.helloRetries++;
     },
-    onError: () => undefined,
   });
+  sims.push(s);
+  s.channel.start();
   startHeartbeats(s, index);
 }
 
@@ -155,12 +141,12 @@ process.on('message', (m: { t: string; nodes?: Array<{ id: string; key: string; 
     };
     step();
   } else if (m.t === 'stats') {
-    send({ t: 'stats', online: sims.filter((s) => s.online).length, nodes: sims.length, hb: stats.hb, hbFailed: stats.hbFailed, hbSent: stats.hbSent, opens: stats.opens, closes: stats.closes, helloFailed: stats.helloFailed, rssMb: process.memoryUsage().rss / 2 ** 20 });
+    send({ t: 'stats', online: sims.filter((s) => s.online).length, nodes: sims.length, hb: stats.hb, hbFailed: stats.hbFailed, hbSent: stats.hbSent, readies: stats.readies, closes: stats.closes, helloRetries: stats.helloRetries, rssMb: process.memoryUsage().rss / 2 ** 20 });
   } else if (m.t === 'reset') {
     stats.hb = [];
     stats.hbFailed = 0;
     stats.hbSent = 0;
-    stats.helloFailed = 0;
+    stats.helloRetries = 0;
   } else if (m.t === 'exit') {
     process.exit(0);
   }

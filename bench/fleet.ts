@@ -17,7 +17,7 @@
  * Loopback only; bounded counts; the bench stops its processes and drops its database at the end.
  *   npx tsx bench/fleet.ts [--rows 100,1000,5000,10000] [--workers 3] [--window 30] [--dispatch 10] [--rate 20]
  *     [--job-delay 20] [--storm true|false] [--replicas 1|2] [--ramp 250] [--gateway control-plane/dist/main.js]
- *     [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ *     [--pg postgres://postgres@127.0.0.1:5432/postgres] [--profile DIR]
  * The fleet stops growing at the first row where more than a tenth of the heartbeats or half the runs failed, or
  * the nodes were not all back within 180 s of the restart (the machine's limit, printed with its reason).
  */
@@ -50,6 +50,8 @@ const ENROLL_CONCURRENCY = 16;
 const RAMP = Number(arg('ramp', '250'));
 /** The gateway's entry point (relative to the repository); the default is built first if stale. */
 const GATEWAY = arg('gateway', 'control-plane/dist/main.js');
+/** A directory for the gateway's CPU profiles (node --cpu-prof; written when a gateway exits on SIGTERM). */
+const PROFILE = arg('profile', '');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -65,7 +67,7 @@ async function boot(env: Record<string, string>, port?: number): Promise<Gateway
   port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--enable-source-maps', GATEWAY], {
+  const child = spawn(process.execPath, ['--enable-source-maps', ...(PROFILE ? ['--cpu-prof', '--cpu-prof-dir', PROFILE] : []), GATEWAY], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), SVC_PUBLIC_URL: url, SVC_LOG_LEVEL: 'error', SVC_LOCAL_AGENT: 'off', SVC_ADMIN_TOKEN: ADMIN_TOKEN, ...env },
@@ -92,9 +94,10 @@ interface WorkerStats {
   hb: number[];
   hbFailed: number;
   hbSent: number;
-  opens: number;
+  /** Hellos answered (the node back on the channel), connections closed, hellos asked again on one connection. */
+  readies: number;
   closes: number;
-  helloFailed: number;
+  helloRetries: number;
   rssMb: number;
 }
 
@@ -157,9 +160,9 @@ async function allStats(workers: Worker[]): Promise<WorkerStats> {
     hb: a.hb.concat(s.hb),
     hbFailed: a.hbFailed + s.hbFailed,
     hbSent: a.hbSent + s.hbSent,
-    opens: a.opens + s.opens,
+    readies: a.readies + s.readies,
     closes: a.closes + s.closes,
-    helloFailed: a.helloFailed + s.helloFailed,
+    helloRetries: a.helloRetries + s.helloRetries,
     rssMb: a.rssMb + s.rssMb,
   }));
 }
@@ -285,7 +288,7 @@ interface Row {
   runsFailed: number;
   nodesList: { bytes: number; ms: number };
   adminList: { bytes: number; ms: number };
-  storm?: { bootMs: number; onlineMs: number | null; hbRefused: number; runs: number; runsRefused: number; twice: number };
+  storm?: { bootMs: number; onlineMs: number | null; hbRefused: number; runs: number; runsRefused: number; twice: number; helloRetries: number };
   simRssMb: number;
 }
 
@@ -401,7 +404,7 @@ async function main(): Promise<void> {
         await pacer;
         const ss = await allStats(workers);
         const rf = runs.figures(stormIds);
-        row.storm = { bootMs: restarted.ms, onlineMs: back === null ? null : back + restarted.ms, hbRefused: ss.hbFailed, runs: stormIds.length, runsRefused: rf.failed, twice: runs.twice(stormIds) };
+        row.storm = { bootMs: restarted.ms, onlineMs: back === null ? null : back + restarted.ms, hbRefused: ss.hbFailed, runs: stormIds.length, runsRefused: rf.failed, twice: runs.twice(stormIds), helloRetries: ss.helloRetries };
       }
       rows.push(row);
       printRow(row, idleMb);
@@ -429,7 +432,7 @@ const p = (xs: number[], q: number) => (xs.length ? percentile(xs, q) : NaN);
 function printRow(r: Row, idleMb: number): void {
   console.error(
     `N=${r.n}: RSS ${r.rssMb.toFixed(0)} MB (idle ${idleMb.toFixed(0)}), ${r.rssPerNodeKb.toFixed(1)} KB/node; ${r.heartbeats} heartbeats at ${r.hbRate.toFixed(1)}/s: p50 ${ms(p(r.hb, 50))} p99 ${ms(p(r.hb, 99))} ms, ${r.hbFailed} failed; CPU/hb gateway ${r.gwCpuPerHbUs.toFixed(0)} µs pg ${r.pgCpuPerHbUs.toFixed(0)} µs; dispatch p50 ${ms(p(r.dispatch, 50))} p99 ${ms(p(r.dispatch, 99))} ms (call p50 ${ms(p(r.whole, 50))}), ${r.runsFailed} failed; GET /v1/nodes ${(r.nodesList.bytes / 1024).toFixed(0)} KB ${ms(r.nodesList.ms)} ms; admin ${(r.adminList.bytes / 1024).toFixed(0)} KB ${ms(r.adminList.ms)} ms; sim RSS ${r.simRssMb.toFixed(0)} MB` +
-      (r.storm ? `; storm: boot ${ms(r.storm.bootMs)} ms, all online ${ms(r.storm.onlineMs ?? NaN)} ms after kill-restart, heartbeats refused ${r.storm.hbRefused}, runs ${r.storm.runs} refused ${r.storm.runsRefused}, twice ${r.storm.twice}` : ''),
+      (r.storm ? `; storm: boot ${ms(r.storm.bootMs)} ms, all online ${ms(r.storm.onlineMs ?? NaN)} ms after kill-restart, heartbeats refused ${r.storm.hbRefused}, runs ${r.storm.runs} refused ${r.storm.runsRefused}, twice ${r.storm.twice}, hellos asked again ${r.storm.helloRetries}` : ''),
   );
 }
 

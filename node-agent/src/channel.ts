@@ -12,21 +12,49 @@ export interface ChannelHandlers {
   connection(): number;
   /** A refusal retrying cannot fix (bad key, wrong protocol version). */
   onFatal(message: string): void;
+  /** The control plane answered this connection's hello: the node is back on the channel. */
+  onReady?(): void;
+  /** The connection closed (a reconnect follows, with backoff). */
+  onClosed?(): void;
   log(msg: string): void;
 }
 
 export const BACKOFF_FIRST_MS = 500;
 export const BACKOFF_CAP_MS = 30_000;
+/** The shortest wait: an agent never dials again in a tight loop. */
+export const BACKOFF_FLOOR_MS = 100;
 
 /**
- * Delay before reconnect attempt `attempt` (0 first): capped exponential backoff with jitter. The ceiling
- * starts at 0.5 s and doubles per attempt up to 30 s; the delay is drawn from the upper half of it
- * ([ceiling/2, ceiling]) so a control-plane restart does not get every agent back at the same instant.
+ * Delay before reconnect attempt `attempt` (0 first): capped exponential backoff with full jitter. The ceiling
+ * starts at 0.5 s and doubles per attempt up to 30 s; the delay is drawn from all of [0.1 s, ceiling], so the
+ * agents a control-plane restart dropped together come back spread over the whole window rather than in a
+ * wave at its upper half.
  */
 export function backoffMs(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(BACKOFF_CAP_MS, BACKOFF_FIRST_MS * 2 ** Math.max(0, attempt));
-  return Math.round(base / 2 + random() * (base / 2));
+  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_FIRST_MS * 2 ** Math.max(0, attempt));
+  return Math.round(BACKOFF_FLOOR_MS + random() * (ceiling - BACKOFF_FLOOR_MS));
 }
+
+/**
+ * The reconnect attempts since the node was last on the channel. The count starts again only when a hello
+ * is answered, not when a socket opens: a control plane that accepts connections and then drops them
+ * (overloaded, restarting) sees the agent's waits keep growing instead of a reconnect every half second.
+ */
+export class Backoff {
+  private attempts = 0;
+  constructor(private readonly random: () => number = Math.random) {}
+  /** The wait before the next attempt, which counts as one more. */
+  next(): number {
+    return backoffMs(this.attempts++, this.random);
+  }
+  /** The node is on the channel again. */
+  reset(): void {
+    this.attempts = 0;
+  }
+}
+
+/** The tRPC error code of a failed call (UNAUTHORIZED, FORBIDDEN, ...), when the control plane gave one. */
+const codeOf = (e: unknown): string | undefined => (e instanceof TRPCClientError ? (e.data as { code?: string } | undefined)?.code : undefined);
 
 /** Wait before asking again for a job subscription the control plane ended. */
 const RESUBSCRIBE_MS = 1000;
@@ -43,6 +71,10 @@ export class Channel {
   private wanted = false;
   /** The control plane has no `outputs` procedure (older than this agent): outputs go one per message. */
   private singleOutputs = false;
+  private readonly backoff = new Backoff();
+  /** The number of the open connection (0 while none is open): a hello's answer counts only on its own connection. */
+  private open = 0;
+  private opens = 0;
 
   constructor(
     url: string,
@@ -57,23 +89,51 @@ export class Channel {
       url: wsUrl.toString(),
       WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
       connectionParams: () => ({ node_key: nodeKey, protocol_version: String(protocolVersion), agent_version: agentVersion, connection: String(h.connection()) }),
-      retryDelayMs: backoffMs,
+      retryDelayMs: () => this.backoff.next(),
       onOpen: () => {
         h.log('channel open');
+        this.open = ++this.opens;
         // A subscription that a refusal ended (FORBIDDEN) is made again on the new connection.
         if (this.wanted && !this.sub) this.subscribe();
-        void this.client.hello
-          .mutate({ running_jobs: h.runningJobs(), sessions: h.heldSessions() })
-          .then((r) => r.cancelled.length && h.log(`control plane cancelled orphaned jobs: ${r.cancelled.join(', ')}`))
-          .catch((e: unknown) => this.fail(e));
+        this.hello(this.open, 0);
       },
-      onClose: (cause) => h.log(`channel closed${cause?.code ? ` (${cause.code})` : ''}; reconnecting with backoff`),
+      onClose: (cause) => {
+        this.open = 0;
+        h.log(`channel closed${cause?.code ? ` (${cause.code})` : ''}; reconnecting with backoff`);
+        h.onClosed?.();
+      },
     });
     this.client = createTRPCClient<AgentRouter>({ links: [wsLink({ client: this.ws })] });
   }
 
+  /**
+   * Tells the control plane which jobs and sessions this agent holds. A hello the control plane could not
+   * answer (busy, restarting, a database error) is asked again on the same connection with the same capped
+   * backoff; the node counts as back only once one is answered. Refusals are not retried here.
+   */
+  private hello(open: number, attempt: number): void {
+    this.client.hello.mutate({ running_jobs: this.h.runningJobs(), sessions: this.h.heldSessions() }).then(
+      (r) => {
+        if (this.open !== open) return;
+        this.backoff.reset();
+        if (r.cancelled.length) this.h.log(`control plane cancelled orphaned jobs: ${r.cancelled.join(', ')}`);
+        this.h.onReady?.();
+      },
+      (e: unknown) => {
+        if (this.open !== open) return; // that connection is gone; the next one says hello itself
+        const code = codeOf(e);
+        if (code === 'UNAUTHORIZED' || code === 'PRECONDITION_FAILED' || code === 'FORBIDDEN') return this.fail(e);
+        const wait = backoffMs(attempt);
+        this.h.log(`hello not answered (${e instanceof Error ? e.message : String(e)}); asking again in ${wait} ms`);
+        setTimeout(() => {
+          if (this.open === open && this.wanted) this.hello(open, attempt + 1);
+        }, wait).unref();
+      },
+    );
+  }
+
   private fail(e: unknown): void {
-    const code = e instanceof TRPCClientError ? (e.data as { code?: string } | undefined)?.code : undefined;
+    const code = codeOf(e);
     const message = e instanceof Error ? e.message : String(e);
     if (code === 'UNAUTHORIZED') this.h.onFatal(`the control plane refused the node key: ${message}`);
     else if (code === 'PRECONDITION_FAILED') this.h.onFatal(`the control plane refused this agent: ${message}`);
