@@ -11,7 +11,7 @@ import { JobClaims } from './claims.ts';
 import { AgentReports } from './agent-reports.ts';
 import type { NodeRegistry, SchedulerNode } from './registry.ts';
 import { NodeLost, PendingJobs, later, older, type Pending, type Stopwatch } from './pending-jobs.ts';
-import { isEligible, pickNode, type JobNeed } from './scheduler.ts';
+import { isEligible, pickNode, pickRanked, type JobNeed } from './scheduler.ts';
 import { idleLimit, type JobResult, type JobSpec } from './job-spec.ts';
 
 export type { JobResult, JobSpec } from './job-spec.ts';
@@ -293,8 +293,8 @@ export class AgentHub {
     }
     const tried: string[] = [];
     for (let i = 0; i < INDEX_TRIES; i++) {
-      const view = await this.registry.candidates();
-      const picked = pickNode(filter(view, (n) => this.reaches(n, spec)), { ...need, exclude: [...(need.exclude ?? []), ...tried] }, now);
+      const view = await this.registry.ranked();
+      const picked = pickRanked(filter(view, (n) => this.reaches(n, spec)), { ...need, exclude: [...(need.exclude ?? []), ...tried] }, now);
       if (!picked) return null;
       const n = await this.registry.fresh(picked.id);
       if (n && this.reaches(n, spec) && isEligible(n, need, now)) return n;

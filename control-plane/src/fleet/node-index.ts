@@ -1,4 +1,5 @@
 import type { Clock } from '@svc/shared';
+import { Ranking } from './ranking.ts';
 import type { NodeSnapshot } from './scheduler.ts';
 
 /** How old the index may be before the next dispatch starts a read of the registry's changed rows behind it. */
@@ -18,7 +19,9 @@ export const NODE_INDEX_REFRESH_MS = 10_000;
  * nodes put since that number (theirs is the later state).
  */
 export class NodeIndex<N extends NodeSnapshot> {
-  private readonly nodes = new Map<string, { node: N; seq: number }>();
+  private readonly nodes = new Map<string, { node: N; seq: number; score: number }>();
+  /** The same nodes in the scheduler's order, for `ranked`. */
+  private readonly ranking = new Ranking<N>();
   private seq = 0;
   private loadedAt: number | null = null;
 
@@ -45,8 +48,10 @@ export class NodeIndex<N extends NodeSnapshot> {
   load(read: number, rows: readonly N[], at: Date = this.clock.now()): void {
     const newer = [...this.nodes.values()].filter((e) => e.seq > read);
     this.nodes.clear();
-    for (const node of rows) this.nodes.set(node.id, { node, seq: read });
+    for (const node of rows) this.nodes.set(node.id, { node, seq: read, score: 0 });
     for (const e of newer) this.nodes.set(e.node.id, e);
+    const scores = this.ranking.reset([...this.nodes.values()].map((e) => e.node));
+    for (const e of this.nodes.values()) e.score = scores.get(e.node.id)!;
     if (this.loadedAt === null || at.getTime() > this.loadedAt) this.loadedAt = at.getTime();
   }
 
@@ -57,20 +62,32 @@ export class NodeIndex<N extends NodeSnapshot> {
    */
   merge(read: number, rows: readonly N[], gone: readonly string[] = [], at: Date = this.clock.now()): void {
     const older = (id: string) => (this.nodes.get(id)?.seq ?? -1) <= read;
-    for (const node of rows) if (older(node.id)) this.nodes.set(node.id, { node, seq: read });
-    for (const id of gone) if (older(id)) this.nodes.delete(id);
+    for (const node of rows) if (older(node.id)) this.set(node, read);
+    for (const id of gone) if (older(id)) this.remove(id);
     if (this.loadedAt === null || at.getTime() > this.loadedAt) this.loadedAt = at.getTime();
   }
 
   /** A node as its latest committed write left it. */
   put(node: N): void {
-    this.nodes.set(node.id, { node, seq: ++this.seq });
+    this.set(node, ++this.seq);
   }
 
   /** A node that takes no work whatever its row says (its owner is suspended): out of the view until a read brings it back. */
   drop(id: string): void {
-    this.nodes.delete(id);
+    this.remove(id);
     this.seq++;
+  }
+
+  private set(node: N, seq: number): void {
+    const e = this.nodes.get(node.id);
+    this.nodes.set(node.id, { node, seq, score: e ? this.ranking.replace(node, e.score) : this.ranking.add(node) });
+  }
+
+  private remove(id: string): void {
+    const e = this.nodes.get(id);
+    if (!e) return;
+    this.nodes.delete(id);
+    this.ranking.remove(id, e.score);
   }
 
   get(id: string): N | undefined {
@@ -80,6 +97,11 @@ export class NodeIndex<N extends NodeSnapshot> {
   /** Every node in the view. */
   *all(): IterableIterator<N> {
     for (const e of this.nodes.values()) yield e.node;
+  }
+
+  /** The nodes in the scheduler's order, best first (pickRanked stops at the first eligible one); those that can never win left out. */
+  ranked(): IterableIterator<N> {
+    return this.ranking.all();
   }
 
   get size(): number {

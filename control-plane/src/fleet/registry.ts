@@ -300,13 +300,23 @@ export class NodeRegistry {
    * full read is waited for.
    */
   async candidates(): Promise<IterableIterator<SchedulerNode>> {
+    await this.current();
+    return this.index.all();
+  }
+
+  /** The same view in the scheduler's order, best first (scheduler.ts, pickRanked). */
+  async ranked(): Promise<IterableIterator<SchedulerNode>> {
+    await this.current();
+    return this.index.ranked();
+  }
+
+  private async current(): Promise<void> {
     if (!this.index.loaded) await this.snapshots();
     else if (this.index.stale && !this.refreshing) {
       this.refreshing = this.refresh()
         .catch(() => undefined)
         .finally(() => (this.refreshing = null));
     }
-    return this.index.all();
   }
 
   /** One node as the scheduler sees it now, read from its row (null: unknown, or its owner is suspended); the view follows. */

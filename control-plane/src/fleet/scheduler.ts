@@ -63,6 +63,15 @@ export function score(n: NodeSnapshot): number {
   return (n.speedFactor * r * r) / (1 + n.runningJobs) / (1 + (n.latencyMs ?? 0) / 1000);
 }
 
+/**
+ * pickNode over nodes already in its order (score high to low, ties to the lower id, as NodeIndex.ranked gives
+ * them): the first eligible one, the same node pickNode would choose, without scoring the rest.
+ */
+export function pickRanked<N extends NodeSnapshot>(ranked: Iterable<N>, need: JobNeed, now: Date): N | null {
+  for (const n of ranked) if (isEligible(n, need, now)) return n;
+  return null;
+}
+
 export function pickNode<N extends NodeSnapshot>(nodes: Iterable<N>, need: JobNeed, now: Date): N | null {
   let best: N | null = null;
   let bestScore = -Infinity;
