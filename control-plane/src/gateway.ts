@@ -400,6 +400,8 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     async listen() {
       const url = await app.listen({ port: config.port, host: config.host });
       self.listening = app.addresses().flatMap((a) => (typeof a === 'string' ? [] : [{ address: a.address, port: a.port }])); // outbound connections never reach these
+      // The scheduler's view loads behind the first answers, so the first dispatches after a boot need not wait for it.
+      void registry.ranked().catch((e: unknown) => app.log.warn({ err: e }, 'could not load the scheduler view at boot; the first dispatch loads it'));
       return url;
     },
     async close() {

@@ -231,8 +231,35 @@ export class NodeRegistry {
    * new work). Each read reloads the scheduler's view (index). Read in pages of FULL_READ_PAGE rows in the order of
    * their ids, each parsed on its own, so that a large fleet's read does not hold the event loop for all its rows
    * at once (a node written meanwhile is in the view as written: see NodeIndex.load).
+   *
+   * Every caller gets a read that began after it asked, and callers share reads: one that asks while a read is
+   * under way waits for the next, which starts when that one ends and serves everyone who asked meanwhile. A
+   * burst of dispatches that all need the whole registry (the first after a boot, or many answered no_capacity)
+   * costs at most two reads, not one each.
    */
-  async snapshots(): Promise<SchedulerNode[]> {
+  snapshots(): Promise<SchedulerNode[]> {
+    if (!this.reading) return this.startRead();
+    this.nextRead ??= this.reading
+      .catch(() => undefined)
+      .then(() => {
+        this.nextRead = null;
+        return this.startRead();
+      });
+    return this.nextRead;
+  }
+
+  private reading: Promise<SchedulerNode[]> | null = null;
+  private nextRead: Promise<SchedulerNode[]> | null = null;
+
+  private startRead(): Promise<SchedulerNode[]> {
+    const p: Promise<SchedulerNode[]> = this.readWhole().finally(() => {
+      if (this.reading === p) this.reading = null;
+    });
+    this.reading = p;
+    return p;
+  }
+
+  private async readWhole(): Promise<SchedulerNode[]> {
     const read = this.index.begin();
     const at = this.clock.now();
     const since = await this.dbNow();
@@ -311,7 +338,7 @@ export class NodeRegistry {
   }
 
   private async current(): Promise<void> {
-    if (!this.index.loaded) await this.snapshots();
+    if (!this.index.loaded) await (this.reading ?? this.snapshots()); // any full read loads the view
     else if (this.index.stale && !this.refreshing) {
       this.refreshing = this.refresh()
         .catch(() => undefined)
