@@ -169,10 +169,17 @@ async function allStats(workers: Worker[]): Promise<WorkerStats> {
 
 async function untilOnline(workers: Worker[], n: number, limitMs: number): Promise<number | null> {
   const t0 = performance.now();
+  let shown = 0;
   for (;;) {
     const s = await allStats(workers);
     if (s.online >= n) return performance.now() - t0;
-    if (performance.now() - t0 > limitMs) return null;
+    const took = performance.now() - t0;
+    // The curve of nodes coming back, every 10 s (on stderr).
+    if (took >= shown + 10_000) {
+      shown += 10_000;
+      console.error(`  ${(took / 1000).toFixed(0)} s: ${s.online} of ${n} online (hellos answered ${s.readies}, connections closed ${s.closes}, hellos asked again ${s.helloRetries})`);
+    }
+    if (took > limitMs) return null;
     await sleep(100);
   }
 }
