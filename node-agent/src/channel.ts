@@ -56,6 +56,13 @@ export class Backoff {
 /** The tRPC error code of a failed call (UNAUTHORIZED, FORBIDDEN, ...), when the control plane gave one. */
 const codeOf = (e: unknown): string | undefined => (e instanceof TRPCClientError ? (e.data as { code?: string } | undefined)?.code : undefined);
 
+/**
+ * How long a hello may go unanswered before the agent drops the connection and dials again (with its backoff).
+ * A connection whose hello is lost on the way (a socket the client library had not yet made its active one when
+ * the hello went out) would otherwise leave the node connected but never back.
+ */
+export const HELLO_TIMEOUT_MS = 15_000;
+
 /** Wait before asking again for a job subscription the control plane ended. */
 const RESUBSCRIBE_MS = 1000;
 
@@ -112,14 +119,22 @@ export class Channel {
    * backoff; the node counts as back only once one is answered. Refusals are not retried here.
    */
   private hello(open: number, attempt: number): void {
+    let answered = false;
+    setTimeout(() => {
+      if (answered || this.open !== open || !this.wanted) return;
+      this.h.log(`hello not answered in ${HELLO_TIMEOUT_MS / 1000} s; dialling again`);
+      this.ws.connection?.ws?.close(4000, 'hello not answered');
+    }, HELLO_TIMEOUT_MS).unref();
     this.client.hello.mutate({ running_jobs: this.h.runningJobs(), sessions: this.h.heldSessions() }).then(
       (r) => {
+        answered = true;
         if (this.open !== open) return;
         this.backoff.reset();
         if (r.cancelled.length) this.h.log(`control plane cancelled orphaned jobs: ${r.cancelled.join(', ')}`);
         this.h.onReady?.();
       },
       (e: unknown) => {
+        answered = true;
         if (this.open !== open) return; // that connection is gone; the next one says hello itself
         const code = codeOf(e);
         if (code === 'UNAUTHORIZED' || code === 'PRECONDITION_FAILED' || code === 'FORBIDDEN') return this.fail(e);
