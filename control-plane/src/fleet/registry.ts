@@ -1,6 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { HEARTBEAT_SECONDS, NODE_KINDS, PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
-import { Batcher } from '../db/batcher.ts';
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
 import { NodeIndex } from './node-index.ts';
@@ -156,27 +155,16 @@ export class NodeRegistry {
    * `nodes.revoked_at` is unused: nothing in the spec sets it.
    */
   async authenticate(secret: string): Promise<NodePrincipal> {
-    const row = await this.keyLookups.submit(sha256Hex(secret));
+    const row = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select(['n.id', 'n.account_id', 'a.suspended_at'])
+      .where('n.key_hash', '=', sha256Hex(secret))
+      .executeTakeFirst();
     if (!row) throw new ServiceError('invalid_credential', 'Unknown node key');
     if (row.suspended_at) throw new ServiceError('account_suspended', "This node key is refused while the node's owner account is suspended");
     return { kind: 'node', nodeId: row.id, accountId: row.account_id };
   }
-
-  /**
-   * Node keys looked up together: the lookups that come while one statement is under way go in the next (each
-   * statement begins after its callers asked, so a suspension committed before a call is seen by it). A fleet's
-   * heartbeats and reconnects cost one statement per round trip, not one per key.
-   */
-  private readonly keyLookups = new Batcher<string, { id: string; account_id: string; suspended_at: Date | null } | null>(async (hashes) => {
-    const rows = await this.db
-      .selectFrom('nodes as n')
-      .innerJoin('accounts as a', 'a.id', 'n.account_id')
-      .select(['n.id', 'n.key_hash', 'n.account_id', 'a.suspended_at'])
-      .where('n.key_hash', 'in', [...new Set(hashes)])
-      .execute();
-    const byHash = new Map(rows.map((r) => [r.key_hash, r]));
-    return hashes.map((h) => byHash.get(h) ?? null);
-  });
 
   /**
    * Records a heartbeat: its capabilities, endpoint, load and agent version, and when it came. Answered once
