@@ -58,8 +58,8 @@ const codeOf = (e: unknown): string | undefined => (e instanceof TRPCClientError
 
 /**
  * How long a hello may go unanswered before the agent drops the connection and dials again (with its backoff).
- * A connection whose hello is lost on the way (a socket the client library had not yet made its active one when
- * the hello went out) would otherwise leave the node connected but never back.
+ * A connection whose hello never gets an answer (lost on the way, or a control plane that never answers it)
+ * would otherwise leave the node connected but never back.
  */
 export const HELLO_TIMEOUT_MS = 15_000;
 
