@@ -19,7 +19,7 @@ export const NODE_INDEX_REFRESH_MS = 10_000;
  * nodes put since that number (theirs is the later state).
  */
 export class NodeIndex<N extends NodeSnapshot> {
-  private readonly nodes = new Map<string, { node: N; seq: number; score: number }>();
+  private readonly nodes = new Map<string, { node: N; seq: number }>();
   /** The same nodes in the scheduler's order, for `ranked`. */
   private readonly ranking = new Ranking<N>();
   private seq = 0;
@@ -48,10 +48,9 @@ export class NodeIndex<N extends NodeSnapshot> {
   load(read: number, rows: readonly N[], at: Date = this.clock.now()): void {
     const newer = [...this.nodes.values()].filter((e) => e.seq > read);
     this.nodes.clear();
-    for (const node of rows) this.nodes.set(node.id, { node, seq: read, score: 0 });
+    for (const node of rows) this.nodes.set(node.id, { node, seq: read });
     for (const e of newer) this.nodes.set(e.node.id, e);
-    const scores = this.ranking.reset([...this.nodes.values()].map((e) => e.node));
-    for (const e of this.nodes.values()) e.score = scores.get(e.node.id)!;
+    this.ranking.reset(this.all());
     if (this.loadedAt === null || at.getTime() > this.loadedAt) this.loadedAt = at.getTime();
   }
 
@@ -79,15 +78,13 @@ export class NodeIndex<N extends NodeSnapshot> {
   }
 
   private set(node: N, seq: number): void {
-    const e = this.nodes.get(node.id);
-    this.nodes.set(node.id, { node, seq, score: e ? this.ranking.replace(node, e.score) : this.ranking.add(node) });
+    this.nodes.set(node.id, { node, seq });
+    this.ranking.put(node);
   }
 
   private remove(id: string): void {
-    const e = this.nodes.get(id);
-    if (!e) return;
     this.nodes.delete(id);
-    this.ranking.remove(id, e.score);
+    this.ranking.delete(id);
   }
 
   get(id: string): N | undefined {

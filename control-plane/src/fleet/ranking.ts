@@ -18,6 +18,8 @@ const rankOf = (n: NodeSnapshot): number => {
  */
 export class Ranking<N extends NodeSnapshot> {
   private order: Array<Ranked<N>> = [];
+  /** Each node's score as placed, to find it again. */
+  private readonly scores = new Map<string, number>();
 
   /** Where a node of score `s` and id `id` is, or would go. */
   private at(s: number, id: string): number {
@@ -32,40 +34,35 @@ export class Ranking<N extends NodeSnapshot> {
     return lo;
   }
 
-  /** Adds a node (not in the order yet); returns its score, which `remove` needs. */
-  add(node: N): number {
+  /** Places `node`, or moves the node of its id to where its new score puts it (in place when the score is the same). */
+  put(node: N): void {
     const s = rankOf(node);
-    this.order.splice(this.at(s, node.id), 0, { node, score: s });
-    return s;
-  }
-
-  /** Removes the node of id `id` added with score `s`. */
-  remove(id: string, s: number): void {
-    const i = this.at(s, id);
-    if (this.order[i]?.node.id === id) this.order.splice(i, 1);
-  }
-
-  /** Puts `node` where the node of its id (added with score `s`) was, moving it only when its score changed. */
-  replace(node: N, s: number): number {
-    const next = rankOf(node);
-    if (next === s) {
-      const i = this.at(s, node.id);
-      if (this.order[i]?.node.id === node.id) {
+    const was = this.scores.get(node.id);
+    if (was !== undefined) {
+      const i = this.at(was, node.id);
+      if (was === s) {
         this.order[i] = { node, score: s };
-        return s;
+        return;
       }
+      this.order.splice(i, 1);
     }
-    this.remove(node.id, s);
-    return this.add(node);
+    this.order.splice(this.at(s, node.id), 0, { node, score: s });
+    this.scores.set(node.id, s);
+  }
+
+  delete(id: string): void {
+    const was = this.scores.get(id);
+    if (was === undefined) return;
+    this.order.splice(this.at(was, id), 1);
+    this.scores.delete(id);
   }
 
   /** Starts over from `nodes` (one sort). */
-  reset(nodes: Iterable<N>): Map<string, number> {
-    const scores = new Map<string, number>();
+  reset(nodes: Iterable<N>): void {
     this.order = [...nodes].map((node) => ({ node, score: rankOf(node) }));
     this.order.sort((a, b) => (a.score > b.score ? -1 : a.score < b.score ? 1 : a.node.id < b.node.id ? -1 : a.node.id > b.node.id ? 1 : 0));
-    for (const e of this.order) scores.set(e.node.id, e.score);
-    return scores;
+    this.scores.clear();
+    for (const e of this.order) this.scores.set(e.node.id, e.score);
   }
 
   /** The nodes in order, best first; a node that can never win is left out. */
@@ -74,9 +71,5 @@ export class Ranking<N extends NodeSnapshot> {
       if (e.score === -Infinity) return;
       yield e.node;
     }
-  }
-
-  get size(): number {
-    return this.order.length;
   }
 }

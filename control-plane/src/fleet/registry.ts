@@ -4,6 +4,7 @@ import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
 import { NodeIndex } from './node-index.ts';
 import { PublicListCache } from './public-list.ts';
+import { SharedRead } from './shared-read.ts';
 import { WriteBatch } from './write-batch.ts';
 import { isOnline, type NodeSnapshot } from './scheduler.ts';
 import { observeSpeed } from './speed.ts';
@@ -83,6 +84,7 @@ export class NodeRegistry {
   /** The public list (GET /v1/nodes), kept serialized at most PUBLIC_LIST_MAX_AGE_MS old (see PublicListCache). */
   readonly publicList: PublicListCache;
   private refreshing: Promise<unknown> | null = null;
+  private readonly wholeReads = new SharedRead(() => this.readWhole());
   /** The database's clock when the last read of the view began (the next reads rows changed since, less an overlap). */
   private readSince: Date | null = null;
   /** This process's clock at the last full read. */
@@ -232,31 +234,12 @@ export class NodeRegistry {
    * their ids, each parsed on its own, so that a large fleet's read does not hold the event loop for all its rows
    * at once (a node written meanwhile is in the view as written: see NodeIndex.load).
    *
-   * Every caller gets a read that began after it asked, and callers share reads: one that asks while a read is
-   * under way waits for the next, which starts when that one ends and serves everyone who asked meanwhile. A
-   * burst of dispatches that all need the whole registry (the first after a boot, or many answered no_capacity)
-   * costs at most two reads, not one each.
+   * Every caller gets a read that began after it asked, and callers share reads (SharedRead): a burst of
+   * dispatches that all need the whole registry (the first after a boot, or many answered no_capacity) costs at
+   * most two reads, not one each.
    */
   snapshots(): Promise<SchedulerNode[]> {
-    if (!this.reading) return this.startRead();
-    this.nextRead ??= this.reading
-      .catch(() => undefined)
-      .then(() => {
-        this.nextRead = null;
-        return this.startRead();
-      });
-    return this.nextRead;
-  }
-
-  private reading: Promise<SchedulerNode[]> | null = null;
-  private nextRead: Promise<SchedulerNode[]> | null = null;
-
-  private startRead(): Promise<SchedulerNode[]> {
-    const p: Promise<SchedulerNode[]> = this.readWhole().finally(() => {
-      if (this.reading === p) this.reading = null;
-    });
-    this.reading = p;
-    return p;
+    return this.wholeReads.run();
   }
 
   private async readWhole(): Promise<SchedulerNode[]> {
@@ -338,7 +321,7 @@ export class NodeRegistry {
   }
 
   private async current(): Promise<void> {
-    if (!this.index.loaded) await (this.reading ?? this.snapshots()); // any full read loads the view
+    if (!this.index.loaded) await (this.wholeReads.current ?? this.snapshots()); // any full read loads the view
     else if (this.index.stale && !this.refreshing) {
       this.refreshing = this.refresh()
         .catch(() => undefined)
