@@ -19,6 +19,7 @@ export const BACKEND_TESTS = [
   'test/proofs.test.ts', // run chains built by concurrent requests
   'test/proofs-span.test.ts', // a run's span set by the stored settle function, and the migration that sets recorded runs from their receipts
   'test/fleet-relay*.test.ts', // dispatch across processes over NOTIFY (Postgres only)
+  'test/fleet-node-keys.test.ts', // node keys kept in memory by two processes, a suspension on one reaching the other (NOTIFY)
   'test/usage.test.ts', // usage stream fanned out across processes
   'test/platform.test.ts', // leader election (advisory lock), restart on the same data
   'test/alerts.test.ts', // two processes observing one balance crossing

@@ -209,6 +209,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
+  keys.onChange((target) => registry.keys.drop(target)); // node keys of a suspended owner are refused at once, in every process (NOTIFY)
   const processes = { processId: database.processId, alive: (ids: readonly string[]) => database.processesAlive(ids) };
   const idempotency = new Idempotency(db, clock, processes);
   const records = new RunRecords(db);

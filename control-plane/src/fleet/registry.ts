@@ -3,6 +3,7 @@ import { HEARTBEAT_SECONDS, NODE_KINDS, PREFIX, ServiceError, newId, newSecret, 
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
 import { NodeIndex } from './node-index.ts';
+import { NodeKeys } from './node-keys.ts';
 import { PublicListCache } from './public-list.ts';
 import { SharedRead } from './shared-read.ts';
 import { WriteBatch } from './write-batch.ts';
@@ -44,7 +45,7 @@ export function publishedReliability(r: { succeeded: number; failed: number }): 
 /** What the scheduler sees of a node: its snapshot, the model names it maps, and which process holds its channel. */
 export type SchedulerNode = NodeSnapshot & { modelMap: Record<string, string>; channel: string | null; channelEpoch: number | null };
 
-/** The columns the scheduler reads (a full read of the registry takes no capabilities, keys or names). */
+/** The columns the scheduler reads (a full read of the registry adds only key hashes and owners, for NodeKeys: no capabilities or names). */
 const SCHEDULER_COLUMNS = ['id', 'kinds', 'models', 'model_map', 'speed_factor', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'running_jobs', 'succeeded', 'failed', 'latency_ms', 'channel_process', 'channel_epoch'] as const;
 type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
 /** Rows per page of a full read of the scheduler's view. */
@@ -83,6 +84,8 @@ export class NodeRegistry {
   readonly index: NodeIndex<SchedulerNode>;
   /** The public list (GET /v1/nodes), kept serialized at most PUBLIC_LIST_MAX_AGE_MS old (see PublicListCache). */
   readonly publicList: PublicListCache;
+  /** The node keys this process trusts without a read (kept whole by full reads, dropped for an account that changed). */
+  readonly keys: NodeKeys;
   private refreshing: Promise<unknown> | null = null;
   private readonly wholeReads = new SharedRead(() => this.readWhole());
   /** The database's clock when the last read of the view began (the next reads rows changed since, less an overlap). */
@@ -95,6 +98,7 @@ export class NodeRegistry {
     private readonly clock: Clock,
   ) {
     this.index = new NodeIndex(clock);
+    this.keys = new NodeKeys(db, clock);
     this.publicList = new PublicListCache(clock, async () => JSON.stringify(await this.publicRows()));
   }
 
@@ -149,23 +153,12 @@ export class NodeRegistry {
   }
 
   /**
-   * Node-key auth (heartbeat and channel). The spec has no node-key revoke route; a key is revoked when its
-   * owner account is suspended (`POST /v1/admin/accounts/suspend`: a suspended account's credentials are
-   * refused) and works again when the suspension is lifted. An unknown key is 401 `invalid_credential`, which
-   * the agent treats as fatal (exit 3); a suspended owner is 403 `account_suspended`, which the agent waits
-   * out (it keeps retrying with backoff, so lifting the suspension brings the node back by itself).
-   * `nodes.revoked_at` is unused: nothing in the spec sets it.
+   * Node-key auth (heartbeat and channel), mostly answered from memory (NodeKeys). The spec has no node-key revoke
+   * route; a key is refused while its owner account is suspended (`POST /v1/admin/accounts/suspend`) and works
+   * again when the suspension is lifted. `nodes.revoked_at` is unused: nothing in the spec sets it.
    */
-  async authenticate(secret: string): Promise<NodePrincipal> {
-    const row = await this.db
-      .selectFrom('nodes as n')
-      .innerJoin('accounts as a', 'a.id', 'n.account_id')
-      .select(['n.id', 'n.account_id', 'a.suspended_at'])
-      .where('n.key_hash', '=', sha256Hex(secret))
-      .executeTakeFirst();
-    if (!row) throw new ServiceError('invalid_credential', 'Unknown node key');
-    if (row.suspended_at) throw new ServiceError('account_suspended', "This node key is refused while the node's owner account is suspended");
-    return { kind: 'node', nodeId: row.id, accountId: row.account_id };
+  authenticate(secret: string): Promise<NodePrincipal> {
+    return this.keys.authenticate(secret);
   }
 
   /**
@@ -244,24 +237,30 @@ export class NodeRegistry {
 
   private async readWhole(): Promise<SchedulerNode[]> {
     const read = this.index.begin();
+    const keysRead = this.keys.begin();
     const at = this.clock.now();
     const since = await this.dbNow();
     const nodes: SchedulerNode[] = [];
+    const keys: Array<{ keyHash: string; nodeId: string; accountId: string }> = [];
     for (let after = ''; ; ) {
       const rows = await this.db
         .selectFrom('nodes as n')
         .innerJoin('accounts as a', 'a.id', 'n.account_id')
-        .select(SCHEDULER_COLUMNS.map((c) => `n.${c}` as const))
+        .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'n.key_hash', 'n.account_id'])
         .where('a.suspended_at', 'is', null)
         .where('n.id', '>', after)
         .orderBy('n.id')
         .limit(FULL_READ_PAGE)
         .execute();
-      for (const r of rows) nodes.push(schedulerNode(r));
+      for (const r of rows) {
+        nodes.push(schedulerNode(r));
+        keys.push({ keyHash: r.key_hash, nodeId: r.id, accountId: r.account_id });
+      }
       if (rows.length < FULL_READ_PAGE) break;
       after = rows[rows.length - 1]!.id;
     }
     this.index.load(read, nodes, at);
+    this.keys.replace(keysRead, keys);
     this.readSince = since;
     this.fullReadAt = at.getTime();
     return nodes;
