@@ -19,6 +19,7 @@ import type { DB, SandboxSessionsTable } from '../../db/schema.ts';
 import type { AgentHub } from '../../fleet/hub.ts';
 import type { KeyPrincipal } from '../../http/auth-types.ts';
 import { isOnline } from '../../fleet/scheduler.ts';
+import { WriteBatch } from '../../fleet/write-batch.ts';
 import type { NodeRegistry } from '../../fleet/registry.ts';
 
 type SessionRow = Selectable<SandboxSessionsTable>;
@@ -93,22 +94,35 @@ export class SandboxSessions {
   /**
    * An agent said on connect which sessions it holds: the node's other running sessions are lost (their
    * containers went with an agent restart, say). Not those idle-expired, or about to be (the agent ends a
-   * session at its idle timeout too), nor one that became active after the agent said so.
+   * session at its idle timeout too), nor one that became active after the agent said so. The hellos that come
+   * while one such read is under way are read together in the next (a fleet reconnecting after a control-plane
+   * restart says hello thousands of times within seconds): one read and at most one write per round.
    */
-  async held(nodeId: string, held: string[]): Promise<void> {
+  held(nodeId: string, held: string[]): Promise<void> {
+    return this.hellos.add(nodeId, held).then(() => undefined);
+  }
+
+  private readonly hellos = new WriteBatch<string, string[], true>(
+    (items) => this.loseUnheld(items),
+    (nodeId) => new Error(`the sessions of node ${nodeId} were not read`),
+  );
+
+  private async loseUnheld(items: Array<{ key: string; value: string[] }>): Promise<Map<string, true>> {
     const now = this.clock.now();
-    const keep = new Set(held);
-    const rows = await this.db.selectFrom('sandbox_sessions').selectAll().where('node_id', '=', nodeId).where('status', '=', 'running').where('stopped_at', 'is', null).execute();
-    const lost = rows.filter((r) => !keep.has(r.id) && !this.expired(r, now, IDLE_MARGIN_MS)).map((r) => r.id);
-    if (lost.length === 0) return;
-    await this.db
-      .updateTable('sandbox_sessions')
-      .set({ status: 'lost', stopped_at: now })
-      .where('id', 'in', lost)
-      .where('status', '=', 'running')
-      .where('stopped_at', 'is', null)
-      .where('last_active_at', '<=', now)
-      .execute();
+    const keep = new Map(items.map((i) => [i.key, new Set(i.value)]));
+    const rows = await this.db.selectFrom('sandbox_sessions').selectAll().where('node_id', 'in', [...keep.keys()]).where('status', '=', 'running').where('stopped_at', 'is', null).execute();
+    const lost = rows.filter((r) => !keep.get(r.node_id!)?.has(r.id) && !this.expired(r, now, IDLE_MARGIN_MS)).map((r) => r.id);
+    if (lost.length) {
+      await this.db
+        .updateTable('sandbox_sessions')
+        .set({ status: 'lost', stopped_at: now })
+        .where('id', 'in', lost)
+        .where('status', '=', 'running')
+        .where('stopped_at', 'is', null)
+        .where('last_active_at', '<=', now)
+        .execute();
+    }
+    return new Map(items.map((i) => [i.key, true as const]));
   }
 
   /** A job found the session gone from its node (`no session ... on this node`): it is lost; a 409 says so. */
