@@ -64,4 +64,19 @@ describe('ChannelRecord', () => {
     await r!.held('node_1', null);
     expect(await at()).toEqual(['svc_p_gone_2', null]);
   });
+
+  it('channels of several nodes held and released at once (one round each): a release frees only the records naming its process', async () => {
+    const ids = ['node_a', 'node_b', 'node_c'];
+    for (const id of ids) await sql`insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at) values (${id}, 'acct_1', '[]', ${'h' + id}, 'p', now())`.execute(database.db);
+    const relay = new FleetRelay(database, () => undefined);
+    const [p, q] = [database.processId, 'svc_p_gone_3'].map((id) => new ChannelRecord(database.db, id, log, relay.goneCheck()));
+    await Promise.all([p!.held('node_a', 1), p!.held('node_b', 1), q!.held('node_c', 1)]);
+    await Promise.all([p!.released('node_a'), p!.released('node_b'), p!.released('node_c')]);
+    const rows = await database.db.selectFrom('nodes').select(['id', 'channel_process']).where('id', 'in', ids).orderBy('id').execute();
+    expect(rows).toEqual([
+      { id: 'node_a', channel_process: null },
+      { id: 'node_b', channel_process: null },
+      { id: 'node_c', channel_process: 'svc_p_gone_3' }, // not this process's to release
+    ]);
+  });
 });

@@ -45,8 +45,18 @@ export class ChannelRecord {
   }
 
   released(nodeId: string): Promise<void> {
-    return this.write(nodeId, () => this.db.updateTable('nodes').set({ channel_process: null }).where('id', '=', nodeId).where('channel_process', '=', this.self).execute());
+    return this.write(nodeId, () => this.releases.add(nodeId, null));
   }
+
+  /** Releases that come while one commits go in one statement too (a fleet whose agents leave together). */
+  private readonly releases = new WriteBatch<string, null, true>(
+    async (items) => {
+      const ids = items.map((i) => i.key);
+      await sql`update nodes set channel_process = null where id = any(${ids}::text[]) and channel_process = ${this.self}`.execute(this.db);
+      return new Map(ids.map((id) => [id, true as const]));
+    },
+    (nodeId) => new Error(`no channel release written for ${nodeId}`),
+  );
 
   /**
    * Puts right the records of channels held here that another process overwrote late (its write of a
