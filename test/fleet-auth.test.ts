@@ -79,7 +79,7 @@ describe('wrong and revoked node keys', () => {
     expect(refused).toMatchObject({ ok: false, code: 'FORBIDDEN' });
     expect((refused as { message: string }).message).toMatch(/refused while the node's owner account is suspended/);
     // Nor does the scheduler see it (an already open channel gets no new work).
-    expect((await t.gw.fleet.registry.snapshots()).map((n) => n.id)).not.toContain(node.id);
+    expect((await t.gw.fleet.registry.view.snapshots()).map((n) => n.id)).not.toContain(node.id);
 
     await suspend(owner.accountId, false);
     expect((await heartbeat(node_key)).status).toBe(200);

@@ -51,7 +51,7 @@ describe('node keys trusted for a bounded time', () => {
     const a = await live.client.request<{ node_key: string }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } });
     const b = await gone.client.request<{ node_key: string }>('POST', '/v1/nodes/enroll', { body: { kinds: ['sandbox'] } });
     await t.gw.database.db.updateTable('accounts').set({ suspended_at: t.clock.now(), suspended_reason: 'test' }).where('id', '=', gone.accountId).execute();
-    await t.gw.fleet.registry.snapshots();
+    await t.gw.fleet.registry.view.snapshots();
     // Read the view's keys, then take the database away from the lookup path: a key the read taught still answers.
     await t.gw.database.db.updateTable('accounts').set({ suspended_at: t.clock.now(), suspended_reason: 'test' }).where('id', '=', live.accountId).execute();
     expect(await heartbeat(t.url, a.node_key)).toEqual({ status: 200, type: null });

@@ -18,15 +18,15 @@ it('shares whole reads among concurrent callers, each read begun after its calle
   const registry = t.gw.fleet.registry;
   const { accountId } = await t.signIn();
   await registry.enroll(accountId, { kinds: ['sandbox'], name: 'first' });
-  const first = registry.snapshots();
+  const first = registry.view.snapshots();
   // Enrolled after the first read began: every later caller's read must see it.
   const late = (await registry.enroll(accountId, { kinds: ['sandbox'], name: 'late' })).node.id;
-  const burst = Array.from({ length: 20 }, () => registry.snapshots());
+  const burst = Array.from({ length: 20 }, () => registry.view.snapshots());
   const results = await Promise.all([first, ...burst]);
   expect(new Set(results).size).toBeLessThanOrEqual(2); // one read for the first caller, one shared by the burst
   for (const r of results.slice(1)) expect(r.map((n) => n.id)).toContain(late);
   // Once both ended, a caller starts a read of its own at once.
-  const again = await registry.snapshots();
+  const again = await registry.view.snapshots();
   expect(results).not.toContain(again);
   expect(again.map((n) => n.id)).toContain(late);
 });

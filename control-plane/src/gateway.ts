@@ -209,7 +209,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
   const registry = new NodeRegistry(db, clock);
-  keys.onChange((target) => registry.keys.drop(target)); // node keys of a suspended owner are refused at once, in every process (NOTIFY)
+  keys.onChange((target) => registry.view.keys.drop(target)); // node keys of a suspended owner are refused at once, in every process (NOTIFY)
   const processes = { processId: database.processId, alive: (ids: readonly string[]) => database.processesAlive(ids) };
   const idempotency = new Idempotency(db, clock, processes);
   const records = new RunRecords(db);
@@ -402,7 +402,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       const url = await app.listen({ port: config.port, host: config.host });
       self.listening = app.addresses().flatMap((a) => (typeof a === 'string' ? [] : [{ address: a.address, port: a.port }])); // outbound connections never reach these
       // The scheduler's view loads behind the first answers, so the first dispatches after a boot need not wait for it.
-      void registry.ranked().catch((e: unknown) => app.log.warn({ err: e }, 'could not load the scheduler view at boot; the first dispatch loads it'));
+      void registry.view.ranked().catch((e: unknown) => app.log.warn({ err: e }, 'could not load the scheduler view at boot; the first dispatch loads it'));
       return url;
     },
     async close() {

@@ -9,7 +9,8 @@ import { RemoteJobs, moveTo } from './remote-jobs.ts';
 import { ChannelRecord } from './channel-record.ts';
 import { JobClaims } from './claims.ts';
 import { AgentReports } from './agent-reports.ts';
-import type { NodeRegistry, SchedulerNode } from './registry.ts';
+import type { NodeRegistry } from './registry.ts';
+import type { SchedulerNode } from './registry-view.ts';
 import { NodeLost, PendingJobs, later, older, type Pending, type Stopwatch } from './pending-jobs.ts';
 import { isEligible, pickNode, pickRanked, type JobNeed } from './scheduler.ts';
 import { idleLimit, type JobResult, type JobSpec } from './job-spec.ts';
@@ -281,22 +282,22 @@ export class AgentHub {
   }
 
   /**
-   * The best node in the scheduler's view (registry.candidates, no read of the registry), taken only once its row
+   * The best node in the scheduler's view (registry.view.ranked, no read of the registry), taken only once its row
    * as it is now says it still is eligible and reachable (a gate, an un-approval, a suspension or a silence
    * committed by any process keeps the job off it); a pinned job reads only its node's row. Null: none passed the
    * check within INDEX_TRIES picks (the caller reads the registry whole).
    */
   private async fromIndex(spec: JobSpec, need: JobNeed, now: Date): Promise<SchedulerNode | null> {
     if (spec.nodeId) {
-      const n = await this.registry.fresh(spec.nodeId);
+      const n = await this.registry.view.fresh(spec.nodeId);
       return n && this.reaches(n, spec) && isEligible(n, need, now) ? n : null;
     }
     const tried: string[] = [];
     for (let i = 0; i < INDEX_TRIES; i++) {
-      const view = await this.registry.ranked();
+      const view = await this.registry.view.ranked();
       const picked = pickRanked(filter(view, (n) => this.reaches(n, spec)), { ...need, exclude: [...(need.exclude ?? []), ...tried] }, now);
       if (!picked) return null;
-      const n = await this.registry.fresh(picked.id);
+      const n = await this.registry.view.fresh(picked.id);
       if (n && this.reaches(n, spec) && isEligible(n, need, now)) return n;
       tried.push(picked.id);
     }
@@ -305,7 +306,7 @@ export class AgentHub {
 
   /** The best node read from the whole registry (as every dispatch did before the index), relaying through no process that is gone. */
   private async fromRegistry(spec: JobSpec, need: JobNeed, now: Date): Promise<SchedulerNode | null> {
-    let nodes = (await this.registry.snapshots()).filter((n) => this.reaches(n, spec));
+    let nodes = (await this.registry.view.snapshots()).filter((n) => this.reaches(n, spec));
     let node = pickNode(nodes, need, now);
     const holder = node ? this.holderOf(node) : undefined;
     if (node && holder && !(await this.relay!.alive([holder])).has(holder)) {

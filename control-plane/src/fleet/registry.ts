@@ -2,10 +2,8 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { HEARTBEAT_SECONDS, NODE_KINDS, PREFIX, ServiceError, newId, newSecret, notFound, sha256Hex, type Clock, type HeartbeatBody } from '@svc/shared';
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
-import { NodeIndex } from './node-index.ts';
-import { NodeKeys } from './node-keys.ts';
 import { PublicListCache } from './public-list.ts';
-import { SharedRead } from './shared-read.ts';
+import { RegistryView, schedulerNode } from './registry-view.ts';
 import { WriteBatch } from './write-batch.ts';
 import { isOnline, type NodeSnapshot } from './scheduler.ts';
 import { observeSpeed } from './speed.ts';
@@ -42,63 +40,22 @@ export function publishedReliability(r: { succeeded: number; failed: number }): 
   return judged === 0 ? null : Number((r.succeeded / judged).toFixed(4));
 }
 
-/** What the scheduler sees of a node: its snapshot, the model names it maps, and which process holds its channel. */
-export type SchedulerNode = NodeSnapshot & { modelMap: Record<string, string>; channel: string | null; channelEpoch: number | null };
-
-/** The columns the scheduler reads (a full read of the registry adds only key hashes and owners, for NodeKeys: no capabilities or names). */
-const SCHEDULER_COLUMNS = ['id', 'kinds', 'models', 'model_map', 'speed_factor', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'running_jobs', 'succeeded', 'failed', 'latency_ms', 'channel_process', 'channel_epoch'] as const;
-type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
-/** Rows per page of a full read of the scheduler's view. */
-export const FULL_READ_PAGE = 1000;
-/** How often the scheduler's view is read whole; between, its refreshes read only the rows changed since the last read. */
-export const FULL_READ_MS = 300_000;
-/** How far before the last read a refresh reads changed rows from: a write committed that much after its row was stamped is still seen. */
-export const CHANGES_OVERLAP_MS = 5_000;
 /** The columns of the public view (GET /v1/nodes). */
 const PUBLIC_COLUMNS = ['id', 'name', 'kinds', 'models', 'speed_factor', 'clamp_count', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'succeeded', 'failed', 'dispatched', 'latency_ms'] as const;
 type PublicRow = Pick<NodeRow, (typeof PUBLIC_COLUMNS)[number]>;
 
-function schedulerNode(r: SchedulerRow): SchedulerNode {
-  return {
-    id: r.id,
-    kinds: r.kinds,
-    models: r.models,
-    modelMap: r.model_map,
-    speedFactor: r.speed_factor,
-    approved: r.approved,
-    disabled: r.disabled,
-    draining: r.draining,
-    lastHeartbeatAt: r.last_heartbeat_at,
-    runningJobs: r.running_jobs,
-    succeeded: r.succeeded,
-    failed: r.failed,
-    latencyMs: r.latency_ms,
-    channel: r.channel_process,
-    channelEpoch: r.channel_epoch === null ? null : Number(r.channel_epoch),
-  };
-}
-
 /** Enrolled nodes: enrollment, node-key auth, heartbeats, gates, approval, observed reliability and speed. */
 export class NodeRegistry {
-  /** The scheduler's view of the nodes (see NodeIndex): loaded by full reads, kept in step by this registry's writes. */
-  readonly index: NodeIndex<SchedulerNode>;
+  /** The scheduler's view of the nodes (RegistryView): loaded by full reads, kept in step by this registry's writes. */
+  readonly view: RegistryView;
   /** The public list (GET /v1/nodes), kept serialized at most PUBLIC_LIST_MAX_AGE_MS old (see PublicListCache). */
   readonly publicList: PublicListCache;
-  /** The node keys this process trusts without a read (kept whole by full reads, dropped for an account that changed). */
-  readonly keys: NodeKeys;
-  private refreshing: Promise<unknown> | null = null;
-  private readonly wholeReads = new SharedRead(() => this.readWhole());
-  /** The database's clock when the last read of the view began (the next reads rows changed since, less an overlap). */
-  private readSince: Date | null = null;
-  /** This process's clock at the last full read. */
-  private fullReadAt: number | null = null;
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
   ) {
-    this.index = new NodeIndex(clock);
-    this.keys = new NodeKeys(db, clock);
+    this.view = new RegistryView(db, clock);
     this.publicList = new PublicListCache(clock, async () => JSON.stringify(await this.publicRows()));
   }
 
@@ -107,7 +64,7 @@ export class NodeRegistry {
    * `shown` is false (a write that changes nothing the public list shows beyond a heartbeat's time).
    */
   private indexed<R extends NodeRow>(row: R, shown = true): R {
-    this.index.put(schedulerNode(row));
+    this.view.index.put(schedulerNode(row));
     if (shown) this.publicList.invalidate();
     return row;
   }
@@ -158,7 +115,7 @@ export class NodeRegistry {
    * again when the suspension is lifted. `nodes.revoked_at` is unused: nothing in the spec sets it.
    */
   authenticate(secret: string): Promise<NodePrincipal> {
-    return this.keys.authenticate(secret);
+    return this.view.keys.authenticate(secret);
   }
 
   /**
@@ -185,7 +142,7 @@ export class NodeRegistry {
       where n.id = h.id
       returning n.*`.execute(this.db);
     const online = (id: string) => {
-      const before = this.index.get(id);
+      const before = this.view.index.get(id);
       return !!before && before.approved && isOnline(before, this.clock.now());
     };
     // A heartbeat of a node online already moves only its time in the public list (kept at most a second old).
@@ -219,130 +176,6 @@ export class NodeRegistry {
     await this.get(nodeId);
     const row = await this.db.updateTable('nodes').set({ approved }).where('id', '=', nodeId).returningAll().executeTakeFirstOrThrow();
     return this.ownerView(this.indexed(row));
-  }
-
-  /**
-   * What the scheduler sees, read whole: nodes whose owner is not suspended (a suspended owner's open channel gets no
-   * new work). Each read reloads the scheduler's view (index). Read in pages of FULL_READ_PAGE rows in the order of
-   * their ids, each parsed on its own, so that a large fleet's read does not hold the event loop for all its rows
-   * at once (a node written meanwhile is in the view as written: see NodeIndex.load).
-   *
-   * Every caller gets a read that began after it asked, and callers share reads (SharedRead): a burst of
-   * dispatches that all need the whole registry (the first after a boot, or many answered no_capacity) costs at
-   * most two reads, not one each.
-   */
-  snapshots(): Promise<SchedulerNode[]> {
-    return this.wholeReads.run();
-  }
-
-  private async readWhole(): Promise<SchedulerNode[]> {
-    const read = this.index.begin();
-    const keysRead = this.keys.begin();
-    const at = this.clock.now();
-    const since = await this.dbNow();
-    const nodes: SchedulerNode[] = [];
-    const keys: Array<{ keyHash: string; nodeId: string; accountId: string }> = [];
-    for (let after = ''; ; ) {
-      const rows = await this.db
-        .selectFrom('nodes as n')
-        .innerJoin('accounts as a', 'a.id', 'n.account_id')
-        .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'n.key_hash', 'n.account_id'])
-        .where('a.suspended_at', 'is', null)
-        .where('n.id', '>', after)
-        .orderBy('n.id')
-        .limit(FULL_READ_PAGE)
-        .execute();
-      for (const r of rows) {
-        nodes.push(schedulerNode(r));
-        keys.push({ keyHash: r.key_hash, nodeId: r.id, accountId: r.account_id });
-      }
-      if (rows.length < FULL_READ_PAGE) break;
-      after = rows[rows.length - 1]!.id;
-    }
-    this.index.load(read, nodes, at);
-    this.keys.replace(keysRead, keys);
-    this.readSince = since;
-    this.fullReadAt = at.getTime();
-    return nodes;
-  }
-
-  /** The database's clock now (rows' changed_at come from it, not from this process's clock). */
-  private async dbNow(): Promise<Date> {
-    const r = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(this.db);
-    return new Date(r.rows[0]!.now);
-  }
-
-  /**
-   * Brings the view up to date with the rows written since the last read, by any process (nodes.changed_at, from
-   * the database's clock), from CHANGES_OVERLAP_MS before that read began: a transaction that wrote before it and
-   * committed after it is read the next time. A node whose owner is suspended now leaves the view. Falls back
-   * to a full read when none was made yet or the last is FULL_READ_MS old (what no changed row says: a
-   * suspension, a node deleted).
-   */
-  async refresh(): Promise<void> {
-    const now = this.clock.now();
-    if (this.readSince === null || this.fullReadAt === null || now.getTime() - this.fullReadAt >= FULL_READ_MS) {
-      await this.snapshots();
-      return;
-    }
-    const read = this.index.begin();
-    const since = await this.dbNow();
-    const rows = await this.db
-      .selectFrom('nodes as n')
-      .innerJoin('accounts as a', 'a.id', 'n.account_id')
-      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
-      .where('n.changed_at', '>', new Date(this.readSince.getTime() - CHANGES_OVERLAP_MS))
-      .execute();
-    const nodes: SchedulerNode[] = [];
-    const gone: string[] = [];
-    for (const r of rows) {
-      if (r.suspended_at) gone.push(r.id);
-      else nodes.push(schedulerNode(r));
-    }
-    this.index.merge(read, nodes, gone, now);
-    this.readSince = since;
-  }
-
-  /**
-   * The scheduler's view without reading the registry whole: as loaded and kept in step (NodeIndex). A view older
-   * than its refresh period is brought up to date in the background (refresh: the changed rows only); the first
-   * full read is waited for.
-   */
-  async candidates(): Promise<IterableIterator<SchedulerNode>> {
-    await this.current();
-    return this.index.all();
-  }
-
-  /** The same view in the scheduler's order, best first (scheduler.ts, pickRanked). */
-  async ranked(): Promise<IterableIterator<SchedulerNode>> {
-    await this.current();
-    return this.index.ranked();
-  }
-
-  private async current(): Promise<void> {
-    if (!this.index.loaded) await (this.wholeReads.current ?? this.snapshots()); // any full read loads the view
-    else if (this.index.stale && !this.refreshing) {
-      this.refreshing = this.refresh()
-        .catch(() => undefined)
-        .finally(() => (this.refreshing = null));
-    }
-  }
-
-  /** One node as the scheduler sees it now, read from its row (null: unknown, or its owner is suspended); the view follows. */
-  async fresh(nodeId: string): Promise<SchedulerNode | null> {
-    const row = await this.db
-      .selectFrom('nodes as n')
-      .innerJoin('accounts as a', 'a.id', 'n.account_id')
-      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
-      .where('n.id', '=', nodeId)
-      .executeTakeFirst();
-    if (!row || row.suspended_at) {
-      this.index.drop(nodeId);
-      return null;
-    }
-    const node = schedulerNode(row);
-    this.index.put(node);
-    return node;
   }
 
   /**

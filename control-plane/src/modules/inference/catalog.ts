@@ -72,13 +72,13 @@ export class ModelCatalog {
 
   /**
    * Priced node models with eligible nodes: model -> (node id -> local name), from the scheduler's view of the
-   * registry (registry.candidates: no read of every row per call); `whole` reads the registry whole first (a model
+   * registry (registry.view.candidates: no read of every row per call); `whole` reads the registry whole first (a model
    * the view has no eligible node for, before it is answered unavailable).
    */
   private async eligibleNodes(only?: string, whole = false): Promise<Map<string, Record<string, string>>> {
     const now = this.clock.now();
     const out = new Map<string, Record<string, string>>();
-    for (const n of whole ? await this.registry.snapshots() : await this.registry.candidates()) {
+    for (const n of whole ? await this.registry.view.snapshots() : await this.registry.view.candidates()) {
       for (const model of n.models) {
         if (!this.cfg.nodeModelPrices[model] || (only !== undefined && model !== only)) continue;
         if (!isEligible(n, { kind: 'inference', model }, now)) continue;

@@ -1,0 +1,193 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Clock } from '@svc/shared';
+import type { DB, NodesTable } from '../db/schema.ts';
+import { NodeIndex } from './node-index.ts';
+import { NodeKeys } from './node-keys.ts';
+import type { NodeSnapshot } from './scheduler.ts';
+import { SharedRead } from './shared-read.ts';
+
+type NodeRow = Selectable<NodesTable>;
+
+/** What the scheduler sees of a node: its snapshot, the model names it maps, and which process holds its channel. */
+export type SchedulerNode = NodeSnapshot & { modelMap: Record<string, string>; channel: string | null; channelEpoch: number | null };
+
+/** The columns the scheduler reads (a full read of the registry adds only key hashes and owners, for NodeKeys: no capabilities or names). */
+const SCHEDULER_COLUMNS = ['id', 'kinds', 'models', 'model_map', 'speed_factor', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'running_jobs', 'succeeded', 'failed', 'latency_ms', 'channel_process', 'channel_epoch'] as const;
+type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
+/** Rows per page of a full read of the scheduler's view. */
+export const FULL_READ_PAGE = 1000;
+/** How often the scheduler's view is read whole; between, its refreshes read only the rows changed since the last read. */
+export const FULL_READ_MS = 300_000;
+/** How far before the last read a refresh reads changed rows from: a write committed that much after its row was stamped is still seen. */
+export const CHANGES_OVERLAP_MS = 5_000;
+
+/** A node's row as the scheduler sees it. */
+export function schedulerNode(r: SchedulerRow): SchedulerNode {
+  return {
+    id: r.id,
+    kinds: r.kinds,
+    models: r.models,
+    modelMap: r.model_map,
+    speedFactor: r.speed_factor,
+    approved: r.approved,
+    disabled: r.disabled,
+    draining: r.draining,
+    lastHeartbeatAt: r.last_heartbeat_at,
+    runningJobs: r.running_jobs,
+    succeeded: r.succeeded,
+    failed: r.failed,
+    latencyMs: r.latency_ms,
+    channel: r.channel_process,
+    channelEpoch: r.channel_epoch === null ? null : Number(r.channel_epoch),
+  };
+}
+
+/**
+ * The scheduler's view of the registry, in memory: loaded by full reads (at boot, then every FULL_READ_MS),
+ * refreshed between them from the rows changed since the last read, and kept in step by the registry's own writes
+ * (`index.put`); the node keys of the nodes it holds come with each full read (NodeKeys).
+ */
+export class RegistryView {
+  /** The scheduler's nodes (see NodeIndex). */
+  readonly index: NodeIndex<SchedulerNode>;
+  /** The node keys this process trusts without a read (kept whole by full reads, dropped for an account that changed). */
+  readonly keys: NodeKeys;
+  private refreshing: Promise<unknown> | null = null;
+  private readonly wholeReads = new SharedRead(() => this.readWhole());
+  /** The database's clock when the last read of the view began (the next reads rows changed since, less an overlap). */
+  private readSince: Date | null = null;
+  /** This process's clock at the last full read. */
+  private fullReadAt: number | null = null;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+  ) {
+    this.index = new NodeIndex(clock);
+    this.keys = new NodeKeys(db, clock);
+  }
+
+  /**
+   * What the scheduler sees, read whole: nodes whose owner is not suspended (a suspended owner's open channel gets no
+   * new work). Each read reloads the scheduler's view (index). Read in pages of FULL_READ_PAGE rows in the order of
+   * their ids, each parsed on its own, so that a large fleet's read does not hold the event loop for all its rows
+   * at once (a node written meanwhile is in the view as written: see NodeIndex.load).
+   *
+   * Every caller gets a read that began after it asked, and callers share reads (SharedRead): a burst of
+   * dispatches that all need the whole registry (the first after a boot, or many answered no_capacity) costs at
+   * most two reads, not one each.
+   */
+  snapshots(): Promise<SchedulerNode[]> {
+    return this.wholeReads.run();
+  }
+
+  private async readWhole(): Promise<SchedulerNode[]> {
+    const read = this.index.begin();
+    const keysRead = this.keys.begin();
+    const at = this.clock.now();
+    const since = await this.dbNow();
+    const nodes: SchedulerNode[] = [];
+    const keys: Array<{ keyHash: string; nodeId: string; accountId: string }> = [];
+    for (let after = ''; ; ) {
+      const rows = await this.db
+        .selectFrom('nodes as n')
+        .innerJoin('accounts as a', 'a.id', 'n.account_id')
+        .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'n.key_hash', 'n.account_id'])
+        .where('a.suspended_at', 'is', null)
+        .where('n.id', '>', after)
+        .orderBy('n.id')
+        .limit(FULL_READ_PAGE)
+        .execute();
+      for (const r of rows) {
+        nodes.push(schedulerNode(r));
+        keys.push({ keyHash: r.key_hash, nodeId: r.id, accountId: r.account_id });
+      }
+      if (rows.length < FULL_READ_PAGE) break;
+      after = rows[rows.length - 1]!.id;
+    }
+    this.index.load(read, nodes, at);
+    this.keys.replace(keysRead, keys);
+    this.readSince = since;
+    this.fullReadAt = at.getTime();
+    return nodes;
+  }
+
+  /** The database's clock now (rows' changed_at come from it, not from this process's clock). */
+  private async dbNow(): Promise<Date> {
+    const r = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(this.db);
+    return new Date(r.rows[0]!.now);
+  }
+
+  /**
+   * Brings the view up to date with the rows written since the last read, by any process (nodes.changed_at, from
+   * the database's clock), from CHANGES_OVERLAP_MS before that read began: a transaction that wrote before it and
+   * committed after it is read the next time. A node whose owner is suspended now leaves the view. Falls back
+   * to a full read when none was made yet or the last is FULL_READ_MS old (what no changed row says: a
+   * suspension, a node deleted).
+   */
+  async refresh(): Promise<void> {
+    const now = this.clock.now();
+    if (this.readSince === null || this.fullReadAt === null || now.getTime() - this.fullReadAt >= FULL_READ_MS) {
+      await this.snapshots();
+      return;
+    }
+    const read = this.index.begin();
+    const since = await this.dbNow();
+    const rows = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
+      .where('n.changed_at', '>', new Date(this.readSince.getTime() - CHANGES_OVERLAP_MS))
+      .execute();
+    const nodes: SchedulerNode[] = [];
+    const gone: string[] = [];
+    for (const r of rows) {
+      if (r.suspended_at) gone.push(r.id);
+      else nodes.push(schedulerNode(r));
+    }
+    this.index.merge(read, nodes, gone, now);
+    this.readSince = since;
+  }
+
+  /**
+   * The scheduler's view without reading the registry whole: as loaded and kept in step (NodeIndex). A view older
+   * than its refresh period is brought up to date in the background (refresh: the changed rows only); the first
+   * full read is waited for.
+   */
+  async candidates(): Promise<IterableIterator<SchedulerNode>> {
+    await this.current();
+    return this.index.all();
+  }
+
+  /** The same view in the scheduler's order, best first (scheduler.ts, pickRanked). */
+  async ranked(): Promise<IterableIterator<SchedulerNode>> {
+    await this.current();
+    return this.index.ranked();
+  }
+
+  private async current(): Promise<void> {
+    if (!this.index.loaded) await (this.wholeReads.current ?? this.snapshots()); // any full read loads the view
+    else if (this.index.stale && !this.refreshing) {
+      this.refreshing = this.refresh()
+        .catch(() => undefined)
+        .finally(() => (this.refreshing = null));
+    }
+  }
+
+  /** One node as the scheduler sees it now, read from its row (null: unknown, or its owner is suspended); the view follows. */
+  async fresh(nodeId: string): Promise<SchedulerNode | null> {
+    const row = await this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
+      .where('n.id', '=', nodeId)
+      .executeTakeFirst();
+    if (!row || row.suspended_at) {
+      this.index.drop(nodeId);
+      return null;
+    }
+    const node = schedulerNode(row);
+    this.index.put(node);
+    return node;
+  }
+}
