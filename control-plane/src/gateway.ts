@@ -208,7 +208,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
   const support = new SupportService({ db, clock, signer: signerSvc, config: config.support, publicUrl: config.publicUrl }); // holder support claims
   const cursors = new Cursors(seal);
   const usageReport = new UsageService(db, clock, cursors, signerSvc);
-  const registry = new NodeRegistry(db, clock);
+  const registry = new NodeRegistry(db, clock, database.processId);
   keys.onChange((target) => registry.view.keys.drop(target)); // node keys of a suspended owner are refused at once, in every process (NOTIFY)
   const processes = { processId: database.processId, alive: (ids: readonly string[]) => database.processesAlive(ids) };
   const idempotency = new Idempotency(db, clock, processes);

@@ -39,6 +39,13 @@ export interface LeaderLock {
 /** The advisory lock key of leadership, on either backend. */
 export const LEADER_LOCK_KEY = 727_001;
 
+/**
+ * The setting every connection of a process carries, set to its `processId` (a custom setting, not
+ * application_name, which names the connections that tell other processes this one is alive): triggers read it to
+ * record which process wrote a row (nodes.changed_by).
+ */
+export const WRITER_SETTING = 'svc.writer';
+
 /** BIGINT as a JS number: money is integer micro-USD, far below 2^53; a larger value is an error, never rounded. */
 export const parseBigint = (v: string) => {
   const n = Number(v);

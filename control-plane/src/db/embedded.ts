@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Kysely, sql } from 'kysely';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector'; // memory: vector search
-import { LEADER_LOCK_KEY, parseBigint, type Database } from './backend.ts';
+import { LEADER_LOCK_KEY, WRITER_SETTING, parseBigint, type Database } from './backend.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import type { DB } from './schema.ts';
 
@@ -43,6 +43,8 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
   let held = false;
   const processId = `svc_p_${randomBytes(8).toString('hex')}`;
+  // Named as a server's connections are (postgres.ts): rows record which process wrote them (nodes.changed_by).
+  await pglite.query('select set_config($1, $2, false)', [WRITER_SETTING, processId]);
   return {
     db,
     kind: 'pglite',

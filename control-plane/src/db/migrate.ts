@@ -67,6 +67,7 @@ const MIGRATIONS: Record<string, () => Promise<Migration>> = {
   '20261201_4300_run_span_from_receipts': () => import('./migrations/20261201_4300_run_span_from_receipts.ts'), // run spans from their receipts
   '20261202_4400_pending_settles': () => import('./migrations/20261202_4400_pending_settles.ts'), // settles answered before they are written, where every replica reaches them
   '20261202_4500_node_changes': () => import('./migrations/20261202_4500_node_changes.ts'), // when each node's row last changed, for the scheduler view's incremental read
+  '20261204_4600_node_writers': () => import('./migrations/20261204_4600_node_writers.ts'), // which process last wrote each node's row: the view's incremental read skips its own
 };
 
 const provider: MigrationProvider = {

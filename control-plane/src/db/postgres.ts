@@ -1,20 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { LEADER_LOCK_KEY, parseBigint, type Database, type LeaderLock } from './backend.ts';
+import { LEADER_LOCK_KEY, WRITER_SETTING, parseBigint, type Database, type LeaderLock } from './backend.ts';
 import type { DB } from './schema.ts';
 
 pg.types.setTypeParser(20, parseBigint);
 
 /** A pg pool on a real Postgres server (DATABASE_URL). */
 export async function openPostgres(url: string): Promise<Database> {
+  const processId = `svc_p_${randomBytes(8).toString('hex')}`;
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   pool.on('error', () => {
     /* idle client errors surface on the next query */
   });
+  // Every connection of the pool names this process in a setting of its own (WRITER_SETTING), so rows record which
+  // process wrote them (nodes.changed_by); queued on the new connection before any other query.
+  pool.on('connect', (c) => void c.query('select set_config($1, $2, false)', [WRITER_SETTING, processId]).catch(() => undefined));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
 
-  const processId = `svc_p_${randomBytes(8).toString('hex')}`;
   let listener: Promise<pg.Client> | undefined;
   let closed = false;
   const handlers = new Map<string, Set<(p: string) => void>>();

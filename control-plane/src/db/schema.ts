@@ -274,6 +274,8 @@ export interface NodesTable {
   channel_epoch: string | number | null;
   /** When the row was last written (set by a trigger from the database's clock on every insert and update). */
   changed_at: Generated<Date>;
+  /** The process that last wrote the row (its connection's `svc.writer` setting, by the same trigger); null: none named. */
+  changed_by: Generated<string | null>;
 }
 
 /** Messages between control-plane processes (fleet/relay.ts); the receiver deletes what it reads. */

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
+import { SCHEDULER_RETURNING, type SchedulerRow } from './registry-view.ts';
 import { KeyedSerial } from './serial.ts';
 import { WriteBatch } from './write-batch.ts';
 
@@ -38,6 +39,8 @@ export class ChannelRecord {
     private readonly log: () => Pick<FastifyBaseLogger, 'error'>,
     /** Which of these processes are gone: missing at two checks in a row (FleetRelay.goneCheck, this record's own). */
     private readonly gone: (processIds: string[]) => Promise<Set<string>>,
+    /** The rows each write changed, as committed (the scheduler's view takes this process's own writes so: RegistryView.written). */
+    private readonly written: (rows: SchedulerRow[]) => void = () => undefined,
   ) {}
 
   held(nodeId: string, connection: number | null = null): Promise<void> {
@@ -52,7 +55,7 @@ export class ChannelRecord {
   private readonly releases = new WriteBatch<string, null, true>(
     async (items) => {
       const ids = items.map((i) => i.key);
-      await sql`update nodes set channel_process = null where id = any(${ids}::text[]) and channel_process = ${this.self}`.execute(this.db);
+      this.written((await sql<SchedulerRow>`update nodes n set channel_process = null where id = any(${ids}::text[]) and channel_process = ${this.self} returning ${SCHEDULER_RETURNING}`.execute(this.db)).rows);
       return new Map(ids.map((id) => [id, true as const]));
     },
     (nodeId) => new Error(`no channel release written for ${nodeId}`),
@@ -77,9 +80,11 @@ export class ChannelRecord {
     for (const o of others) {
       if (!gone.has(o.channel_process)) continue;
       const connection = held.find((h) => h.nodeId === o.id)!.connection;
-      await sql`
-        update nodes set channel_process = ${this.self}, channel_epoch = ${connection === null ? null : String(connection)}::bigint
-        where id = ${o.id} and channel_process = ${o.channel_process} and channel_epoch is not distinct from ${o.channel_epoch}::bigint`.execute(this.db);
+      const taken = await sql<SchedulerRow>`
+        update nodes n set channel_process = ${this.self}, channel_epoch = ${connection === null ? null : String(connection)}::bigint
+        where id = ${o.id} and channel_process = ${o.channel_process} and channel_epoch is not distinct from ${o.channel_epoch}::bigint
+        returning ${SCHEDULER_RETURNING}`.execute(this.db);
+      this.written(taken.rows);
     }
   }
 
@@ -89,11 +94,13 @@ export class ChannelRecord {
    * that name another process or none.
    */
   private async take(held: Array<{ nodeId: string; connection: number | null }>, othersOnly: boolean): Promise<void> {
-    await sql`
+    const taken = await sql<SchedulerRow>`
       update nodes n set channel_process = ${this.self}, channel_epoch = h.connection
       from unnest(${held.map((h) => h.nodeId)}::text[], ${held.map((h) => (h.connection === null ? null : String(h.connection)))}::bigint[]) as h(id, connection)
       where n.id = h.id ${othersOnly ? sql`and (n.channel_process is null or n.channel_process <> ${this.self})` : sql``}
-        and (h.connection is null or n.channel_process is null or n.channel_epoch is null or n.channel_epoch <= h.connection)`.execute(this.db);
+        and (h.connection is null or n.channel_process is null or n.channel_epoch is null or n.channel_epoch <= h.connection)
+      returning ${SCHEDULER_RETURNING}`.execute(this.db);
+    this.written(taken.rows);
   }
 
   /** The process holding the node's channel, by the record, and the agent's number for that connection. */

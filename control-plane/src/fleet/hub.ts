@@ -107,7 +107,7 @@ export class AgentHub {
     this.relayed =
       relay &&
       new RelayedJobs(relay, push, () => this.log, reconnectGraceMs, (nodeId) => this.conns.get(nodeId)?.connection ?? null, (nodeId) => this.hellos.get(nodeId) ?? -1);
-    this.channels = relay && new ChannelRecord(db, relay.self, () => this.log, relay.goneCheck());
+    this.channels = relay && new ChannelRecord(db, relay.self, () => this.log, relay.goneCheck(), (rows) => registry.view.written(rows));
     this.claims =
       relay &&
       new JobClaims(db, relay.self, this.relayed!, {

@@ -13,7 +13,9 @@ export type SchedulerNode = NodeSnapshot & { modelMap: Record<string, string>; c
 
 /** The columns the scheduler reads (a full read of the registry adds only key hashes and owners, for NodeKeys: no capabilities or names). */
 const SCHEDULER_COLUMNS = ['id', 'kinds', 'models', 'model_map', 'speed_factor', 'approved', 'disabled', 'draining', 'last_heartbeat_at', 'running_jobs', 'succeeded', 'failed', 'latency_ms', 'channel_process', 'channel_epoch'] as const;
-type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
+export type SchedulerRow = Pick<NodeRow, (typeof SCHEDULER_COLUMNS)[number]>;
+/** The scheduler's columns of `nodes n`, for a write's RETURNING whose rows go to `written`. */
+export const SCHEDULER_RETURNING = sql.raw(SCHEDULER_COLUMNS.map((c) => `n.${c}`).join(', '));
 /** Rows per page of a full read of the scheduler's view. */
 export const FULL_READ_PAGE = 1000;
 /** How often the scheduler's view is read whole; between, its refreshes read only the rows changed since the last read. */
@@ -62,9 +64,16 @@ export class RegistryView {
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
+    /** This process (`Database.processId`): rows it wrote last (nodes.changed_by) are in the view as written. */
+    private readonly self: string,
   ) {
     this.index = new NodeIndex(clock);
     this.keys = new NodeKeys(db, clock);
+  }
+
+  /** Rows this process wrote (RETURNING the scheduler's columns, SCHEDULER_RETURNING), into the view as committed. */
+  written(rows: readonly SchedulerRow[]): void {
+    for (const r of rows) this.index.put(schedulerNode(r));
   }
 
   /**
@@ -119,8 +128,9 @@ export class RegistryView {
   }
 
   /**
-   * Brings the view up to date with the rows written since the last read, by any process (nodes.changed_at, from
-   * the database's clock), from CHANGES_OVERLAP_MS before that read began: a transaction that wrote before it and
+   * Brings the view up to date with the rows other processes wrote since the last read (nodes.changed_at, from
+   * the database's clock; this process's own writes, nodes.changed_by, went into the view as they committed, so a
+   * single replica reads none), from CHANGES_OVERLAP_MS before that read began: a transaction that wrote before it and
    * committed after it is read the next time. A node whose owner is suspended now leaves the view. Falls back
    * to a full read when none was made yet or the last is FULL_READ_MS old (what no changed row says: a
    * suspension, a node deleted).
@@ -138,6 +148,7 @@ export class RegistryView {
       .innerJoin('accounts as a', 'a.id', 'n.account_id')
       .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
       .where('n.changed_at', '>', new Date(this.readSince.getTime() - CHANGES_OVERLAP_MS))
+      .where('n.changed_by', 'is distinct from', this.self) // this process's own writes went into the view as they committed
       .execute();
     const nodes: SchedulerNode[] = [];
     const gone: string[] = [];

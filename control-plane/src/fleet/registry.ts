@@ -54,8 +54,10 @@ export class NodeRegistry {
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
+    /** This process (`Database.processId`). */
+    self: string,
   ) {
-    this.view = new RegistryView(db, clock);
+    this.view = new RegistryView(db, clock, self);
     this.publicList = new PublicListCache(clock, async () => JSON.stringify(await this.publicRows()));
   }
 
