@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { READ_PAGE } from '../control-plane/src/fleet/registry-view.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 
 /**
@@ -61,4 +62,20 @@ it("refreshes the view from other writers' rows only: its own writes went into i
   expect(registry.view.index.get(id)?.speedFactor).toBe(7);
   await registry.view.snapshots();
   expect(registry.view.index.get(id)?.speedFactor).toBe(3);
+});
+
+it('reads more changed rows than one page holds in pages, and takes every one of them', async () => {
+  const registry = t.gw.fleet.registry;
+  const { accountId } = await t.signIn();
+  await registry.view.snapshots();
+  const n = READ_PAGE * 2 + 17;
+  await t.gw.database.db.transaction().execute(async (trx) => {
+    await sql`select set_config('svc.writer', 'svc_p_another', true)`.execute(trx);
+    await sql`
+      insert into nodes (id, account_id, kinds, key_hash, key_prefix, created_at)
+      select 'node_paged_' || lpad(i::text, 4, '0'), ${accountId}, '["sandbox"]', 'paged_' || i, 'p', now() from generate_series(1, ${n}) i`.execute(trx);
+  });
+  await registry.view.refresh();
+  const ids = [...registry.view.index.all()].map((x) => x.id).filter((id) => id.startsWith('node_paged_'));
+  expect(ids.length).toBe(n);
 });
