@@ -275,6 +275,16 @@ class Runs {
     }
     return { dispatch, whole, failed, statuses };
   }
+  /** The `k` slowest dispatches: their time, when each call started (from the first's start) and its place in `ids`. */
+  slowest(ids: string[], k: number): Array<{ ms: number; at: number; index: number }> {
+    const t0 = this.started.get(ids[0]!) ?? 0;
+    return ids
+      .map((id, index) => ({ id, index, at: this.arrived.get(id)?.[0] }))
+      .filter((x) => x.at !== undefined)
+      .map((x) => ({ ms: x.at! - this.started.get(x.id)!, at: this.started.get(x.id)! - t0, index: x.index }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, k);
+  }
   twice(ids: string[]): number {
     return ids.filter((id) => (this.arrived.get(id)?.length ?? 0) > 1).length;
   }
@@ -372,6 +382,7 @@ async function main(): Promise<void> {
       const ids = await runs.paced(gws.map((g) => g.url), apiKey, DISPATCH_S);
       const f = runs.figures(ids);
       if (f.failed) console.error(`N=${n}: runs failed by status (0: no answer): ${JSON.stringify(f.statuses)}`);
+      console.log(`  slowest dispatches: ${runs.slowest(ids, 3).map((x) => `${ms(x.ms)} ms at +${(x.at / 1000).toFixed(2)} s through replica ${(x.index % REPLICAS) + 1}`).join(', ')}`);
       const nodesList = await timedGet(`${gws[0]!.url}/v1/nodes`);
       const adminList = await timedGet(`${gws[0]!.url}/v1/admin/nodes`, { authorization: `Bearer ${ADMIN_TOKEN}` });
       const row: Row = {

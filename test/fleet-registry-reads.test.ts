@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { NODE_INDEX_REFRESH_MS } from '../control-plane/src/fleet/node-index.ts';
 import { READ_PAGE } from '../control-plane/src/fleet/registry-view.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 
@@ -78,4 +79,24 @@ it('reads more changed rows than one page holds in pages, and takes every one of
   await registry.view.refresh();
   const ids = [...registry.view.index.all()].map((x) => x.id).filter((id) => id.startsWith('node_paged_'));
   expect(ids.length).toBe(n);
+});
+
+it('refreshes the view on its own once it is stale, with no dispatch asking', async () => {
+  const registry = t.gw.fleet.registry;
+  const { accountId } = await t.signIn();
+  const id = (await registry.enroll(accountId, { kinds: ['sandbox'], name: 'timer' })).node.id;
+  await registry.view.snapshots();
+  registry.view.stop();
+  registry.view.start(() => undefined, 25); // the wake-up; whether the view is stale is the gateway's clock's to say
+  try {
+    await t.gw.database.db.transaction().execute(async (trx) => {
+      await sql`select set_config('svc.writer', 'svc_p_another', true)`.execute(trx);
+      await trx.updateTable('nodes').set({ speed_factor: 9 }).where('id', '=', id).execute();
+    });
+    expect(registry.view.index.get(id)?.speedFactor).not.toBe(9); // not stale yet: no read
+    t.clock.advance(NODE_INDEX_REFRESH_MS);
+    await expect.poll(() => registry.view.index.get(id)?.speedFactor).toBe(9);
+  } finally {
+    registry.view.stop();
+  }
 });

@@ -401,8 +401,9 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
     async listen() {
       const url = await app.listen({ port: config.port, host: config.host });
       self.listening = app.addresses().flatMap((a) => (typeof a === 'string' ? [] : [{ address: a.address, port: a.port }])); // outbound connections never reach these
-      // The scheduler's view loads behind the first answers, so the first dispatches after a boot need not wait for it.
-      void registry.view.ranked().catch((e: unknown) => app.log.warn({ err: e }, 'could not load the scheduler view at boot; the first dispatch loads it'));
+      // The scheduler's view loads behind the first answers, so the first dispatches after a boot need not wait for it,
+      // and is refreshed every 10 s from then on.
+      registry.view.start((e: unknown) => app.log.warn({ err: e }, 'could not load the scheduler view at boot; the first dispatch loads it'));
       return url;
     },
     async close() {
@@ -412,6 +413,7 @@ export async function createGateway(config: Config, opts: GatewayOptions = {}): 
       await agents.runner.stop(); // agents: runs under way end before the database closes
       await leader.stop();
       discovery.stop(); // inference
+      registry.view.stop();
       await detachChannel(); // agents see their connection drop and dial again (another process, or this one restarted)
       await hub.close();
       await app.close();

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '@svc/shared';
 import type { DB, NodesTable } from '../db/schema.ts';
-import { NodeIndex } from './node-index.ts';
+import { NODE_INDEX_REFRESH_MS, NodeIndex } from './node-index.ts';
 import { NodeKeys } from './node-keys.ts';
 import type { NodeSnapshot } from './scheduler.ts';
 import { SharedRead } from './shared-read.ts';
@@ -58,6 +58,7 @@ export class RegistryView {
   /** The node keys this process trusts without a read (kept whole by full reads, dropped for an account that changed). */
   readonly keys: NodeKeys;
   private refreshing: Promise<unknown> | null = null;
+  private timer: NodeJS.Timeout | null = null;
   private readonly wholeReads = new SharedRead(() => this.readWhole());
   /** The database's clock when the last read of the view began (the next reads rows changed since, less an overlap). */
   private readSince: Date | null = null;
@@ -186,6 +187,23 @@ export class RegistryView {
   async ranked(): Promise<IterableIterator<SchedulerNode>> {
     await this.current();
     return this.index.ranked();
+  }
+
+  /**
+   * Loads the view now, behind the first answers of a boot, and from then on refreshes it every
+   * NODE_INDEX_REFRESH_MS whether or not anything dispatches: each refresh then takes the few rows of one period, and
+   * the first dispatch after a quiet spell (or through a replica the traffic had not reached) does not come with a
+   * catch-up read of every row the other processes changed meanwhile.
+   */
+  start(onError: (e: unknown) => void, everyMs = NODE_INDEX_REFRESH_MS): void {
+    void this.ranked().catch(onError);
+    this.timer ??= setInterval(() => void this.current().catch(() => undefined), everyMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
   }
 
   private async current(): Promise<void> {
