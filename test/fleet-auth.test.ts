@@ -9,6 +9,7 @@ import { HOUSE_ACCOUNT } from '../control-plane/src/fleet/registry.ts';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { agentWithKey, enrollAgent, until, type TestAgent } from './support/agent.ts';
 import { expectApiError } from './support/expect-error.ts';
+import { TEST_CAPABILITIES, nodeHeartbeat } from './support/node-heartbeat.ts';
 
 /**
  * Node-key auth and refusals: a wrong key is 401 on the heartbeat and refused on the channel; a suspended
@@ -29,13 +30,7 @@ afterAll(async () => {
 const admin = () => new SvcClient({ baseUrl: t.url, credential: { kind: 'bearer', token: ADMIN_TOKEN } });
 const suspend = (accountId: string, suspended: boolean) => admin().request('POST', '/v1/admin/accounts/suspend', { body: { account_id: accountId, suspended, reason: 'test' } });
 const wellFormedKey = () => `nk-svc_${randomBytes(40).toString('base64url').slice(0, 43)}`;
-const CAPS = { cpu: { cores: 1, model: 't', load: 0 }, memory: { total_bytes: 1, available_bytes: 1 }, disk: { total_bytes: 1, available_bytes: 1 }, gpus: [], docker: { reachable: false, version: null }, os: 't' };
-const heartbeat = (key: string) =>
-  fetch(`${t.url}/v1/nodes/heartbeat`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ capabilities: CAPS, load: { running_jobs: 0 }, agent_version: 'test' }),
-  });
+const heartbeat = (key: string) => nodeHeartbeat(t.url, key);
 
 /** Dials the channel as an agent would and calls hello: the answer, or the refusal (code and message). */
 async function channelHello(nodeKey: string, protocolVersion = PROTOCOL_VERSION): Promise<{ ok: true; node_id: string } | { ok: false; code: string | undefined; message: string }> {
@@ -227,7 +222,7 @@ describe('house nodes', () => {
       fetch(`${t.url}/v1/nodes/heartbeat`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ capabilities: { ...CAPS, cpu: { cores: 4, model: 't', load: 0 }, memory: { total_bytes: 1000, available_bytes: 600 } }, load: { running_jobs: jobs }, agent_version: 'test' }),
+        body: JSON.stringify({ capabilities: { ...TEST_CAPABILITIES, cpu: { cores: 4, model: 't', load: 0 }, memory: { total_bytes: 1000, available_bytes: 600 } }, load: { running_jobs: jobs }, agent_version: 'test' }),
       });
     expect((await beat(a1.node_key, 2)).status).toBe(200);
     expect((await beat(a2.node_key, 1)).status).toBe(200);

@@ -4,19 +4,15 @@ import { NODE_KEY_TRUST_MS } from '../control-plane/src/fleet/node-keys.ts';
 import { TEST_DB_KIND } from './support/database.ts';
 import { ADMIN_TOKEN, startGatewayPair, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { until } from './support/agent.ts';
+import { nodeHeartbeat } from './support/node-heartbeat.ts';
 
 /**
  * Node keys answered from memory: a heartbeat asks the database for its key only when the process has not seen the
  * key within NODE_KEY_TRUST_MS. An owner's suspension reaches the keys every process holds at once (by NOTIFY from
  * the process that suspended it), and a notification that never came is bounded by the trust period.
  */
-const CAPS = { cpu: { cores: 1, model: 't', load: 0 }, memory: { total_bytes: 1, available_bytes: 1 }, disk: { total_bytes: 1, available_bytes: 1 }, gpus: [], docker: { reachable: false, version: null }, os: 't' };
 const heartbeat = (url: string, key: string) =>
-  fetch(`${url}/v1/nodes/heartbeat`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ capabilities: CAPS, load: { running_jobs: 0 }, agent_version: 'test' }),
-  }).then(async (r) => ({ status: r.status, type: r.status === 200 ? null : ((await r.json()) as { error: { type: string } }).error.type }));
+  nodeHeartbeat(url, key).then(async (r) => ({ status: r.status, type: r.status === 200 ? null : ((await r.json()) as { error: { type: string } }).error.type }));
 const suspend = (url: string, accountId: string, suspended: boolean) =>
   new SvcClient({ baseUrl: url, credential: { kind: 'bearer', token: ADMIN_TOKEN } }).request('POST', '/v1/admin/accounts/suspend', { body: { account_id: accountId, suspended, reason: 'test' } });
 

@@ -41,7 +41,7 @@ export class NodeKeys {
   }
 
   /** Keys one lookup read, kept unless a drop came since `token`. */
-  learn(token: number, keyHash: string, nodeId: string, accountId: string): void {
+  private learn(token: number, keyHash: string, nodeId: string, accountId: string): void {
     if (token !== this.generation) return;
     if (this.known.size >= this.max) this.known.clear();
     this.known.set(keyHash, { nodeId, accountId, at: this.clock.now().getTime() });

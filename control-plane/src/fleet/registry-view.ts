@@ -27,7 +27,7 @@ export const FULL_READ_MS = 300_000;
 export const CHANGES_OVERLAP_MS = 5_000;
 
 /** A node's row as the scheduler sees it. */
-export function schedulerNode(r: SchedulerRow): SchedulerNode {
+function schedulerNode(r: SchedulerRow): SchedulerNode {
   return {
     id: r.id,
     kinds: r.kinds,
@@ -101,28 +101,26 @@ export class RegistryView {
     const since = await this.dbNow();
     const nodes: SchedulerNode[] = [];
     const keys: Array<{ keyHash: string; nodeId: string; accountId: string }> = [];
-    for (let after = ''; ; ) {
-      const rows = await this.db
-        .selectFrom('nodes as n')
-        .innerJoin('accounts as a', 'a.id', 'n.account_id')
-        .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'n.key_hash', 'n.account_id'])
-        .where('a.suspended_at', 'is', null)
-        .where('n.id', '>', after)
-        .orderBy('n.id')
-        .limit(READ_PAGE)
-        .execute();
+    const page = (after: string) => this.rows().select(['n.key_hash', 'n.account_id']).where('a.suspended_at', 'is', null).where('n.id', '>', after).orderBy('n.id').limit(READ_PAGE).execute();
+    for await (const rows of inPages(page)) {
       for (const r of rows) {
         nodes.push(schedulerNode(r));
         keys.push({ keyHash: r.key_hash, nodeId: r.id, accountId: r.account_id });
       }
-      if (rows.length < READ_PAGE) break;
-      after = rows[rows.length - 1]!.id;
     }
     this.index.load(read, nodes, at);
     this.keys.replace(keysRead, keys);
     this.readSince = since;
     this.fullReadAt = at.getTime();
     return nodes;
+  }
+
+  /** Node rows with their owner (`n`, `a`), the scheduler's columns selected. */
+  private rows() {
+    return this.db
+      .selectFrom('nodes as n')
+      .innerJoin('accounts as a', 'a.id', 'n.account_id')
+      .select(SCHEDULER_COLUMNS.map((c) => `n.${c}` as const));
   }
 
   /** The database's clock now (rows' changed_at come from it, not from this process's clock). */
@@ -148,18 +146,17 @@ export class RegistryView {
     const read = this.index.begin();
     const since = await this.dbNow();
     const from = new Date(this.readSince.getTime() - CHANGES_OVERLAP_MS);
-    // In pages in the order of ids, as a full read is: a row written again meanwhile is read now or next time.
-    for (let after = ''; ; ) {
-      const rows = await this.db
-        .selectFrom('nodes as n')
-        .innerJoin('accounts as a', 'a.id', 'n.account_id')
-        .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
+    // In pages, as a full read is: a row written again meanwhile is read now or next time.
+    const page = (after: string) =>
+      this.rows()
+        .select('a.suspended_at')
         .where('n.changed_at', '>', from)
         .where('n.changed_by', 'is distinct from', this.self) // this process's own writes went into the view as they committed
         .where('n.id', '>', after)
         .orderBy('n.id')
         .limit(READ_PAGE)
         .execute();
+    for await (const rows of inPages(page)) {
       const nodes: SchedulerNode[] = [];
       const gone: string[] = [];
       for (const r of rows) {
@@ -167,8 +164,6 @@ export class RegistryView {
         else nodes.push(schedulerNode(r));
       }
       this.index.merge(read, nodes, gone, now);
-      if (rows.length < READ_PAGE) break;
-      after = rows[rows.length - 1]!.id;
     }
     this.readSince = since;
   }
@@ -217,12 +212,7 @@ export class RegistryView {
 
   /** One node as the scheduler sees it now, read from its row (null: unknown, or its owner is suspended); the view follows. */
   async fresh(nodeId: string): Promise<SchedulerNode | null> {
-    const row = await this.db
-      .selectFrom('nodes as n')
-      .innerJoin('accounts as a', 'a.id', 'n.account_id')
-      .select([...SCHEDULER_COLUMNS.map((c) => `n.${c}` as const), 'a.suspended_at'])
-      .where('n.id', '=', nodeId)
-      .executeTakeFirst();
+    const row = await this.rows().select('a.suspended_at').where('n.id', '=', nodeId).executeTakeFirst();
     if (!row || row.suspended_at) {
       this.index.drop(nodeId);
       return null;
@@ -230,5 +220,15 @@ export class RegistryView {
     const node = schedulerNode(row);
     this.index.put(node);
     return node;
+  }
+}
+
+/** The pages `page` reads (each of READ_PAGE rows at most, in the order of ids, from after the last one's id), one after another. */
+async function* inPages<R extends { id: string }>(page: (afterId: string) => Promise<R[]>): AsyncGenerator<R[]> {
+  for (let after = ''; ; ) {
+    const rows = await page(after);
+    yield rows;
+    if (rows.length < READ_PAGE) return;
+    after = rows[rows.length - 1]!.id;
   }
 }

@@ -3,7 +3,7 @@ import { HEARTBEAT_SECONDS, NODE_KINDS, PREFIX, ServiceError, newId, newSecret, 
 import type { DB, NodesTable } from '../db/schema.ts';
 import type { NodePrincipal } from '../http/auth-types.ts';
 import { PublicListCache } from './public-list.ts';
-import { RegistryView, schedulerNode } from './registry-view.ts';
+import { RegistryView } from './registry-view.ts';
 import { WriteBatch } from './write-batch.ts';
 import { isOnline, type NodeSnapshot } from './scheduler.ts';
 import { observeSpeed } from './speed.ts';
@@ -66,7 +66,7 @@ export class NodeRegistry {
    * `shown` is false (a write that changes nothing the public list shows beyond a heartbeat's time).
    */
   private indexed<R extends NodeRow>(row: R, shown = true): R {
-    this.view.index.put(schedulerNode(row));
+    this.view.written([row]);
     if (shown) this.publicList.invalidate();
     return row;
   }
